@@ -1,0 +1,93 @@
+"""The ``wdn-explain`` command: parse, build a config, call one library function, show."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from .errors import WdnExplainError
+
+app = typer.Typer(
+    help="Exact Shapley-interaction explanations of GNNs on water distribution networks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _fail(exc: WdnExplainError) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def simulate(
+    config: Path = typer.Option(Path("simulations/waq.yaml"), help="simulation YAML file"),
+    out: Path = typer.Option(..., help="output folder (created; resumed if it holds this config)"),
+    workers: int = typer.Option(0, help="worker processes (0: all cores)"),
+    overwrite: bool = typer.Option(False, help="replace a folder made from another config"),
+) -> None:
+    """Simulate the scenarios of a config (e.g. the WAQ dataset) into a folder."""
+    from .progress import progress_callback
+    from .scenario import load_config
+    from .waq import generate_waq
+
+    try:
+        cfg = load_config(config)
+        with progress_callback(True, "simulate") as cb:
+            generate_waq(cfg, out, n_workers=workers or None, overwrite=overwrite, progress=cb)
+    except WdnExplainError as exc:
+        _fail(exc)
+    typer.echo(f"{cfg.n_scenarios} scenarios in {out}")
+
+
+@app.command("data-stats")
+def data_stats(
+    folder: Path = typer.Argument(..., help="WAQ folder"),
+    horizon: int = typer.Option(4, help="forecast lead in reported steps"),
+    threshold: float = typer.Option(0.05, help="normalised chlorine that counts as chlorinated"),
+) -> None:
+    """Print counts, shapes, the label distribution and chlorine arrival times."""
+    from .dataset import WaqDataset, arrival_steps, load_waq_arrays
+
+    try:
+        arrays = load_waq_arrays(folder)
+        sets = {
+            s: WaqDataset(folder, s, horizon=horizon, threshold=threshold, arrays=arrays)
+            for s in ("train", "val", "test")
+        }
+    except WdnExplainError as exc:
+        _fail(exc)
+    n_s, n_t, n = arrays.chlorine.shape
+    manifest = arrays.manifest
+    step = int(arrays.times_s[1] - arrays.times_s[0]) if n_t > 1 else 0
+    typer.echo(f"network        {manifest['network']['name']} ({n} nodes, {manifest['network']['n_links']} links)")
+    typer.echo(f"scenarios      {n_s} x {n_t} reported steps of {step} s (config {manifest['config_hash']})")
+    for split, ds in sets.items():
+        typer.echo(f"{split:<14} {len(ds.scenarios)} scenarios, {len(ds)} samples")
+    sample = sets["train"][0] if len(sets["train"]) else sets["test"][0]
+    typer.echo(
+        f"sample shapes  x {tuple(sample.x.shape)}, edge_index {tuple(sample.edge_index.shape)}, "
+        f"edge_attr {tuple(sample.edge_attr.shape)}, y {tuple(sample.y.shape)}"
+    )
+    y = np.concatenate([ds._y[ds.scenarios][:, horizon:].ravel() for ds in sets.values()])
+    q = np.quantile(y, [0, 0.25, 0.5, 0.75, 1])
+    typer.echo(
+        f"label y        mean {y.mean():.3f}, min/q1/median/q3/max {' / '.join(f'{v:.3f}' for v in q)}, "
+        f"{(y == 0).mean():.1%} zero, {(y == 1).mean():.1%} one"
+    )
+    typer.echo(f"flow scale     {sets['train'].stats['flow_scale_lps']:.1f} L/s")
+    arrival = arrival_steps(arrays.chlorine, threshold)
+    typer.echo("arrival of the chlorine front per node (mean over scenarios that reach it):")
+    typer.echo(f"  {'node':>6} {'reached':>8} {'mean step':>10} {'mean s':>8}")
+    for k, nid in enumerate(manifest["network"]["node_ids"]):
+        hit = arrival[:, k][arrival[:, k] >= 0]
+        mean = hit.mean() if len(hit) else float("nan")
+        typer.echo(f"  {nid:>6} {len(hit) / n_s:>8.0%} {mean:>10.1f} {mean * step:>8.0f}")
+
+
+def main() -> None:  # pragma: no cover - console entry for `python -m`
+    sys.exit(app())

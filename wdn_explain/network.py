@@ -1,0 +1,177 @@
+"""Water networks: node and pipe tables, PyG connectivity and GIS frames.
+
+A :class:`Network` is read from an EPANET .inp file, either by name (``hanoi``, read from
+the copy that ships inside the ``epyt`` package, so nothing is downloaded) or by path.
+Edges are stored in both directions: edge ``e < n_links`` runs from a link's start node to
+its end node (the direction EPANET counts as positive flow), edge ``e + n_links`` runs back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import geopandas
+
+#: Networks that ship inside the ``epyt`` package, by the name users type.
+BUILTIN_NETWORKS = {"hanoi": ("asce-tf-wdst", "Hanoi.inp")}
+
+NODE_ROLES = ("junction", "reservoir", "tank")
+
+
+def builtin_network_path(name: str) -> Path:
+    """Return the path of a network that ships inside ``epyt`` (e.g. ``hanoi``)."""
+    import epyt
+
+    key = name.lower()
+    if key not in BUILTIN_NETWORKS:
+        raise ConfigError(
+            f"unknown network '{name}' (built-in: {', '.join(BUILTIN_NETWORKS)}; "
+            "or give the path of an EPANET .inp file)"
+        )
+    return Path(epyt.__file__).parent.joinpath("networks", *BUILTIN_NETWORKS[key])
+
+
+def resolve_network_path(network: str | Path) -> Path:
+    """Return the .inp path of a built-in network name or an existing .inp path."""
+    text = str(network)
+    if text.lower() in BUILTIN_NETWORKS:
+        return builtin_network_path(text)
+    path = Path(text)
+    if path.suffix.lower() != ".inp":
+        return builtin_network_path(text)  # raises with the list of known names
+    if not path.is_file():
+        raise ConfigError(f"network file '{path}' does not exist")
+    return path
+
+
+@dataclass(frozen=True)
+class Network:
+    """A water distribution network as the rest of the pipeline needs it.
+
+    Attributes:
+        name: Network name (file stem for a path, lower case).
+        inp_path: The EPANET .inp file it was read from.
+        node_ids: EPANET node ids, in EPANET order, shape (n_nodes,).
+        node_roles: ``junction``, ``reservoir`` or ``tank`` per node.
+        link_ids: EPANET link ids, shape (n_links,).
+        link_nodes: Start and end node index per link, shape (n_links, 2).
+        link_types: ``pipe``, ``pump`` or ``valve`` per link.
+        coordinates: Node map coordinates (x, y) in the .inp's units, shape (n_nodes, 2).
+    """
+
+    name: str
+    inp_path: Path
+    node_ids: tuple[str, ...]
+    node_roles: tuple[str, ...]
+    link_ids: tuple[str, ...]
+    link_nodes: np.ndarray
+    link_types: tuple[str, ...]
+    coordinates: np.ndarray
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {n: i for i, n in enumerate(self.node_ids)})
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_ids)
+
+    @property
+    def n_links(self) -> int:
+        return len(self.link_ids)
+
+    @property
+    def reservoirs(self) -> tuple[str, ...]:
+        """Ids of the reservoir nodes."""
+        return tuple(n for n, r in zip(self.node_ids, self.node_roles) if r == "reservoir")
+
+    def node_index(self, node_id: str) -> int:
+        """Return the position of ``node_id``; raise a ConfigError naming the network if unknown."""
+        try:
+            return self._index[str(node_id)]
+        except KeyError:
+            shown = ", ".join(self.node_ids[:40]) + (" ..." if self.n_nodes > 40 else "")
+            raise ConfigError(
+                f"node '{node_id}' is not in network '{self.name}' (nodes: {shown})"
+            ) from None
+
+    @cached_property
+    def edge_index(self) -> torch.Tensor:
+        """Directed edges, both directions per link, shape (2, 2 * n_links), dtype long."""
+        fwd = torch.as_tensor(self.link_nodes.T, dtype=torch.long)
+        return torch.cat([fwd, fwd.flip(0)], dim=1)
+
+    @cached_property
+    def file_sha256(self) -> str:
+        """SHA-256 of the .inp file, recorded in manifests."""
+        return hashlib.sha256(self.inp_path.read_bytes()).hexdigest()
+
+    def to_networkx(self):
+        """Undirected networkx graph over node ids (link ids on the edges)."""
+        import networkx as nx
+
+        graph = nx.Graph(name=self.name)
+        graph.add_nodes_from(self.node_ids)
+        for link, (u, v) in zip(self.link_ids, self.link_nodes):
+            graph.add_edge(self.node_ids[u], self.node_ids[v], link=link)
+        return graph
+
+    def geodataframes(self) -> tuple[geopandas.GeoDataFrame, geopandas.GeoDataFrame]:
+        """Nodes and links as GeoDataFrames (WNTR's GIS export of the original .inp)."""
+        import pandas as pd
+        import wntr
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gis = wntr.network.WaterNetworkModel(str(self.inp_path)).to_gis()
+        nodes = pd.concat([gis.junctions, gis.tanks, gis.reservoirs])
+        links = pd.concat([gis.pipes, gis.pumps, gis.valves])
+        return nodes, links
+
+
+def load_network(network: str | Path = "hanoi") -> Network:
+    """Read a network by built-in name (``hanoi``) or from an EPANET .inp path.
+
+    Raises:
+        ConfigError: unknown name, missing file, or a file EPANET cannot read.
+    """
+    from epyt_flow.simulation import ScenarioSimulator
+
+    path = resolve_network_path(network)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with ScenarioSimulator(f_inp_in=str(path), raise_exception_on_error=True) as sim:
+                topo = sim.get_topology()
+    except Exception as exc:  # EPANET reports unreadable files in many ways
+        raise ConfigError(f"cannot read network file '{path}': {exc}") from exc
+    node_ids = tuple(topo.get_all_nodes())
+    roles = {n: "junction" for n in topo.get_all_junctions()}
+    roles.update({n: "reservoir" for n in topo.get_all_reservoirs()})
+    roles.update({n: "tank" for n in topo.get_all_tanks()})
+    index = {n: i for i, n in enumerate(node_ids)}
+    links = topo.get_all_links()
+    pumps, valves = set(topo.get_all_pumps()), set(topo.get_all_valves())
+    return Network(
+        name=path.stem.lower(),
+        inp_path=path,
+        node_ids=node_ids,
+        node_roles=tuple(roles[n] for n in node_ids),
+        link_ids=tuple(link for link, _ in links),
+        link_nodes=np.array([[index[u], index[v]] for _, (u, v) in links], dtype=np.int64),
+        link_types=tuple(
+            "pump" if link in pumps else "valve" if link in valves else "pipe" for link, _ in links
+        ),
+        coordinates=np.array([topo.get_node_info(n)["coord"] for n in node_ids], dtype=float),
+    )
