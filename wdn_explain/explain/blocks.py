@@ -1,0 +1,157 @@
+"""Möbius interactions held as hypercube blocks, and their conversion to any index.
+
+The MIs of a graph game are a sum of blocks: block b lives on the power set of a small
+sorted node list (a receptive field) and holds 2**k values. Node games give one block per
+node (their sum is the graph game's MIs); the masked path gives one block per maximal
+field, each MI owned by exactly one block. Both are exact inputs to the linear conversions
+of :mod:`.indices`, done per block by a superset-sum transform (k * 2**k work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from shapiq import InteractionValues
+
+from .hypercube import (
+    global_keys,
+    keys_to_members,
+    masks_of_size,
+    moebius_transform,
+    popcounts,
+    superset_sum,
+    unique_keys,
+)
+from .indices import check_index, weights
+
+
+@dataclass
+class MoebiusBlocks:
+    """MIs as blocks grouped by size: ``groups[k] = (nodes (B, k), mi (B, 2**k))``.
+
+    Attributes:
+        n_players: Number of players (graph nodes).
+        groups: Blocks by field size; ``mi[b, mask]`` is the MI of the set of
+            ``nodes[b, bits of mask]`` carried by block b.
+        constant: Added to m(∅) (e.g. the readout bias).
+    """
+
+    n_players: int
+    groups: dict[int, tuple[np.ndarray, np.ndarray]]
+    constant: float = 0.0
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_node_games(
+        cls, n_players: int, fields: list[np.ndarray], games: list[np.ndarray], constant: float
+    ) -> MoebiusBlocks:
+        """Blocks from node games g_i on the power sets of their fields (values, not MIs).
+
+        Nodes with identical fields are merged (their games add up) before the transform.
+        """
+        merged: dict[tuple[int, ...], np.ndarray] = {}
+        for f, g in zip(fields, games):
+            key = tuple(f.tolist())
+            merged[key] = merged[key] + g if key in merged else np.asarray(g, dtype=np.float64).copy()
+        by_size: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
+        for key, g in merged.items():
+            by_size.setdefault(len(key), []).append((key, g))
+        groups = {}
+        for k, items in sorted(by_size.items()):
+            nodes = np.array([key for key, _ in items], dtype=np.int64).reshape(len(items), k)
+            groups[k] = (nodes, moebius_transform(np.stack([g for _, g in items])))
+        return cls(n_players, groups, constant)
+
+    @property
+    def max_size(self) -> int:
+        return max(self.groups, default=0)
+
+    def total(self) -> float:
+        """Sum of all MIs = nu(N) (efficiency)."""
+        return float(sum(mi.sum() for _, mi in self.groups.values()) + self.constant)
+
+    def empty_value(self) -> float:
+        """m(∅) = nu(∅)."""
+        return float(sum(mi[:, 0].sum() for _, mi in self.groups.values()) + self.constant)
+
+    def moebius(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct MI sets as key rows (see :func:`.hypercube.global_keys`) and their MIs."""
+        if "moebius" not in self._cache:
+            keys = np.concatenate([global_keys(n, self.n_players) for n, _ in self.groups.values()])
+            values = np.concatenate([mi.ravel() for _, mi in self.groups.values()])
+            uniq, _, inverse = unique_keys(keys)
+            summed = np.bincount(inverse, weights=values, minlength=len(uniq))
+            summed[0] += self.constant  # the empty set has key 0, which sorts first
+            self._cache["moebius"] = (uniq, summed)
+        return self._cache["moebius"]
+
+    def index_of_size(self, index: str, order: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Values of ``index`` at ``order`` for all explained sets of ``size`` players.
+
+        Returns (members (m, size) sorted node ids, values (m,)).
+        """
+        if size == 0 and index == "k-SII":
+            # shapiq's convention: k-SII puts nu(∅) on the empty set, the others their formula
+            return np.zeros((1, 0), dtype=np.int64), np.array([self.empty_value()])
+        w = weights(index, order, max(self.max_size, order))
+        sets, vals = [], []
+        for k, (nodes, mi) in self.groups.items():
+            if k < size:
+                continue
+            scaled = mi * w[popcounts(k), size][None, :]
+            superset_sum(scaled)
+            masks, positions = masks_of_size(k, size)
+            vals.append(scaled[:, masks].ravel())
+            sets.append(nodes[:, positions].reshape(len(nodes) * len(masks), size))
+        if not sets:
+            return np.zeros((0, size), dtype=np.int64), np.zeros(0)
+        sets_all, vals_all = np.concatenate(sets), np.concatenate(vals)
+        if size == 0:
+            return np.zeros((1, 0), dtype=np.int64), np.array([vals_all.sum() + self.constant])
+        uniq, inverse = np.unique(sets_all, axis=0, return_inverse=True)
+        return uniq, np.bincount(inverse.ravel(), weights=vals_all, minlength=len(uniq))
+
+    def interaction_values(self, index: str = "k-SII", order: int = 2) -> InteractionValues:
+        """The exact ``index`` of order ``order`` as shapiq ``InteractionValues``.
+
+        ``index`` is one of SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius (all MIs).
+        """
+        base, order = check_index(index, order, self.max_size)
+        key = (index, order)
+        if key in self._cache:
+            return self._cache[key]
+        if base == "Moebius":
+            keys, values = self.moebius()
+            rows, cols = keys_to_members(keys)
+            splits = np.cumsum(np.bincount(rows, minlength=len(keys)))[:-1]
+            lookup = {tuple(m.tolist()): i for i, m in enumerate(np.split(cols, splits))}
+            result = InteractionValues(
+                values=values,
+                index="Moebius",
+                max_order=max(self.max_size, 1),
+                min_order=0,
+                n_players=self.n_players,
+                interaction_lookup=lookup,
+                estimated=False,
+                baseline_value=float(values[0]),
+            )
+        else:
+            parts = [self.index_of_size(base, order, s) for s in range(order + 1)]
+            lookup, values = {}, []
+            for members, vals in parts:
+                for m, v in zip(members.tolist(), vals.tolist()):
+                    lookup[tuple(m)] = len(values)
+                    values.append(v)
+            result = InteractionValues(
+                values=np.array(values),
+                index=index if index in ("SV", "BV") else base,
+                max_order=order,
+                min_order=0,
+                n_players=self.n_players,
+                interaction_lookup=lookup,
+                estimated=False,
+                baseline_value=float(values[0]) if base == "FBII" else self.empty_value(),
+            )
+        self._cache[key] = result
+        return result

@@ -1,0 +1,130 @@
+"""The result of explaining one graph: exact MIs plus what produced them."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from shapiq import InteractionValues
+
+from ..errors import DataError
+from .blocks import MoebiusBlocks
+
+
+@dataclass
+class Explanation:
+    """Möbius interactions of one graph game and every index derived from them.
+
+    Attributes:
+        blocks: The MIs (see :class:`.blocks.MoebiusBlocks`).
+        prediction: nu(N), the model output on the unmasked graph.
+        empty_prediction: nu(∅), the output with every node at the baseline.
+        output_index: Which model output was explained.
+        n_layers: Message-passing layers L used for the receptive fields.
+        method: ``local``, ``masked``, ``approximate`` or ``bruteforce``.
+        n_graph_evaluations: Masked graphs the model was run on.
+        n_node_states: Node embeddings computed on the state graph (``local`` only).
+        exact: False for a budget-limited approximation.
+        baseline: The masking vector, shape (F,).
+        meta: Free-form metadata (config and model hashes, engine version...).
+    """
+
+    blocks: MoebiusBlocks
+    prediction: float
+    empty_prediction: float
+    output_index: int
+    n_layers: int
+    method: str
+    n_graph_evaluations: int
+    n_node_states: int
+    exact: bool
+    baseline: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_players(self) -> int:
+        return self.blocks.n_players
+
+    @property
+    def n_interactions(self) -> int:
+        """Number of distinct Möbius interactions held (|I| when exact)."""
+        return len(self.blocks.moebius()[0])
+
+    @property
+    def moebius(self) -> InteractionValues:
+        """All MIs as shapiq ``InteractionValues`` (index ``Moebius``)."""
+        return self.blocks.interaction_values("Moebius", 0)
+
+    def interaction_values(self, index: str = "k-SII", order: int = 2) -> InteractionValues:
+        """Exact index values derived from the MIs without new model calls."""
+        return self.blocks.interaction_values(index, order)
+
+    def efficiency_gap(self) -> float:
+        """sum of all MIs minus nu(N): zero (up to rounding) for exact explanations."""
+        return self.blocks.total() - self.prediction
+
+    # -- persistence ---------------------------------------------------------------------
+    def to_arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
+        """Plain arrays (pickle-free) that :meth:`from_arrays` reads back."""
+        header = {
+            "n_players": self.n_players,
+            "constant": self.blocks.constant,
+            "prediction": self.prediction,
+            "empty_prediction": self.empty_prediction,
+            "output_index": self.output_index,
+            "n_layers": self.n_layers,
+            "method": self.method,
+            "n_graph_evaluations": self.n_graph_evaluations,
+            "n_node_states": self.n_node_states,
+            "exact": self.exact,
+            "sizes": sorted(self.blocks.groups),
+            "meta": self.meta,
+        }
+        out = {f"{prefix}header": np.array(json.dumps(header)), f"{prefix}baseline": self.baseline}
+        for k, (nodes, mi) in self.blocks.groups.items():
+            out[f"{prefix}nodes_{k}"] = nodes
+            out[f"{prefix}mi_{k}"] = mi
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Any, prefix: str = "") -> Explanation:
+        header = json.loads(str(arrays[f"{prefix}header"]))
+        groups = {
+            k: (arrays[f"{prefix}nodes_{k}"], arrays[f"{prefix}mi_{k}"]) for k in header["sizes"]
+        }
+        return cls(
+            blocks=MoebiusBlocks(header["n_players"], groups, header["constant"]),
+            prediction=header["prediction"],
+            empty_prediction=header["empty_prediction"],
+            output_index=header["output_index"],
+            n_layers=header["n_layers"],
+            method=header["method"],
+            n_graph_evaluations=header["n_graph_evaluations"],
+            n_node_states=header["n_node_states"],
+            exact=header["exact"],
+            baseline=np.asarray(arrays[f"{prefix}baseline"]),
+            meta=header["meta"],
+        )
+
+    def save(self, path: str | Path) -> Path:
+        """Write a pickle-free ``.npz`` atomically."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as handle:
+            np.savez(handle, **self.to_arrays())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Explanation:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return cls.from_arrays({k: data[k] for k in data.files})
+        except FileNotFoundError:
+            raise DataError(f"explanation file '{path}' does not exist") from None
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+            raise DataError(f"explanation file '{path}' is truncated or corrupt ({exc})") from None

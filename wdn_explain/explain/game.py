@@ -1,0 +1,145 @@
+"""The graph game of GraphSHAP-IQ and its batched evaluation.
+
+nu(T) is the model's explained output on the graph with the features of every node outside
+T replaced by a baseline vector b (GUIDE §4). Masked copies are evaluated in large batches:
+one ``torch.where`` over a (batch, nodes, features) tensor and one shared, offset
+``edge_index``, chunked so that a batch holds at most ``max_batch_nodes`` nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+from ..errors import ExplainError
+
+Baseline = Literal["mean", "zeros"] | torch.Tensor | np.ndarray
+
+
+@contextmanager
+def inference(model: torch.nn.Module) -> Iterator[None]:
+    """``eval()`` plus ``torch.inference_mode()``; the previous train/eval mode is restored."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def model_device_dtype(model: torch.nn.Module) -> tuple[torch.device, torch.dtype]:
+    """Device and floating dtype of the model's first parameter (CPU/float32 if none)."""
+    for p in model.parameters():
+        return p.device, p.dtype
+    return torch.device("cpu"), torch.float32
+
+
+def call_model(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    edge_index: torch.Tensor,
+    edge_attr: torch.Tensor | None,
+    batch: torch.Tensor,
+) -> torch.Tensor:
+    """Call a PyG graph-level model as ``model(x, edge_index[, edge_attr=...], batch=batch)``."""
+    if edge_attr is None:
+        return model(x, edge_index, batch=batch)
+    return model(x, edge_index, edge_attr=edge_attr, batch=batch)
+
+
+@dataclass
+class GraphGame:
+    """nu(T) for one graph and one model output (see the module docstring).
+
+    Attributes:
+        model: A PyG graph-level model (in eval mode while evaluated).
+        x: Node features, shape (n, F).
+        edge_index: Directed edges, shape (2, E).
+        edge_attr: Edge features, shape (E, D), or None; never masked.
+        baseline: Masking vector, shape (F,).
+        output_index: Which model output is explained.
+        max_batch_nodes: Upper bound of nodes in one evaluated batch (memory bound).
+    """
+
+    model: torch.nn.Module
+    x: torch.Tensor
+    edge_index: torch.Tensor
+    edge_attr: torch.Tensor | None
+    baseline: torch.Tensor
+    output_index: int
+    max_batch_nodes: int = 400_000
+
+    @property
+    def n_players(self) -> int:
+        return self.x.shape[0]
+
+    def evaluate(self, coalitions: np.ndarray, progress=None) -> np.ndarray:
+        """nu for a boolean coalition matrix of shape (m, n); returns float64, shape (m,)."""
+        coalitions = np.asarray(coalitions, dtype=bool)
+        if coalitions.ndim != 2 or coalitions.shape[1] != self.n_players:
+            raise ExplainError(
+                f"coalitions must have shape (m, {self.n_players}) (got {coalitions.shape})"
+            )
+        n, total = self.n_players, len(coalitions)
+        chunk = max(1, self.max_batch_nodes // max(n, 1))
+        device = self.x.device
+        out = np.empty(total, dtype=np.float64)
+        with inference(self.model):
+            for start in range(0, total, chunk):
+                mask = torch.as_tensor(coalitions[start : start + chunk], device=device)
+                b = len(mask)
+                xs = torch.where(mask[:, :, None], self.x[None], self.baseline[None, None])
+                offsets = (torch.arange(b, device=device) * n).repeat_interleave(
+                    self.edge_index.shape[1]
+                )
+                ei = self.edge_index.repeat(1, b) + offsets
+                ea = None if self.edge_attr is None else self.edge_attr.repeat(b, 1)
+                batch = torch.arange(b, device=device).repeat_interleave(n)
+                y = call_model(self.model, xs.reshape(b * n, -1), ei, ea, batch)
+                out[start : start + b] = select_output(y, b, self.output_index)
+                if progress:
+                    progress(start + b, total)
+        return out
+
+    def __call__(self, coalitions: np.ndarray) -> np.ndarray:
+        """Game function in shapiq's convention (boolean matrix in, values out)."""
+        return self.evaluate(np.atleast_2d(coalitions))
+
+
+def select_output(y: torch.Tensor, n_graphs: int, output_index: int) -> np.ndarray:
+    """Column ``output_index`` of a (n_graphs,) or (n_graphs, C) model output, as float64."""
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2 or y.shape[0] != n_graphs:
+        raise ExplainError(
+            f"the model must return one value or one row of outputs per graph, shape "
+            f"({n_graphs},) or ({n_graphs}, C) (got {tuple(y.shape)})"
+        )
+    if not 0 <= output_index < y.shape[1]:
+        raise ExplainError(f"output_index must be in 0..{y.shape[1] - 1} (got {output_index})")
+    return y[:, output_index].double().cpu().numpy()
+
+
+def resolve_baseline(baseline: Baseline, x: torch.Tensor) -> torch.Tensor:
+    """The masking vector: ``mean`` node feature (default), ``zeros`` or a given (F,) vector."""
+    if isinstance(baseline, str):
+        if baseline == "mean":
+            return x.mean(dim=0)
+        if baseline == "zeros":
+            return torch.zeros(x.shape[1], dtype=x.dtype, device=x.device)
+        raise ExplainError(f"baseline must be 'mean', 'zeros' or a vector (got '{baseline}')")
+    vec = torch.as_tensor(baseline, dtype=x.dtype, device=x.device).reshape(-1)
+    if vec.shape != (x.shape[1],):
+        raise ExplainError(
+            f"baseline vector must have one value per node feature, shape ({x.shape[1]},) "
+            f"(got {tuple(torch.as_tensor(baseline).shape)})"
+        )
+    if not torch.isfinite(vec).all():
+        raise ExplainError("baseline vector holds NaN or inf values")
+    return vec

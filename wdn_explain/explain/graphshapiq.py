@@ -1,0 +1,420 @@
+"""GraphSHAP-IQ: exact any-order Shapley interactions of graph-level GNN predictions.
+
+Muschalik, Fumagalli, Frazzetto, Strotherm, Hermes, Sperduti, Hüllermeier, Hammer:
+"Exact Computation of Any-Order Shapley Interactions for Graph Neural Networks", ICLR 2025.
+
+Methods (a registry by name, chosen with ``method=``):
+
+* ``local`` -- node games on the state graph (:mod:`.local`), for models implementing
+  :class:`.local.LocalMessagePassing`; no masked graph is run at all.
+* ``masked`` -- the paper's Algorithm 1: nu(T) for every T in I (|I| masked graphs, batched),
+  then a fast Möbius transform on each maximal receptive field. Works for any PyG model.
+* ``approximate`` -- Algorithm 3 with budget lambda: all MIs up to size lambda, plus one gap
+  term per incomplete receptive field; exact when lambda >= max|N_i| - 1.
+* ``bruteforce`` -- all 2^n coalitions (the oracle; n <= 20).
+
+``auto`` picks ``local`` when the model supports it, else ``masked``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Literal
+
+import numpy as np
+import torch
+from scipy.special import comb
+from torch_geometric.data import Data
+
+from ..errors import ExplainError
+from ..progress import ProgressArg, progress_callback
+from .blocks import MoebiusBlocks
+from .explanation import Explanation
+from .game import (
+    Baseline,
+    GraphGame,
+    call_model,
+    inference,
+    model_device_dtype,
+    resolve_baseline,
+)
+from .hypercube import (
+    global_keys,
+    keys_to_members,
+    moebius_transform,
+    popcounts,
+    subset_sum,
+    unique_keys,
+)
+from .local import LocalMessagePassing, StateGraph, node_games
+from .neighbourhoods import group_by_size, maximal_fields, receptive_fields
+
+logger = logging.getLogger(__name__)
+
+Method = Literal["auto", "local", "masked", "approximate", "bruteforce"]
+METHODS = ("auto", "local", "masked", "approximate", "bruteforce")
+ReadoutCheck = Literal["error", "warn", "off"]
+ENGINE_VERSION = "1"
+MAX_BRUTEFORCE_PLAYERS = 20
+
+
+class GraphSHAPIQ:
+    """Explain graph-level predictions of a PyG model exactly (see the module docstring).
+
+    Args:
+        model: A graph-level model called as ``model(x, edge_index[, edge_attr=...],
+            batch=batch)`` returning (n_graphs,) or (n_graphs, C); its global pooling and
+            output layer must be linear.
+        n_layers: Message-passing layers L (default: ``model.num_layers``).
+        baseline: ``mean`` node feature of the graph (default), ``zeros`` or a vector.
+        method: One of ``auto``, ``local``, ``masked``, ``approximate``, ``bruteforce``.
+        max_interactions: Refuse exact work above this |I| (the error suggests a budget).
+        max_batch_nodes: Nodes per evaluated batch of masked graphs (memory bound).
+        readout_check: After explaining, test MI recovery on random coalitions
+            (:func:`check_linear_readout`); ``error`` raises, ``warn`` warns, ``off`` skips.
+        progress: True for a tqdm bar, or a callback ``(done, total)``.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        n_layers: int | None = None,
+        *,
+        baseline: Baseline = "mean",
+        method: Method = "auto",
+        max_interactions: int = 10_000_000,
+        max_batch_nodes: int = 400_000,
+        readout_check: ReadoutCheck = "error",
+        progress: ProgressArg = False,
+    ) -> None:
+        if method not in METHODS:
+            raise ExplainError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
+        if readout_check not in ("error", "warn", "off"):
+            raise ExplainError(f"readout_check must be error, warn or off (got '{readout_check}')")
+        n_layers = n_layers if n_layers is not None else getattr(model, "num_layers", None)
+        if n_layers is None:
+            raise ExplainError("n_layers is required: the model has no num_layers attribute")
+        if int(n_layers) < 1:
+            raise ExplainError(f"n_layers must be >= 1 (got {n_layers})")
+        if method == "local" and not isinstance(model, LocalMessagePassing):
+            raise ExplainError(
+                f"method 'local' needs a model implementing LocalMessagePassing "
+                f"({type(model).__name__} does not); use 'masked'"
+            )
+        self.model = model
+        self.n_layers = int(n_layers)
+        self.baseline = baseline
+        self.method = method
+        self.max_interactions = max_interactions
+        self.max_batch_nodes = max_batch_nodes
+        self.readout_check = readout_check
+        self.progress = progress
+        self._state_graphs: dict[tuple, StateGraph] = {}
+
+    # -- public --------------------------------------------------------------------------
+    def game(self, data: Data, output_index: int | None = None) -> GraphGame:
+        """The graph game nu of ``data`` (validated, on the model's device)."""
+        device, dtype = model_device_dtype(self.model)
+        x, edge_index, edge_attr = _validate_graph(data, device, dtype)
+        game = GraphGame(
+            self.model, x, edge_index, edge_attr, resolve_baseline(self.baseline, x), 0,
+            self.max_batch_nodes,
+        )
+        with inference(self.model):
+            y = call_model(self.model, x, edge_index, edge_attr, torch.zeros(len(x), dtype=torch.long, device=device))
+        if y.ndim == 1:
+            y = y[:, None]
+        if y.ndim != 2 or y.shape[0] != 1:
+            raise ExplainError(
+                f"the model must return shape (1,) or (1, C) for one graph (got {tuple(y.shape)})"
+            )
+        if output_index is None:
+            output_index = int(y[0].argmax()) if y.shape[1] > 1 else 0
+        if not 0 <= output_index < y.shape[1]:
+            raise ExplainError(f"output_index must be in 0..{y.shape[1] - 1} (got {output_index})")
+        game.output_index = output_index
+        return game
+
+    def explain(
+        self, data: Data, *, output_index: int | None = None, budget: int | None = None
+    ) -> Explanation:
+        """Explain one graph.
+
+        Args:
+            data: A PyG ``Data`` with ``x`` (n, F), ``edge_index`` (2, E) and optional
+                ``edge_attr`` (E, D).
+            output_index: Model output to explain (default: predicted class, or 0).
+            budget: lambda for ``approximate`` (largest MI size evaluated).
+
+        Raises:
+            ExplainError: invalid graph, baseline, output, index, or |I| over the limit.
+        """
+        game = self.game(data, output_index)
+        method = self.method
+        if budget is not None and method in ("auto", "approximate"):
+            method = "approximate"
+        elif method == "approximate":
+            raise ExplainError("method 'approximate' needs a budget (lambda >= 1)")
+        elif budget is not None:
+            raise ExplainError(f"a budget applies to method 'approximate' only (method is '{method}')")
+        if method == "auto":
+            local_ok = isinstance(self.model, LocalMessagePassing) and self.model.num_layers == self.n_layers
+            method = "local" if local_ok else "masked"
+        fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
+        with progress_callback(self.progress, f"GraphSHAP-IQ ({method})") as cb:
+            if method == "bruteforce":
+                blocks, n_evals, n_states, exact = self._bruteforce(game, cb)
+            elif method == "approximate":
+                if budget is None or int(budget) < 1:
+                    raise ExplainError(f"budget (lambda) must be an integer >= 1 (got {budget})")
+                blocks, n_evals, n_states, exact = self._approximate(game, fields[-1], int(budget), cb)
+            else:
+                self._check_size(fields[-1], game.n_players)
+                if method == "local":
+                    blocks, n_evals, n_states, exact = self._local(game, fields, cb)
+                else:
+                    blocks, n_evals, n_states, exact = self._masked(game, fields[-1], cb)
+        nu_full, nu_empty = game.evaluate(np.stack([np.ones(game.n_players, bool), np.zeros(game.n_players, bool)]))
+        explanation = Explanation(
+            blocks=blocks,
+            prediction=float(nu_full),
+            empty_prediction=float(nu_empty),
+            output_index=game.output_index,
+            n_layers=self.n_layers,
+            method=method,
+            n_graph_evaluations=n_evals,
+            n_node_states=n_states,
+            exact=exact,
+            baseline=game.baseline.detach().cpu().numpy(),
+            meta={"engine_version": ENGINE_VERSION},
+        )
+        if exact and self.readout_check != "off" and method != "bruteforce":
+            violation = recovery_error(game, blocks, n_samples=8, seed=0)
+            scale = 1.0 + abs(nu_full) + abs(nu_empty)
+            if violation > 1e-4 * scale:
+                msg = (
+                    f"the model's output is not a linear readout of {self.n_layers}-hop node "
+                    f"embeddings: Möbius recovery misses by {violation:.3g} on random coalitions, "
+                    "so the explanation would not be exact (check n_layers and that pooling and "
+                    "output layer are linear; readout_check='off' skips this test)"
+                )
+                if self.readout_check == "error":
+                    raise ExplainError(msg)
+                warnings.warn(msg, stacklevel=2)
+        return explanation
+
+    # -- methods -------------------------------------------------------------------------
+    def _check_size(self, fields: list[np.ndarray], n_players: int) -> None:
+        maximal = maximal_fields(fields)
+        bound = sum(2 ** len(f) for f in maximal)
+        if bound <= self.max_interactions:
+            return
+        largest = max(len(f) for f in maximal)
+        if largest <= 24 and bound <= 8 * self.max_interactions:
+            count = len(unique_keys(np.concatenate([global_keys(n, n_players) for n in group_by_size(maximal).values()]))[0])
+            what = f"|I| = {count}"
+        else:
+            count, what = bound, f"|I| <= {bound} (Thm. 3.7 bound)"
+        if count <= self.max_interactions:
+            return
+        suggestion = ""
+        for lam in range(largest - 1, 0, -1):
+            calls = sum(int(comb(len(f), np.arange(lam + 1)).sum()) for f in maximal) + len(maximal)
+            if calls <= self.max_interactions:
+                suggestion = f"; try budget={lam} (lambda-approximation, about {calls} model calls)"
+                break
+        raise ExplainError(
+            f"exact explanation needs {what} model calls, over max_interactions="
+            f"{self.max_interactions} (largest receptive field {largest} nodes){suggestion}"
+        )
+
+    def state_graph(self, edge_index: torch.Tensor, fields: list[list[np.ndarray]]) -> StateGraph:
+        """The state graph of a structure, built once and cached (time steps share it)."""
+        key = (len(fields[0]), edge_index.detach().cpu().numpy().tobytes())
+        if key not in self._state_graphs:
+            self._state_graphs.clear()
+            self._state_graphs[key] = StateGraph.build(edge_index, fields)
+        return self._state_graphs[key]
+
+    def _local(self, game: GraphGame, fields, cb):
+        state_graph = self.state_graph(game.edge_index, fields)
+        games, constant = node_games(
+            self.model, game.x, game.edge_attr, game.baseline, game.output_index, state_graph,
+            progress=cb,
+        )
+        blocks = MoebiusBlocks.from_node_games(game.n_players, fields[-1], games, constant)
+        return blocks, 0, state_graph.n_states, True
+
+    def _masked(self, game: GraphGame, fields: list[np.ndarray], cb):
+        groups = group_by_size(maximal_fields(fields))
+        keys = [global_keys(nodes, game.n_players) for nodes in groups.values()]
+        uniq, first, inverse = unique_keys(np.concatenate(keys))
+        values = game.evaluate(_coalition_matrix(uniq, game.n_players), progress=cb)
+        out, start = {}, 0
+        for k, nodes in groups.items():
+            stop = start + len(nodes) * 2**k
+            inv = inverse[start:stop]
+            mi = moebius_transform(values[inv].reshape(len(nodes), 2**k))
+            owned = (first[inv] == np.arange(start, stop)).reshape(mi.shape)
+            out[k] = (nodes, np.where(owned, mi, 0.0))
+            start = stop
+        return MoebiusBlocks(game.n_players, out), len(uniq), 0, True
+
+    def _approximate(self, game: GraphGame, fields: list[np.ndarray], lam: int, cb):
+        maximal = maximal_fields(fields)
+        largest = max(len(f) for f in maximal)
+        if lam >= largest:
+            blocks, calls, _, _ = self._masked(game, fields, cb)
+            return blocks, calls, 0, True
+        groups = group_by_size(maximal)
+        incomplete = sorted({tuple(f.tolist()) for f in fields if len(f) > lam}, key=len)
+        small_keys, low_masks = [], {}
+        for k, nodes in groups.items():
+            low_masks[k] = np.flatnonzero(popcounts(k) <= lam)
+            small_keys.append(global_keys(nodes, game.n_players).reshape(len(nodes), 2**k, -1)[:, low_masks[k]].reshape(-1, _words(game.n_players)))
+        big_keys = [global_keys(np.array([f]), game.n_players)[-1:] for f in incomplete]
+        uniq, first, inverse = unique_keys(np.concatenate(small_keys + big_keys))
+        coalitions = _coalition_matrix(uniq, game.n_players)
+        if not coalitions.all(axis=1).any():  # nu(N) is needed for efficiency
+            coalitions = np.concatenate([coalitions, np.ones((1, game.n_players), bool)])
+        values = game.evaluate(coalitions, progress=cb)
+        nu_full = values[np.flatnonzero(coalitions.all(axis=1))[0]]
+        # exact MIs up to size lambda, each owned by one maximal block
+        out, start = {}, 0
+        for k, nodes in groups.items():
+            n_low = len(low_masks[k])
+            stop = start + len(nodes) * n_low
+            inv = inverse[start:stop]
+            table = np.zeros((len(nodes), 2**k))
+            table[:, low_masks[k]] = values[inv].reshape(len(nodes), n_low)
+            mi = moebius_transform(table)
+            owned = np.zeros_like(mi, dtype=bool)
+            owned[:, low_masks[k]] = (first[inv] == np.arange(start, stop)).reshape(len(nodes), n_low)
+            out[k] = (nodes, np.where(owned, mi, 0.0))
+            start = stop
+        # one gap term per incomplete field, smallest first (Algorithm 3)
+        gaps: list[tuple[frozenset[int], float]] = []
+        blocks = MoebiusBlocks(game.n_players, out)
+        low_total = _sum_below(blocks, incomplete, lam)
+        for i, f in enumerate(incomplete):
+            members = frozenset(f)
+            nu_f = values[inverse[start + i]]
+            gap = nu_f - low_total[i] - sum(g for s, g in gaps if s < members)
+            gaps.append((members, gap))
+        # efficiency: spread the remaining gap to nu(N) over the maximal incomplete fields
+        top = [i for i, (s, _) in enumerate(gaps) if not any(s < t for t, _ in gaps)]
+        residual = nu_full - blocks.total() - sum(g for _, g in gaps)
+        for i in top:
+            gaps[i] = (gaps[i][0], gaps[i][1] + residual / len(top))
+        for members, gap in gaps:
+            k = len(members)
+            nodes = np.array([sorted(members)], dtype=np.int64)
+            mi = np.zeros((1, 2**k))
+            mi[0, -1] = gap
+            old_nodes, old_mi = out.get(k, (np.zeros((0, k), np.int64), np.zeros((0, 2**k))))
+            out[k] = (np.concatenate([old_nodes, nodes]), np.concatenate([old_mi, mi]))
+        exact = lam >= largest - 1
+        return MoebiusBlocks(game.n_players, dict(sorted(out.items()))), len(coalitions), 0, exact
+
+    def _bruteforce(self, game: GraphGame, cb):
+        n = game.n_players
+        if n > MAX_BRUTEFORCE_PLAYERS:
+            raise ExplainError(f"brute force needs 2^n model calls; n = {n} is over {MAX_BRUTEFORCE_PLAYERS}")
+        masks = np.arange(2**n)
+        coalitions = ((masks[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
+        values = game.evaluate(coalitions, progress=cb)
+        mi = moebius_transform(values[None, :].copy())
+        return MoebiusBlocks(n, {n: (np.arange(n)[None, :], mi)}), 2**n, 0, True
+
+
+def _words(n_players: int) -> int:
+    return max(1, -(-n_players // 64))
+
+
+def _coalition_matrix(keys: np.ndarray, n_players: int) -> np.ndarray:
+    """Boolean (m, n) membership matrix of keyed sets."""
+    rows, cols = keys_to_members(keys)
+    out = np.zeros((len(keys), n_players), dtype=bool)
+    out[rows, cols] = True
+    return out
+
+
+def _sum_below(blocks: MoebiusBlocks, sets: list[tuple[int, ...]], lam: int) -> np.ndarray:
+    """For each set F: the sum of the held MIs of all S ⊆ F with |S| <= lam."""
+    keys, values = blocks.moebius()
+    rows, cols = keys_to_members(keys)
+    sizes = np.bincount(rows, minlength=len(keys))
+    member = np.zeros((len(keys), blocks.n_players), dtype=bool)
+    member[rows, cols] = True
+    out = np.zeros(len(sets))
+    for i, f in enumerate(sets):
+        outside = np.ones(blocks.n_players, dtype=bool)
+        outside[list(f)] = False
+        inside = ~member[:, outside].any(axis=1) & (sizes <= lam)
+        out[i] = values[inside].sum()
+    return out
+
+
+def recovery_error(game: GraphGame, blocks: MoebiusBlocks, *, n_samples: int = 8, seed: int = 0) -> float:
+    """Largest |nu(T) - sum_{S ⊆ T} m(S)| over random coalitions T (MI recovery test)."""
+    rng = np.random.default_rng(seed)
+    n = game.n_players
+    coalitions = rng.random((n_samples, n)) < rng.uniform(0.2, 0.8, size=(n_samples, 1))
+    actual = game.evaluate(coalitions)
+    predicted = np.full(n_samples, blocks.constant)
+    for k, (nodes, mi) in blocks.groups.items():
+        values = subset_sum(mi.copy())  # block game values v_b(M) = sum_{S ⊆ M} m_b(S)
+        local = (coalitions[:, nodes] * (1 << np.arange(k))[None, None, :]).sum(axis=2)  # (samples, B)
+        predicted += values[np.arange(len(nodes))[None, :], local].sum(axis=1)
+    return float(np.abs(actual - predicted).max())
+
+
+def check_linear_readout(
+    model: torch.nn.Module,
+    data: Data,
+    n_layers: int | None = None,
+    *,
+    n_samples: int = 16,
+    seed: int = 0,
+    baseline: Baseline = "mean",
+) -> float:
+    """Empirical test of GraphSHAP-IQ's assumption: the game has no MI outside I.
+
+    Computes the MIs on I by masked evaluation and returns the largest MI-recovery error
+    |nu(T) - sum_{S ⊆ T, S in I} m(S)| over random coalitions T. Near zero (float rounding)
+    for linear pooling and readout with ``n_layers`` layers; clearly positive otherwise
+    (e.g. a non-linear MLP after the pooling).
+    """
+    explainer = GraphSHAPIQ(model, n_layers, baseline=baseline, method="masked", readout_check="off")
+    game = explainer.game(data)
+    fields = receptive_fields(game.edge_index, game.n_players, explainer.n_layers)[-1]
+    explainer._check_size(fields, game.n_players)
+    blocks, *_ = explainer._masked(game, fields, None)
+    return recovery_error(game, blocks, n_samples=n_samples, seed=seed)
+
+
+def _validate_graph(
+    data: Data, device: torch.device, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    x = getattr(data, "x", None)
+    edge_index = getattr(data, "edge_index", None)
+    if x is None or x.ndim != 2 or x.shape[0] == 0:
+        raise ExplainError(f"the graph needs node features x of shape (n, F) with n >= 1 (got {None if x is None else tuple(x.shape)})")
+    if edge_index is None or edge_index.ndim != 2 or edge_index.shape[0] != 2 or edge_index.shape[1] == 0:
+        raise ExplainError(f"the graph needs at least one edge in edge_index of shape (2, E) (got {None if edge_index is None else tuple(edge_index.shape)})")
+    if not torch.isfinite(x).all():
+        raise ExplainError("node features x hold NaN or inf values")
+    if int(edge_index.min()) < 0 or int(edge_index.max()) >= x.shape[0]:
+        raise ExplainError(f"edge_index refers to nodes outside 0..{x.shape[0] - 1}")
+    edge_attr = getattr(data, "edge_attr", None)
+    if edge_attr is not None:
+        if edge_attr.shape[0] != edge_index.shape[1]:
+            raise ExplainError(f"edge_attr must have one row per edge ({edge_index.shape[1]}) (got {tuple(edge_attr.shape)})")
+        if not torch.isfinite(edge_attr).all():
+            raise ExplainError("edge features edge_attr hold NaN or inf values")
+        edge_attr = edge_attr.to(device=device, dtype=dtype)
+        if edge_attr.ndim == 1:
+            edge_attr = edge_attr[:, None]
+    return x.to(device=device, dtype=dtype), edge_index.to(device=device, dtype=torch.long), edge_attr
+

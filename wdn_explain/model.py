@@ -1,0 +1,114 @@
+"""The forecasting GNN: edge-feature message passing, mean pooling, one linear output layer.
+
+Nothing non-linear follows the pooling, so the prediction is the linear readout of the mean
+node embedding -- the property GraphSHAP-IQ's receptive-field theorem needs for exact
+explanations. The model implements the engine's
+:class:`~wdn_explain.explain.local.LocalMessagePassing` protocol for the fast exact path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn import MessagePassing, global_mean_pool
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of :class:`ChlorineGNN` (stored in the model card)."""
+
+    in_channels: int = 1
+    edge_channels: int = 1
+    hidden_channels: int = 32
+    num_layers: int = 3
+    out_channels: int = 1
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class FlowConv(MessagePassing):
+    """Message ReLU(W [h_j || e_ji]) from neighbour j, mean aggregation, residual update
+    h_i + ReLU(U [h_i || mean_j msg_j]). Accepts a bipartite ``(x_src, x_dst)`` input.
+
+
+    The linear maps on concatenations are split (W [a || b] = W_a a + W_b b): the source
+    projection is computed once per source node instead of once per edge.
+    """
+
+    def __init__(self, channels: int) -> None:
+        super().__init__(aggr="mean")
+        self.message_src = nn.Linear(channels, channels)
+        self.message_edge = nn.Linear(channels, channels, bias=False)
+        self.update_self = nn.Linear(channels, channels)
+        self.update_aggr = nn.Linear(channels, channels, bias=False)
+
+    def forward(self, x: Tensor | tuple[Tensor, Tensor], edge_index: Tensor, edge_feat: Tensor) -> Tensor:
+        if isinstance(x, Tensor):
+            x = (x, x)
+        x_src, x_dst = x
+        aggr = self.propagate(
+            edge_index,
+            x=self.message_src(x_src),
+            edge_feat=self.message_edge(edge_feat),
+            size=(x_src.size(0), x_dst.size(0)),
+        )
+        return x_dst + torch.relu(self.update_self(x_dst) + self.update_aggr(aggr))
+
+    def message(self, x_j: Tensor, edge_feat: Tensor) -> Tensor:
+        return torch.relu(x_j + edge_feat)
+
+
+class ChlorineGNN(nn.Module):
+    """Forecasts the fraction of chlorinated nodes ``horizon`` steps ahead.
+
+    Input: node features ``x`` (n, in_channels), ``edge_index`` (2, E), edge features
+    ``edge_attr`` (E, edge_channels), optional ``batch`` (n,). Output: (n_graphs,) when
+    ``out_channels == 1``, else (n_graphs, out_channels).
+    """
+
+    pooling = "mean"
+
+    def __init__(self, config: ModelConfig | None = None, **kwargs: int) -> None:
+        super().__init__()
+        self.config = config or ModelConfig(**kwargs)
+        c = self.config
+        if c.num_layers < 1 or c.hidden_channels < 1:
+            raise ValueError(f"num_layers and hidden_channels must be >= 1 (got {c})")
+        self.node_encoder = nn.Linear(c.in_channels, c.hidden_channels)
+        self.edge_encoder = nn.Linear(c.edge_channels, c.hidden_channels)
+        self.convs = nn.ModuleList(FlowConv(c.hidden_channels) for _ in range(c.num_layers))
+        self.readout = nn.Linear(c.hidden_channels, c.out_channels)
+
+    @property
+    def num_layers(self) -> int:
+        return self.config.num_layers
+
+    def encode(self, x: Tensor, edge_attr: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """Pointwise node and edge encoders."""
+        edge = None if edge_attr is None else torch.relu(self.edge_encoder(edge_attr))
+        return torch.relu(self.node_encoder(x)), edge
+
+    def propagate_layer(
+        self, layer: int, x: Tensor | tuple[Tensor, Tensor], edge_index: Tensor, edge_feat: Tensor | None
+    ) -> Tensor:
+        """Message-passing layer ``layer`` (0-based), also on bipartite state graphs."""
+        return self.convs[layer](x, edge_index, edge_feat)
+
+    def node_embeddings(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
+        """Node embeddings after the last layer, shape (n, hidden_channels)."""
+        h, e = self.encode(x, edge_attr)
+        for layer in range(self.num_layers):
+            h = self.propagate_layer(layer, h, edge_index, e)
+        return h
+
+    def readout_parameters(self) -> tuple[Tensor, Tensor]:
+        """Weight (out_channels, hidden) and bias (out_channels,) of the linear head."""
+        return self.readout.weight, self.readout.bias
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, batch: Tensor | None = None) -> Tensor:
+        h = self.node_embeddings(x, edge_index, edge_attr)
+        out = self.readout(global_mean_pool(h, batch))
+        return out.squeeze(-1) if self.config.out_channels == 1 else out
