@@ -1,0 +1,62 @@
+"""wdn-explain: exact Shapley-interaction explanations of GNNs on water distribution networks.
+
+Data flows one way: network -> simulation -> dataset -> model -> explain engine -> timeline
+-> app. Public names are imported on first use, so the CLI starts fast and heavy
+dependencies (torch_geometric, shapiq, EPyT-Flow) load only where needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from .errors import ConfigError, DataError, ExplainError, WdnExplainError
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    # network and simulation
+    "Network": "network",
+    "load_network": "network",
+    "ScenarioConfig": "scenario",
+    "SimulationConfig": "scenario",
+    "load_config": "scenario",
+    "parse_config": "scenario",
+    "SimulationResult": "simulation",
+    "simulate": "simulation",
+    "generate_waq": "waq",
+    # data and model
+    "WaqDataset": "dataset",
+    "load_waq_arrays": "dataset",
+    "split_scenarios": "dataset",
+    "ChlorineGNN": "model",
+    "ModelConfig": "model",
+    "TrainConfig": "training",
+    "train": "training",
+    "evaluate": "training",
+    "load_model": "training",
+    # explanation
+    "GraphSHAPIQ": "explain",
+    "Explanation": "explain",
+    "check_linear_readout": "explain",
+    "complexity": "explain",
+    "Timeline": "timeline",
+    "explain_scenario": "timeline",
+}
+
+__all__ = ["WdnExplainError", "ConfigError", "DataError", "ExplainError", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'wdn_explain' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

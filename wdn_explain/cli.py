@@ -89,5 +89,87 @@ def data_stats(
         typer.echo(f"  {nid:>6} {len(hit) / n_s:>8.0%} {mean:>10.1f} {mean * step:>8.0f}")
 
 
+@app.command()
+def train(
+    data: Path = typer.Option(..., help="WAQ folder (from `simulate`)"),
+    out: Path = typer.Option(..., help="model folder to write (model.pt, card.json)"),
+    epochs: int = typer.Option(60, help="maximum epochs (early stopping on validation)"),
+    hidden: int = typer.Option(32, help="hidden channels"),
+    layers: int = typer.Option(3, help="message-passing layers"),
+    batch_size: int = typer.Option(64, help="graphs per batch"),
+    lr: float = typer.Option(3e-3, help="initial learning rate"),
+    horizon: int = typer.Option(4, help="forecast lead in reported steps"),
+    seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
+    device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
+    network: str = typer.Option(None, help="refuse data simulated on another network"),
+) -> None:
+    """Train the forecasting GNN; saves weights and a model card."""
+    from .model import ModelConfig
+    from .training import TrainConfig
+    from .training import train as run_training
+
+    try:
+        card = run_training(
+            data,
+            out,
+            model_config=ModelConfig(hidden_channels=hidden, num_layers=layers),
+            train_config=TrainConfig(
+                epochs=epochs, batch_size=batch_size, lr=lr, horizon=horizon, seed=seed
+            ),
+            device=device,
+            network=network,
+            progress=True,
+        )
+    except WdnExplainError as exc:
+        _fail(exc)
+    m = card["metrics"]
+    typer.echo(
+        f"saved {out} ({len(card['history'])} epochs on {card['device']}, "
+        f"{card['epoch_seconds']:.1f} s/epoch): test MAE {m['mae']:.4f} "
+        f"(persistence {m['persistence_mae']:.4f})"
+    )
+
+
+@app.command()
+def evaluate(
+    model: Path = typer.Option(Path("models/default"), help="model folder"),
+    data: Path = typer.Option(..., help="WAQ folder"),
+    split: str = typer.Option("test", help="train, val, test or all"),
+    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
+) -> None:
+    """Print MAE, RMSE and R² overall and per time step, beside persistence."""
+    from .dataset import WaqDataset, load_waq_arrays
+    from .training import check_data_matches, load_model
+    from .training import evaluate as run_evaluation
+
+    try:
+        net, card = load_model(model)
+        arrays = load_waq_arrays(data)
+        check_data_matches(card, arrays.manifest, data)
+        t = card["train"]
+        ds = WaqDataset(
+            data, split, horizon=t["horizon"], threshold=t["threshold"],
+            split_seed=t["split_seed"], arrays=arrays,
+        )
+        ds.stats["flow_scale_lps"] = card["data"]["flow_scale_lps"]
+        res = run_evaluation(net, ds, device)
+    except WdnExplainError as exc:
+        _fail(exc)
+    typer.echo(f"{split}: {res['n_samples']} samples, horizon {t['horizon']} steps")
+    typer.echo(f"{'':>10} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
+    typer.echo(f"{'model':>10} {res['mae']:>8.4f} {res['rmse']:>8.4f} {res['r2']:>8.3f}")
+    typer.echo(
+        f"{'persist':>10} {res['persistence_mae']:>8.4f} {res['persistence_rmse']:>8.4f} "
+        f"{res['persistence_r2']:>8.3f}"
+    )
+    typer.echo("per time step t (forecast of t + horizon):")
+    typer.echo(f"{'t':>4} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12}")
+    for row in res["per_step"]:
+        typer.echo(
+            f"{row['t']:>4} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
+            f"{row['persistence_mae']:>12.4f}"
+        )
+
+
 def main() -> None:  # pragma: no cover - console entry for `python -m`
     sys.exit(app())

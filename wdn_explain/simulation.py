@@ -155,7 +155,7 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
             pattern = np.asarray(config.injection_pattern or (1.0,), dtype=float)
             sim.add_quality_source(
                 injection,
-                EpanetConstants.EN_CONCEN,
+                EpanetConstants.EN_SETPOINT,  # a booster: works at junctions and sources
                 pattern=pattern,
                 source_strength=config.injection_strength_mg_l,
             )

@@ -1,0 +1,84 @@
+"""Shared fixtures: Hanoi, a tiny WAQ folder, small seeded graphs and models."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from wdn_explain.scenario import parse_config
+
+ROOT = Path(__file__).resolve().parents[1]
+CHEM = ROOT.parent / "shared" / "datasets" / "chem"
+
+# A tiny WAQ design: 6 scenarios of 1 h at 5-minute reports (13 states each).
+TINY = {
+    "n_scenarios": 6,
+    "seed": 1,
+    "scenario": {"network": "hanoi", "duration_s": 3600, "reporting_step_s": 300},
+}
+
+
+@pytest.fixture(autouse=True)
+def _quiet_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
+@pytest.fixture(scope="session")
+def hanoi():
+    from wdn_explain.network import load_network
+
+    return load_network("hanoi")
+
+
+@pytest.fixture(scope="session")
+def tiny_config():
+    return parse_config(TINY)
+
+
+@pytest.fixture(scope="session")
+def waq_dir(tmp_path_factory, tiny_config):
+    from wdn_explain.waq import generate_waq
+
+    folder = tmp_path_factory.mktemp("waq")
+    generate_waq(tiny_config, folder, n_workers=2)
+    return folder
+
+
+def path_graph(n: int, *, seed: int = 0, features: int = 1, edge_features: int | None = 1, extra=()):
+    """A path 0-1-...-(n-1) with optional extra undirected edges, both directions."""
+    pairs = [(i, i + 1) for i in range(n - 1)] + list(extra)
+    src = [a for a, b in pairs] + [b for a, b in pairs]
+    dst = [b for a, b in pairs] + [a for a, b in pairs]
+    gen = torch.Generator().manual_seed(seed)
+    data = Data(
+        x=torch.randn(n, features, generator=gen, dtype=torch.float64),
+        edge_index=torch.tensor([src, dst]),
+    )
+    if edge_features:
+        data.edge_attr = torch.randn(len(src), edge_features, generator=gen, dtype=torch.float64)
+    return data
+
+
+@pytest.fixture
+def small_graph():
+    """10 nodes, a path with two chords: receptive fields overlap but differ."""
+    return path_graph(10, seed=3, extra=[(0, 4), (5, 9)])
+
+
+@pytest.fixture
+def wdn_model():
+    from wdn_explain.model import ChlorineGNN
+
+    torch.manual_seed(0)
+    return ChlorineGNN(num_layers=2, hidden_channels=8).double()
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)

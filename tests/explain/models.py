@@ -1,0 +1,38 @@
+"""Small seeded graph classifiers built from torch_geometric layers (test helpers)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch_geometric.nn import GATConv, GCNConv, GINConv, global_add_pool, global_mean_pool
+
+
+class Classifier(nn.Module):
+    """``layers`` convolutions of one kind, sum or mean pooling, a linear head."""
+
+    def __init__(self, kind: str, in_channels: int, hidden: int, classes: int, layers: int, pooling: str = "mean", deep_head: bool = False) -> None:
+        super().__init__()
+        self.num_layers = layers
+        make = {
+            "gcn": lambda i, o: GCNConv(i, o),
+            "gin": lambda i, o: GINConv(nn.Sequential(nn.Linear(i, o), nn.ReLU(), nn.Linear(o, o))),
+            "gat": lambda i, o: GATConv(i, o, heads=2, concat=False),
+        }[kind]
+        dims = [in_channels] + [hidden] * layers
+        self.convs = nn.ModuleList(make(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.pool = global_add_pool if pooling == "add" else global_mean_pool
+        self.head = (
+            nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, classes))
+            if deep_head
+            else nn.Linear(hidden, classes)
+        )
+
+    def forward(self, x, edge_index, batch=None):
+        for conv in self.convs:
+            x = torch.relu(conv(x, edge_index))
+        return self.head(self.pool(x, batch))
+
+
+def classifier(kind: str, *, layers: int = 2, seed: int = 0, **kwargs) -> Classifier:
+    torch.manual_seed(seed)
+    return Classifier(kind, kwargs.pop("in_channels", 3), kwargs.pop("hidden", 8), kwargs.pop("classes", 3), layers, **kwargs).double()

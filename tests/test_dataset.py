@@ -1,0 +1,89 @@
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from wdn_explain.dataset import (
+    WaqDataset,
+    arrival_steps,
+    chlorinated_fraction,
+    load_waq_arrays,
+    split_scenarios,
+)
+from wdn_explain.errors import ConfigError, DataError
+from wdn_explain.simulation import SimulationResult
+from wdn_explain.waq import scenario_path
+
+
+def test_sample_shapes_and_label(waq_dir, hanoi):
+    ds = WaqDataset(waq_dir, "all", horizon=4)
+    assert len(ds) == 6 * (13 - 4)
+    g = ds[0]
+    assert g.x.shape == (32, 1) and g.edge_attr.shape == (68, 1) and g.y.shape == (1,)
+    assert torch.equal(g.edge_index, hanoi.edge_index)
+    s, t = ds.locate(5)
+    raw = SimulationResult.load(scenario_path(waq_dir, s))
+    g = ds[5]
+    np.testing.assert_allclose(g.x[:, 0].numpy(), raw.node_chlorine_mg_l[t] / 1.0)
+    expected = (raw.node_chlorine_mg_l[t + 4] >= 0.05).mean()
+    assert g.y.item() == pytest.approx(expected)
+    # signed flows: the reverse direction carries the negated flow
+    np.testing.assert_allclose(g.edge_attr[:34, 0].numpy(), -g.edge_attr[34:, 0].numpy())
+    np.testing.assert_allclose(g.edge_attr[:34, 0].numpy() * ds.stats["flow_scale_lps"], raw.link_flow_lps[t], rtol=1e-5)
+
+
+def test_splits_are_disjoint_and_seeded():
+    splits = split_scenarios(100, seed=3)
+    parts = [set(splits[s].tolist()) for s in ("train", "val", "test")]
+    assert sum(len(p) for p in parts) == 100
+    assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+    assert (split_scenarios(100, seed=3)["test"] == splits["test"]).all()
+    assert not (split_scenarios(100, seed=4)["test"] == splits["test"]).all()
+
+
+def test_normalisation_uses_training_split_only(waq_dir):
+    arrays = load_waq_arrays(waq_dir)
+    train = WaqDataset(waq_dir, "train", arrays=arrays)
+    test = WaqDataset(waq_dir, "test", arrays=arrays)
+    expected = arrays.flow_lps[split_scenarios(6)["train"]].std()
+    assert train.stats["flow_scale_lps"] == pytest.approx(expected)
+    assert test.stats == train.stats
+
+
+def test_arrival_and_fraction():
+    c = np.array([[[0.0, 0.0], [1.0, 0.0], [1.0, 0.2]]])  # (S=1, T=3, n=2)
+    assert arrival_steps(c, 0.05).tolist() == [[1, 2]]
+    assert chlorinated_fraction(c[0], 0.05).tolist() == [0.0, 0.5, 1.0]
+    assert arrival_steps(np.zeros((1, 3, 1)), 0.05).tolist() == [[-1]]
+
+
+def test_bad_options(waq_dir):
+    with pytest.raises(ConfigError, match="split must be one of"):
+        WaqDataset(waq_dir, "dev")
+    with pytest.raises(ConfigError, match="horizon must be between 1 and 12"):
+        WaqDataset(waq_dir, horizon=13)
+
+
+def test_missing_incomplete_and_corrupt_folders(tmp_path, waq_dir):
+    with pytest.raises(DataError, match="does not exist"):
+        WaqDataset(tmp_path / "nothing")
+    copy = tmp_path / "copy"
+    shutil.copytree(waq_dir, copy)
+    scenario_path(copy, 2).unlink()
+    with pytest.raises(DataError, match="incomplete: 'scenario_00002.npz' is missing"):
+        WaqDataset(copy)
+    shutil.copy(scenario_path(waq_dir, 2), scenario_path(copy, 2))
+    scenario_path(copy, 4).write_bytes(b"garbage")
+    with pytest.raises(DataError, match="scenario_00004.npz' is truncated or corrupt"):
+        WaqDataset(copy)
+
+
+def test_nan_is_reported_with_scenario(tmp_path, waq_dir):
+    copy = tmp_path / "nan"
+    shutil.copytree(waq_dir, copy)
+    r = SimulationResult.load(scenario_path(copy, 1))
+    r.link_flow_lps[3, 3] = np.nan
+    r.save(scenario_path(copy, 1))
+    with pytest.raises(DataError, match="flow in .*scenario_00001.npz' holds NaN or inf"):
+        WaqDataset(copy)

@@ -1,0 +1,58 @@
+import pytest
+
+from wdn_explain.errors import ConfigError
+from wdn_explain.scenario import ScenarioConfig, SimulationConfig, load_config, parse_config
+
+
+def test_yaml_round_trip(tmp_path):
+    cfg = parse_config({"n_scenarios": 3, "seed": 5, "scenario": {"injection_node": "12"}})
+    path = tmp_path / "c.yaml"
+    cfg.to_yaml(path)
+    again = load_config(path)
+    assert again == cfg
+    assert again.config_hash() == cfg.config_hash()
+
+
+def test_scenario_seeds_are_stable_and_distinct():
+    cfg = SimulationConfig(n_scenarios=4, seed=9)
+    seeds = [cfg.scenario_config(i).seed for i in range(4)]
+    assert len(set(seeds)) == 4
+    assert seeds == [SimulationConfig(n_scenarios=4, seed=9).scenario_seed(i) for i in range(4)]
+
+
+def test_shipped_configs_load():
+    from conftest import ROOT
+
+    for path in sorted((ROOT / "simulations").glob("*.yaml")):
+        assert load_config(path).n_scenarios >= 1
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({"scenario": {"duration_s": 0}}, "scenario.duration_s: Input should be greater than 0"),
+        ({"scenario": {"reporting_step_s": -5}}, "reporting_step_s"),
+        ({"scenario": {"quality_step_s": 600}}, "quality_step_s must not exceed hydraulic_step_s"),
+        ({"colour": "blue"}, "unknown key 'colour'"),
+        ({"scenario": {"injection_nod": "3"}}, "unknown key 'scenario.injection_nod'"),
+        ({"n_scenarios": 0}, "n_scenarios"),
+    ],
+)
+def test_bad_configs_name_the_key(data, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config(data)
+
+
+def test_missing_and_invalid_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scenario: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_configs_are_frozen():
+    cfg = ScenarioConfig()
+    with pytest.raises(Exception, match="frozen"):
+        cfg.duration_s = 5

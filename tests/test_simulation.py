@@ -1,0 +1,70 @@
+import numpy as np
+import pytest
+
+from wdn_explain.errors import ConfigError, DataError
+from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.simulation import SimulationResult, simulate
+
+SHORT = {"duration_s": 3600, "reporting_step_s": 300}
+
+
+@pytest.fixture(scope="module")
+def base_run(hanoi):
+    return simulate(ScenarioConfig(seed=1, **SHORT), hanoi)
+
+
+def test_shapes_and_times(base_run):
+    r = base_run
+    assert r.n_steps == 13
+    np.testing.assert_array_equal(r.times_s, np.arange(0, 3601, 300))
+    assert r.node_chlorine_mg_l.shape == (13, 32)
+    assert r.link_flow_lps.shape == (13, 34)
+    assert r.link_chlorine_mg_l.shape == (13, 34)
+    assert r.node_pressure_m.shape == r.node_demand_lps.shape == (13, 32)
+
+
+def test_chlorine_front_moves_downstream(base_run, hanoi):
+    c = base_run.node_chlorine_mg_l
+    res = hanoi.node_index("1")
+    assert (c[0] == 0).all()  # the initial state has no chlorine anywhere
+    assert np.allclose(c[1:, res], 1.0)
+    # node 2 is next to the reservoir, node 32 is far downstream
+    first = lambda nid: int(np.argmax(c[:, hanoi.node_index(nid)] > 0.05))  # noqa: E731
+    assert first("2") < first("12") < first("32") or (c[:, hanoi.node_index("32")] <= 0.05).all()
+    assert (c[-1] > 0.05).sum() > (c[1] > 0.05).sum()
+
+
+def test_seeds_change_flows(hanoi, base_run):
+    other = simulate(ScenarioConfig(seed=2, **SHORT), hanoi)
+    assert not np.allclose(other.link_flow_lps, base_run.link_flow_lps)
+    again = simulate(ScenarioConfig(seed=1, **SHORT), hanoi)
+    np.testing.assert_array_equal(again.link_flow_lps, base_run.link_flow_lps)
+    np.testing.assert_array_equal(again.node_chlorine_mg_l, base_run.node_chlorine_mg_l)
+
+
+def test_injection_elsewhere_and_decay(hanoi):
+    r = simulate(ScenarioConfig(injection_node="12", bulk_decay_per_day=5.0, **SHORT), hanoi)
+    c = r.node_chlorine_mg_l
+    assert np.allclose(c[1:, hanoi.node_index("12")], 1.0, atol=1e-4)
+    assert (c[:, hanoi.node_index("1")] == 0).all()  # the reservoir is upstream of node 12
+
+
+def test_unknown_injection_node(hanoi):
+    with pytest.raises(ConfigError, match="node '999' is not in network 'hanoi'"):
+        simulate(ScenarioConfig(injection_node="999", **SHORT), hanoi)
+
+
+def test_save_load_round_trip(tmp_path, base_run):
+    path = base_run.save(tmp_path / "s.npz")
+    back = SimulationResult.load(path)
+    assert back.config == base_run.config
+    for name in ("node_chlorine_mg_l", "link_flow_lps", "node_ids", "times_s"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(base_run, name))
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_corrupt_file_is_named(tmp_path, base_run):
+    path = base_run.save(tmp_path / "s.npz")
+    path.write_bytes(path.read_bytes()[:500])
+    with pytest.raises(DataError, match="s.npz' is truncated or corrupt"):
+        SimulationResult.load(path)

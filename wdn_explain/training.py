@@ -1,0 +1,286 @@
+"""Train, save, load and evaluate the forecasting GNN.
+
+A model folder holds ``model.pt`` (a state_dict, loaded with ``weights_only=True``) and
+``card.json`` (architecture, training config, data manifest hash and network, feature
+scales, metrics, code version, date). Training uses L1 loss, Adam, a plateau learning-rate
+schedule and early stopping on the validation split, all seeded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.loader import DataLoader
+
+from .dataset import WaqDataset, load_waq_arrays
+from .errors import ConfigError, DataError
+from .model import ChlorineGNN, ModelConfig
+from .progress import ProgressArg
+
+logger = logging.getLogger(__name__)
+
+WEIGHTS, CARD = "model.pt", "card.json"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings (stored in the model card)."""
+
+    epochs: int = 60
+    batch_size: int = 64
+    lr: float = 3e-3
+    lr_factor: float = 0.5
+    lr_patience: int = 3
+    patience: int = 8
+    horizon: int = 4
+    threshold: float = 0.05
+    split_seed: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "patience", "horizon"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
+        if self.lr <= 0:
+            raise ConfigError(f"lr must be positive (got {self.lr})")
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; otherwise the named device, checked."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"unknown device '{device}' (use auto, cpu, cuda or cuda:N)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device '{device}' asked for, but no CUDA GPU is available")
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError(f"unsupported device '{device}' (use auto, cpu, cuda or cuda:N)")
+    return dev
+
+
+def _code_version() -> str:
+    try:
+        return version("wdn-explain")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@torch.no_grad()
+def predict(model: torch.nn.Module, dataset, device: torch.device | str = "cpu", batch_size: int = 512) -> np.ndarray:
+    """Model outputs for every sample of ``dataset``, in order, shape (len(dataset),)."""
+    device = torch.device(device)
+    was = model.training
+    model.eval()
+    out = []
+    try:
+        for batch in DataLoader(dataset, batch_size=batch_size, shuffle=False):
+            batch = batch.to(device)
+            out.append(model(batch.x, batch.edge_index, batch.edge_attr, batch.batch).cpu())
+    finally:
+        model.train(was)
+    return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.float32)
+
+
+def train(
+    data_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    device: str = "auto",
+    network: str | None = None,
+    progress: ProgressArg = False,
+) -> dict[str, Any]:
+    """Train a :class:`ChlorineGNN` on a WAQ folder and save weights and card to ``out_dir``.
+
+    Args:
+        network: If given, refuse a data folder simulated on another network.
+        progress: True shows a tqdm bar with the live losses; a callable gets
+            ``(epoch, epochs)``.
+
+    Returns:
+        The model card (also written to ``out_dir/card.json``).
+    """
+    model_config = model_config or ModelConfig()
+    cfg = train_config or TrainConfig()
+    dev = resolve_device(device)
+    arrays = load_waq_arrays(data_dir)
+    data_net = arrays.manifest["network"]["name"]
+    if network is not None and network.lower() != data_net:
+        raise DataError(f"data folder '{data_dir}' was simulated on network '{data_net}', not '{network}'")
+    common = dict(horizon=cfg.horizon, threshold=cfg.threshold, split_seed=cfg.split_seed, arrays=arrays)
+    train_set = WaqDataset(data_dir, "train", **common)
+    val_set = WaqDataset(data_dir, "val", **common)
+    if len(train_set) == 0 or len(val_set) == 0:
+        raise DataError(f"data folder '{data_dir}' has too few scenarios for train and validation splits")
+    torch.manual_seed(cfg.seed)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    model = ChlorineGNN(model_config).to(dev)
+    optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimiser, factor=cfg.lr_factor, patience=cfg.lr_patience
+    )
+    loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True, generator=generator)
+    val_y = np.array([val_set._y[s, t + cfg.horizon] for s in val_set.scenarios for t in range(val_set.n_times)])
+    best, best_state, stale, history = float("inf"), None, 0, []
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=cfg.epochs, desc="train", unit="epoch", dynamic_ncols=True)
+    try:
+        for epoch in range(cfg.epochs):
+            start = time.perf_counter()
+            model.train()
+            total, count = 0.0, 0
+            for batch in loader:
+                batch = batch.to(dev)
+                optimiser.zero_grad()
+                loss = torch.nn.functional.l1_loss(
+                    model(batch.x, batch.edge_index, batch.edge_attr, batch.batch), batch.y
+                )
+                loss.backward()
+                optimiser.step()
+                total += loss.item() * batch.num_graphs
+                count += batch.num_graphs
+            val_mae = float(np.abs(predict(model, val_set, dev) - val_y).mean())
+            schedule.step(val_mae)
+            seconds = time.perf_counter() - start
+            history.append({"epoch": epoch + 1, "train_mae": total / count, "val_mae": val_mae, "seconds": seconds})
+            if val_mae < best - 1e-6:
+                best, stale = val_mae, 0
+                best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+            else:
+                stale += 1
+            if bar is not None:
+                bar.set_postfix(train=f"{total / count:.4f}", val=f"{val_mae:.4f}", best=f"{best:.4f}")
+                bar.update(1)
+            elif callable(progress):
+                progress(epoch + 1, cfg.epochs)
+            logger.info("epoch %d train %.4f val %.4f (%.1fs)", epoch + 1, total / count, val_mae, seconds)
+            if stale >= cfg.patience:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    model.load_state_dict(best_state)
+    model.cpu()
+    test_set = WaqDataset(data_dir, "test", **common)
+    metrics = evaluate(model, test_set) if len(test_set) else {}
+    card = {
+        "model": model_config.to_dict(),
+        "train": asdict(cfg),
+        "data": {
+            "folder": str(data_dir),
+            "config_hash": arrays.manifest["config_hash"],
+            "network": {k: arrays.manifest["network"][k] for k in ("name", "sha256", "n_nodes", "n_links")},
+            "flow_scale_lps": train_set.stats["flow_scale_lps"],
+            "n_scenarios": int(arrays.chlorine.shape[0]),
+        },
+        "metrics": {k: v for k, v in metrics.items() if k != "per_step"},
+        "history": history,
+        "device": str(dev),
+        "epoch_seconds": float(np.mean([h["seconds"] for h in history])),
+        "code_version": _code_version(),
+        "torch_version": torch.__version__,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    save_model(model, card, out_dir)
+    return card
+
+
+def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
+    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f".{WEIGHTS}.tmp"
+    torch.save(model.state_dict(), tmp)
+    os.replace(tmp, out / WEIGHTS)
+    tmp = out / f".{CARD}.tmp"
+    tmp.write_text(json.dumps(card, indent=2))
+    os.replace(tmp, out / CARD)
+    return out
+
+
+def load_model(model_dir: str | Path, map_location: str | torch.device = "cpu") -> tuple[ChlorineGNN, dict[str, Any]]:
+    """Load a model folder; DataError for a missing file or a checkpoint of another architecture."""
+    folder = Path(model_dir)
+    if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
+        raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
+    try:
+        card = json.loads((folder / CARD).read_text())
+        model = ChlorineGNN(ModelConfig(**card["model"]))
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
+    try:
+        state = torch.load(folder / WEIGHTS, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many types for damaged files
+        raise DataError(f"weights '{folder / WEIGHTS}' cannot be read ({exc})") from None
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    shapes = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)
+    if missing or unexpected or shapes:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing)}")
+        if unexpected:
+            parts.append(f"unexpected {', '.join(unexpected)}")
+        if shapes:
+            parts.append(
+                "shape mismatch " + ", ".join(f"{k} {tuple(state[k].shape)} vs {tuple(expected[k].shape)}" for k in shapes)
+            )
+        raise DataError(f"checkpoint '{folder / WEIGHTS}' does not fit the architecture in its card: {'; '.join(parts)}")
+    model.load_state_dict(state)
+    model.eval()
+    return model, card
+
+
+def check_data_matches(card: dict[str, Any], manifest: dict[str, Any], data_dir: str | Path) -> None:
+    """Refuse data simulated on another network than the model was trained on."""
+    want, got = card["data"]["network"], manifest["network"]
+    if want["sha256"] != got["sha256"]:
+        raise DataError(
+            f"data folder '{data_dir}' was simulated on network '{got['name']}' "
+            f"({got['sha256'][:12]}), the model on '{want['name']}' ({want['sha256'][:12]})"
+        )
+
+
+def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
+    err = pred - true
+    var = float(((true - true.mean()) ** 2).sum())
+    return {
+        "mae": float(np.abs(err).mean()),
+        "rmse": float(np.sqrt((err**2).mean())),
+        "r2": float(1 - (err**2).sum() / var) if var > 0 else float("nan"),
+    }
+
+
+def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -> dict[str, Any]:
+    """Test MAE, RMSE and R², overall and per time step, beside persistence (y(t+h) = y(t))."""
+    dev = resolve_device(device)
+    model = model.to(dev)
+    pred = predict(model, dataset, dev)
+    idx = [(s, t) for s in dataset.scenarios for t in range(dataset.n_times)]
+    true = np.array([dataset._y[s, t + dataset.horizon] for s, t in idx])
+    persist = np.array([dataset._y[s, t] for s, t in idx])
+    steps = np.array([t for _, t in idx])
+    per_step = []
+    for t in range(dataset.n_times):
+        sel = steps == t
+        per_step.append({"t": t, **_scores(pred[sel], true[sel]), "persistence_mae": float(np.abs(persist[sel] - true[sel]).mean())})
+    model_scores = _scores(pred, true)
+    base = _scores(persist, true)
+    return {**model_scores, **{f"persistence_{k}": v for k, v in base.items()}, "n_samples": len(idx), "per_step": per_step}
