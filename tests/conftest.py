@@ -51,7 +51,9 @@ def waq_dir(tmp_path_factory, tiny_config):
     return folder
 
 
-def path_graph(n: int, *, seed: int = 0, features: int = 1, edge_features: int | None = 1, extra=()):
+def path_graph(
+    n: int, *, seed: int = 0, features: int = 1, edge_features: int | None = 1, extra=()
+):
     """A path 0-1-...-(n-1) with optional extra undirected edges, both directions."""
     pairs = [(i, i + 1) for i in range(n - 1)] + list(extra)
     src = [a for a, b in pairs] + [b for a, b in pairs]

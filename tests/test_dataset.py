@@ -30,7 +30,9 @@ def test_sample_shapes_and_label(waq_dir, hanoi):
     assert g.y.item() == pytest.approx(expected)
     # signed flows: the reverse direction carries the negated flow
     np.testing.assert_allclose(g.edge_attr[:34, 0].numpy(), -g.edge_attr[34:, 0].numpy())
-    np.testing.assert_allclose(g.edge_attr[:34, 0].numpy() * ds.stats["flow_scale_lps"], raw.link_flow_lps[t], rtol=1e-5)
+    np.testing.assert_allclose(
+        g.edge_attr[:34, 0].numpy() * ds.stats["flow_scale_lps"], raw.link_flow_lps[t], rtol=1e-5
+    )
 
 
 def test_splits_are_disjoint_and_seeded():

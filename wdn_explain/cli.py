@@ -64,8 +64,12 @@ def data_stats(
     n_s, n_t, n = arrays.chlorine.shape
     manifest = arrays.manifest
     step = int(arrays.times_s[1] - arrays.times_s[0]) if n_t > 1 else 0
-    typer.echo(f"network        {manifest['network']['name']} ({n} nodes, {manifest['network']['n_links']} links)")
-    typer.echo(f"scenarios      {n_s} x {n_t} reported steps of {step} s (config {manifest['config_hash']})")
+    typer.echo(
+        f"network        {manifest['network']['name']} ({n} nodes, {manifest['network']['n_links']} links)"
+    )
+    typer.echo(
+        f"scenarios      {n_s} x {n_t} reported steps of {step} s (config {manifest['config_hash']})"
+    )
     for split, ds in sets.items():
         typer.echo(f"{split:<14} {len(ds.scenarios)} scenarios, {len(ds)} samples")
     sample = sets["train"][0] if len(sets["train"]) else sets["test"][0]
@@ -148,8 +152,12 @@ def evaluate(
         check_data_matches(card, arrays.manifest, data)
         t = card["train"]
         ds = WaqDataset(
-            data, split, horizon=t["horizon"], threshold=t["threshold"],
-            split_seed=t["split_seed"], arrays=arrays,
+            data,
+            split,
+            horizon=t["horizon"],
+            threshold=t["threshold"],
+            split_seed=t["split_seed"],
+            arrays=arrays,
         )
         ds.stats["flow_scale_lps"] = card["data"]["flow_scale_lps"]
         res = run_evaluation(net, ds, device)
@@ -169,6 +177,127 @@ def evaluate(
             f"{row['t']:>4} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
             f"{row['persistence_mae']:>12.4f}"
         )
+
+
+@app.command()
+def complexity(
+    network: list[str] = typer.Option(["hanoi"], help="network name or .inp path (repeatable)"),
+    layers: list[int] = typer.Option([1, 2, 3], help="message-passing layers L (repeatable)"),
+    csv: Path = typer.Option(None, help="also write the table as CSV"),
+    max_exact_field: int = typer.Option(
+        24, help="count |I| exactly up to this field size, else bound"
+    ),
+) -> None:
+    """Per graph and L: n, largest receptive field, |I| (exact model calls) and 2^n."""
+    import csv as csv_module
+
+    from .explain import complexity as compute
+    from .network import load_network
+
+    rows = []
+    try:
+        for name in network:
+            net = load_network(name)
+            for n_layers in layers:
+                c = compute(net.edge_index, net.n_nodes, n_layers, max_exact_field=max_exact_field)
+                rows.append(
+                    {
+                        "graph": net.name,
+                        "n": c.n_nodes,
+                        "layers": c.n_layers,
+                        "max_field": c.max_field,
+                        "interactions": c.n_interactions,
+                        "exact": c.exact,
+                        "coalitions": c.n_coalitions,
+                    }
+                )
+    except WdnExplainError as exc:
+        _fail(exc)
+    typer.echo(f"{'graph':<10} {'n':>4} {'L':>2} {'max|N_i|':>8} {'|I|':>12} {'2^n':>22}")
+    for r in rows:
+        approx = "" if r["exact"] else " (bound)"
+        typer.echo(
+            f"{r['graph']:<10} {r['n']:>4} {r['layers']:>2} {r['max_field']:>8} "
+            f"{r['interactions']:>12}{approx} {r['coalitions']:>22}"
+        )
+    if csv:
+        with open(csv, "w", newline="") as handle:
+            writer = csv_module.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        typer.echo(f"wrote {csv}")
+
+
+def _scenario_from(spec: str, index: int):
+    """A scenario from a YAML file (scenario ``index`` of it) or an inline YAML mapping."""
+    import yaml
+
+    from .errors import ConfigError
+    from .scenario import load_config, parse_config
+
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return load_config(path).scenario_config(index)
+    try:
+        data = yaml.safe_load(spec)
+    except yaml.YAMLError:
+        data = None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"scenario '{spec}' is neither a YAML file nor an inline mapping like "
+            "\"{injection_node: '12', duration_s: 7200}\""
+        )
+    return parse_config({"scenario": data}, source="--scenario").scenario
+
+
+@app.command()
+def explain(
+    scenario: str = typer.Option(
+        "simulations/default_scenario.yaml", help="scenario YAML file or inline YAML mapping"
+    ),
+    model: Path = typer.Option(Path("models/default"), help="model folder"),
+    out: Path = typer.Option(..., help="timeline file (.npz); reused when it matches"),
+    index: int = typer.Option(0, help="which scenario of a multi-scenario file"),
+) -> None:
+    """Simulate a scenario, then forecast and explain every time step exactly (cached)."""
+    from .timeline import explain_scenario
+
+    try:
+        spec = _scenario_from(scenario, index)
+        timeline, status = explain_scenario(spec, model, out=out, progress=True)
+    except WdnExplainError as exc:
+        _fail(exc)
+    e = timeline.explanations[0]
+    typer.echo(
+        f"{status}: {len(timeline)} steps explained ({e.method}, |I| = {e.n_interactions} per "
+        f"step) -> {out}"
+    )
+
+
+@app.command()
+def report(
+    timeline: Path = typer.Option(..., help="timeline file from `explain`"),
+    out: Path = typer.Option(Path("report.html"), help="self-contained HTML file"),
+    index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
+    order: int = typer.Option(2, help="interaction order"),
+    top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
+    gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
+) -> None:
+    """Write the animated SI-Graph of a timeline as HTML (and optionally a GIF)."""
+    from .network import load_network
+    from .plot import timeline_figure, write_gif
+    from .timeline import Timeline
+
+    try:
+        tl = Timeline.load(timeline)
+        net = load_network(tl.scenario.network)
+        fig = timeline_figure(tl, net, index=index, order=order, top_k=top_k)
+        fig.write_html(out, include_plotlyjs=True, auto_play=False)
+        if gif:
+            write_gif(tl, net, gif, index=index, order=order)
+    except WdnExplainError as exc:
+        _fail(exc)
+    typer.echo(f"wrote {out}" + (f" and {gif}" if gif else ""))
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m`

@@ -87,7 +87,9 @@ def split_scenarios(
 ) -> dict[str, np.ndarray]:
     """Seeded scenario-level split; every scenario lands in exactly one of train/val/test."""
     if len(fractions) != 3 or any(f < 0 for f in fractions) or not np.isclose(sum(fractions), 1):
-        raise ConfigError(f"split fractions must be three non-negative numbers summing to 1 (got {fractions})")
+        raise ConfigError(
+            f"split fractions must be three non-negative numbers summing to 1 (got {fractions})"
+        )
     order = np.random.default_rng(seed).permutation(n_scenarios)
     n_train = int(round(fractions[0] * n_scenarios))
     n_val = int(round(fractions[1] * n_scenarios))
@@ -135,7 +137,12 @@ class WaqDataset(Dataset):
         if not 1 <= horizon < n_t:
             raise ConfigError(f"horizon must be between 1 and {n_t - 1} steps (got {horizon})")
         super().__init__(root=None)
-        self.folder, self.split, self.horizon, self.threshold = Path(folder), split, horizon, threshold
+        self.folder, self.split, self.horizon, self.threshold = (
+            Path(folder),
+            split,
+            horizon,
+            threshold,
+        )
         self.split_seed = split_seed
         self.scenarios = split_scenarios(n_s, split_seed)[split]
         train = split_scenarios(n_s, split_seed)["train"]

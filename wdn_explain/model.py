@@ -45,7 +45,9 @@ class FlowConv(MessagePassing):
         self.update_self = nn.Linear(channels, channels)
         self.update_aggr = nn.Linear(channels, channels, bias=False)
 
-    def forward(self, x: Tensor | tuple[Tensor, Tensor], edge_index: Tensor, edge_feat: Tensor) -> Tensor:
+    def forward(
+        self, x: Tensor | tuple[Tensor, Tensor], edge_index: Tensor, edge_feat: Tensor
+    ) -> Tensor:
         if isinstance(x, Tensor):
             x = (x, x)
         x_src, x_dst = x
@@ -92,7 +94,11 @@ class ChlorineGNN(nn.Module):
         return torch.relu(self.node_encoder(x)), edge
 
     def propagate_layer(
-        self, layer: int, x: Tensor | tuple[Tensor, Tensor], edge_index: Tensor, edge_feat: Tensor | None
+        self,
+        layer: int,
+        x: Tensor | tuple[Tensor, Tensor],
+        edge_index: Tensor,
+        edge_feat: Tensor | None,
     ) -> Tensor:
         """Message-passing layer ``layer`` (0-based), also on bipartite state graphs."""
         return self.convs[layer](x, edge_index, edge_feat)
@@ -108,7 +114,9 @@ class ChlorineGNN(nn.Module):
         """Weight (out_channels, hidden) and bias (out_channels,) of the linear head."""
         return self.readout.weight, self.readout.bias
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, batch: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, batch: Tensor | None = None
+    ) -> Tensor:
         h = self.node_embeddings(x, edge_index, edge_attr)
         out = self.readout(global_mean_pool(h, batch))
         return out.squeeze(-1) if self.config.out_channels == 1 else out

@@ -68,7 +68,9 @@ class ScenarioConfig(_Config):
                 f"{self.hydraulic_step_s})"
             )
         if self.injection_pattern is not None and any(v < 0 for v in self.injection_pattern):
-            raise ValueError(f"injection_pattern must be non-negative (got {self.injection_pattern})")
+            raise ValueError(
+                f"injection_pattern must be non-negative (got {self.injection_pattern})"
+            )
         return self
 
     @property

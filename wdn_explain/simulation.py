@@ -143,8 +143,8 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
             base = {
                 n: d
                 for n in network.node_ids
-                if (d := sim.get_node_base_demand(n)) and network.node_roles[network.node_index(n)]
-                == "junction"
+                if (d := sim.get_node_base_demand(n))
+                and network.node_roles[network.node_index(n)] == "junction"
             }
             for node, pattern in _demand_patterns(config, base).items():
                 sim.set_node_demand_pattern(node, base[node], f"wdn_{node}", pattern)
@@ -166,9 +166,13 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
             sim.set_pressure_sensors(nodes)
             sim.set_demand_sensors(nodes)
             scada = sim.run_simulation()
-            scada = scada.convert_units(
-                flow_unit=EpanetConstants.EN_LPS, pressure_unit=EpanetConstants.EN_METERS
-            ) if sim.get_flow_units() != EpanetConstants.EN_LPS else scada
+            scada = (
+                scada.convert_units(
+                    flow_unit=EpanetConstants.EN_LPS, pressure_unit=EpanetConstants.EN_METERS
+                )
+                if sim.get_flow_units() != EpanetConstants.EN_LPS
+                else scada
+            )
     f32 = np.float32
     return SimulationResult(
         config=config,

@@ -25,11 +25,10 @@ from torch_geometric.loader import DataLoader
 from .dataset import WaqDataset, load_waq_arrays
 from .errors import ConfigError, DataError
 from .model import ChlorineGNN, ModelConfig
+from .model_folder import CARD, WEIGHTS
 from .progress import ProgressArg
 
 logger = logging.getLogger(__name__)
-
-WEIGHTS, CARD = "model.pt", "card.json"
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,9 @@ def _code_version() -> str:
 
 
 @torch.no_grad()
-def predict(model: torch.nn.Module, dataset, device: torch.device | str = "cpu", batch_size: int = 512) -> np.ndarray:
+def predict(
+    model: torch.nn.Module, dataset, device: torch.device | str = "cpu", batch_size: int = 512
+) -> np.ndarray:
     """Model outputs for every sample of ``dataset``, in order, shape (len(dataset),)."""
     device = torch.device(device)
     was = model.training
@@ -119,12 +120,18 @@ def train(
     arrays = load_waq_arrays(data_dir)
     data_net = arrays.manifest["network"]["name"]
     if network is not None and network.lower() != data_net:
-        raise DataError(f"data folder '{data_dir}' was simulated on network '{data_net}', not '{network}'")
-    common = dict(horizon=cfg.horizon, threshold=cfg.threshold, split_seed=cfg.split_seed, arrays=arrays)
+        raise DataError(
+            f"data folder '{data_dir}' was simulated on network '{data_net}', not '{network}'"
+        )
+    common = dict(
+        horizon=cfg.horizon, threshold=cfg.threshold, split_seed=cfg.split_seed, arrays=arrays
+    )
     train_set = WaqDataset(data_dir, "train", **common)
     val_set = WaqDataset(data_dir, "val", **common)
     if len(train_set) == 0 or len(val_set) == 0:
-        raise DataError(f"data folder '{data_dir}' has too few scenarios for train and validation splits")
+        raise DataError(
+            f"data folder '{data_dir}' has too few scenarios for train and validation splits"
+        )
     torch.manual_seed(cfg.seed)
     generator = torch.Generator().manual_seed(cfg.seed)
     model = ChlorineGNN(model_config).to(dev)
@@ -133,7 +140,9 @@ def train(
         optimiser, factor=cfg.lr_factor, patience=cfg.lr_patience
     )
     loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True, generator=generator)
-    val_y = np.array([val_set._y[s, t + cfg.horizon] for s in val_set.scenarios for t in range(val_set.n_times)])
+    val_y = np.array(
+        [val_set._y[s, t + cfg.horizon] for s in val_set.scenarios for t in range(val_set.n_times)]
+    )
     best, best_state, stale, history = float("inf"), None, 0, []
     bar = None
     if progress is True:
@@ -158,18 +167,29 @@ def train(
             val_mae = float(np.abs(predict(model, val_set, dev) - val_y).mean())
             schedule.step(val_mae)
             seconds = time.perf_counter() - start
-            history.append({"epoch": epoch + 1, "train_mae": total / count, "val_mae": val_mae, "seconds": seconds})
+            history.append(
+                {
+                    "epoch": epoch + 1,
+                    "train_mae": total / count,
+                    "val_mae": val_mae,
+                    "seconds": seconds,
+                }
+            )
             if val_mae < best - 1e-6:
                 best, stale = val_mae, 0
                 best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
             else:
                 stale += 1
             if bar is not None:
-                bar.set_postfix(train=f"{total / count:.4f}", val=f"{val_mae:.4f}", best=f"{best:.4f}")
+                bar.set_postfix(
+                    train=f"{total / count:.4f}", val=f"{val_mae:.4f}", best=f"{best:.4f}"
+                )
                 bar.update(1)
             elif callable(progress):
                 progress(epoch + 1, cfg.epochs)
-            logger.info("epoch %d train %.4f val %.4f (%.1fs)", epoch + 1, total / count, val_mae, seconds)
+            logger.info(
+                "epoch %d train %.4f val %.4f (%.1fs)", epoch + 1, total / count, val_mae, seconds
+            )
             if stale >= cfg.patience:
                 break
     finally:
@@ -185,7 +205,9 @@ def train(
         "data": {
             "folder": str(data_dir),
             "config_hash": arrays.manifest["config_hash"],
-            "network": {k: arrays.manifest["network"][k] for k in ("name", "sha256", "n_nodes", "n_links")},
+            "network": {
+                k: arrays.manifest["network"][k] for k in ("name", "sha256", "n_nodes", "n_links")
+            },
             "flow_scale_lps": train_set.stats["flow_scale_lps"],
             "n_scenarios": int(arrays.chlorine.shape[0]),
         },
@@ -214,7 +236,9 @@ def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) ->
     return out
 
 
-def load_model(model_dir: str | Path, map_location: str | torch.device = "cpu") -> tuple[ChlorineGNN, dict[str, Any]]:
+def load_model(
+    model_dir: str | Path, map_location: str | torch.device = "cpu"
+) -> tuple[ChlorineGNN, dict[str, Any]]:
     """Load a model folder; DataError for a missing file or a checkpoint of another architecture."""
     folder = Path(model_dir)
     if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
@@ -240,15 +264,22 @@ def load_model(model_dir: str | Path, map_location: str | torch.device = "cpu") 
             parts.append(f"unexpected {', '.join(unexpected)}")
         if shapes:
             parts.append(
-                "shape mismatch " + ", ".join(f"{k} {tuple(state[k].shape)} vs {tuple(expected[k].shape)}" for k in shapes)
+                "shape mismatch "
+                + ", ".join(
+                    f"{k} {tuple(state[k].shape)} vs {tuple(expected[k].shape)}" for k in shapes
+                )
             )
-        raise DataError(f"checkpoint '{folder / WEIGHTS}' does not fit the architecture in its card: {'; '.join(parts)}")
+        raise DataError(
+            f"checkpoint '{folder / WEIGHTS}' does not fit the architecture in its card: {'; '.join(parts)}"
+        )
     model.load_state_dict(state)
     model.eval()
     return model, card
 
 
-def check_data_matches(card: dict[str, Any], manifest: dict[str, Any], data_dir: str | Path) -> None:
+def check_data_matches(
+    card: dict[str, Any], manifest: dict[str, Any], data_dir: str | Path
+) -> None:
     """Refuse data simulated on another network than the model was trained on."""
     want, got = card["data"]["network"], manifest["network"]
     if want["sha256"] != got["sha256"]:
@@ -280,7 +311,18 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     per_step = []
     for t in range(dataset.n_times):
         sel = steps == t
-        per_step.append({"t": t, **_scores(pred[sel], true[sel]), "persistence_mae": float(np.abs(persist[sel] - true[sel]).mean())})
+        per_step.append(
+            {
+                "t": t,
+                **_scores(pred[sel], true[sel]),
+                "persistence_mae": float(np.abs(persist[sel] - true[sel]).mean()),
+            }
+        )
     model_scores = _scores(pred, true)
     base = _scores(persist, true)
-    return {**model_scores, **{f"persistence_{k}": v for k, v in base.items()}, "n_samples": len(idx), "per_step": per_step}
+    return {
+        **model_scores,
+        **{f"persistence_{k}": v for k, v in base.items()},
+        "n_samples": len(idx),
+        "per_step": per_step,
+    }

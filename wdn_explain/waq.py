@@ -172,7 +172,9 @@ def generate_waq(
         results = map(_run_one, todo)
     else:
         pool = multiprocessing.get_context("fork").Pool(n_workers, _init_worker, args)
-        results = pool.imap_unordered(_run_one, todo, chunksize=max(1, len(todo) // (8 * n_workers)))
+        results = pool.imap_unordered(
+            _run_one, todo, chunksize=max(1, len(todo) // (8 * n_workers))
+        )
     try:
         for _ in results:
             done += 1

@@ -10,7 +10,16 @@ from torch_geometric.nn import GATConv, GCNConv, GINConv, global_add_pool, globa
 class Classifier(nn.Module):
     """``layers`` convolutions of one kind, sum or mean pooling, a linear head."""
 
-    def __init__(self, kind: str, in_channels: int, hidden: int, classes: int, layers: int, pooling: str = "mean", deep_head: bool = False) -> None:
+    def __init__(
+        self,
+        kind: str,
+        in_channels: int,
+        hidden: int,
+        classes: int,
+        layers: int,
+        pooling: str = "mean",
+        deep_head: bool = False,
+    ) -> None:
         super().__init__()
         self.num_layers = layers
         make = {
@@ -35,4 +44,11 @@ class Classifier(nn.Module):
 
 def classifier(kind: str, *, layers: int = 2, seed: int = 0, **kwargs) -> Classifier:
     torch.manual_seed(seed)
-    return Classifier(kind, kwargs.pop("in_channels", 3), kwargs.pop("hidden", 8), kwargs.pop("classes", 3), layers, **kwargs).double()
+    return Classifier(
+        kind,
+        kwargs.pop("in_channels", 3),
+        kwargs.pop("hidden", 8),
+        kwargs.pop("classes", 3),
+        layers,
+        **kwargs,
+    ).double()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import path_graph
 from torch_geometric.data import Data
 
 from wdn_explain.explain import GraphSHAPIQ, complexity, receptive_fields
 from wdn_explain.explain.hypercube import subset_sum
-
-from conftest import path_graph
 
 
 @pytest.mark.parametrize(("layers", "count"), [(1, 175), (2, 3023), (3, 101115)])
@@ -71,11 +70,17 @@ def test_dummy_and_symmetry():
     src = [0, 0, 0, 0, 1, 2, 3, 4]
     dst = [1, 2, 3, 4, 0, 0, 0, 0]
     x = torch.tensor([[0.7], [0.2], [0.2], [0.2], [0.2]], dtype=torch.float64)
-    data = Data(x=x, edge_index=torch.tensor([src, dst]), edge_attr=torch.ones(8, 1, dtype=torch.float64))
+    data = Data(
+        x=x, edge_index=torch.tensor([src, dst]), edge_attr=torch.ones(8, 1, dtype=torch.float64)
+    )
     sv = GraphSHAPIQ(model).explain(data).interaction_values("SV", 1)
     assert sv[(1,)] == pytest.approx(sv[(2,)], abs=1e-12) == pytest.approx(sv[(4,)], abs=1e-12)
     # with the mean baseline equal to every node's feature, no node changes anything (dummy)
-    flat = Data(x=torch.full((5, 1), 0.3, dtype=torch.float64), edge_index=data.edge_index, edge_attr=data.edge_attr)
+    flat = Data(
+        x=torch.full((5, 1), 0.3, dtype=torch.float64),
+        edge_index=data.edge_index,
+        edge_attr=data.edge_attr,
+    )
     flat_sv = GraphSHAPIQ(model).explain(flat).interaction_values("k-SII", 2)
     assert max(abs(v) for k, v in flat_sv.dict_values.items() if k) < 1e-12
 

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import path_graph
 from torch_geometric.data import Data
 
+from models import classifier
 from wdn_explain.errors import ExplainError
 from wdn_explain.explain import GraphSHAPIQ, check_linear_readout
-
-from conftest import path_graph
-from models import classifier
 
 
 def test_graph_without_nodes_or_edges(wdn_model):
     with pytest.raises(ExplainError, match="n >= 1"):
-        GraphSHAPIQ(wdn_model).explain(Data(x=torch.zeros(0, 1), edge_index=torch.zeros(2, 0, dtype=torch.long)))
+        GraphSHAPIQ(wdn_model).explain(
+            Data(x=torch.zeros(0, 1), edge_index=torch.zeros(2, 0, dtype=torch.long))
+        )
     with pytest.raises(ExplainError, match="at least one edge"):
-        GraphSHAPIQ(wdn_model).explain(Data(x=torch.zeros(3, 1), edge_index=torch.zeros(2, 0, dtype=torch.long)))
+        GraphSHAPIQ(wdn_model).explain(
+            Data(x=torch.zeros(3, 1), edge_index=torch.zeros(2, 0, dtype=torch.long))
+        )
 
 
 def test_nan_features(wdn_model, small_graph):
@@ -34,7 +37,9 @@ def test_layers_below_one(wdn_model):
 def test_baseline_shape_and_name(wdn_model, small_graph):
     with pytest.raises(ExplainError, match="shape \\(1,\\) \\(got \\(3,\\)\\)"):
         GraphSHAPIQ(wdn_model, baseline=torch.zeros(3)).explain(small_graph)
-    with pytest.raises(ExplainError, match="baseline must be 'mean', 'zeros' or a vector \\(got 'median'\\)"):
+    with pytest.raises(
+        ExplainError, match="baseline must be 'mean', 'zeros' or a vector \\(got 'median'\\)"
+    ):
         GraphSHAPIQ(wdn_model, baseline="median").explain(small_graph)
 
 
@@ -60,8 +65,15 @@ def test_output_index_out_of_range(wdn_model, small_graph):
 
 
 def test_interaction_limit_suggests_budget(wdn_model, hanoi):
-    data = Data(x=torch.rand(32, 1, dtype=torch.float64), edge_index=hanoi.edge_index, edge_attr=torch.rand(68, 1, dtype=torch.float64))
-    with pytest.raises(ExplainError, match=r"needs \|I\| = 3023 model calls, over max_interactions=500.*try budget=\d"):
+    data = Data(
+        x=torch.rand(32, 1, dtype=torch.float64),
+        edge_index=hanoi.edge_index,
+        edge_attr=torch.rand(68, 1, dtype=torch.float64),
+    )
+    with pytest.raises(
+        ExplainError,
+        match=r"needs \|I\| = 3023 model calls, over max_interactions=500.*try budget=\d",
+    ):
         GraphSHAPIQ(wdn_model, max_interactions=500).explain(data)
 
 

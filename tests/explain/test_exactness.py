@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
+from conftest import path_graph
 from shapiq import ExactComputer
 
+from models import classifier
 from wdn_explain.explain import GraphSHAPIQ
 
-from conftest import path_graph
-from models import classifier
-
-CASES = [("Moebius", None), ("SV", 1), ("k-SII", 2), ("k-SII", 3), ("STII", 2), ("FSII", 2), ("BII", 2), ("FBII", 2), ("SII", 2), ("BV", 1)]
+CASES = [
+    ("Moebius", None),
+    ("SV", 1),
+    ("k-SII", 2),
+    ("k-SII", 3),
+    ("STII", 2),
+    ("FSII", 2),
+    ("BII", 2),
+    ("FBII", 2),
+    ("SII", 2),
+    ("BV", 1),
+]
 
 
 def max_error(a, b) -> float:
@@ -43,7 +52,14 @@ def test_pyg_classifiers_match_brute_force(kind):
     exact, ours = oracle_and_ours(model, data, "auto")
     assert ours.method == "masked"
     assert ours.output_index == int(model(data.x, data.edge_index).argmax())
-    for index, order in [("Moebius", None), ("SV", 1), ("k-SII", 2), ("STII", 3), ("FSII", 2), ("BV", 1)]:
+    for index, order in [
+        ("Moebius", None),
+        ("SV", 1),
+        ("k-SII", 2),
+        ("STII", 3),
+        ("FSII", 2),
+        ("BV", 1),
+    ]:
         ref = exact(index, order or data.num_nodes)
         assert max_error(ref, ours.interaction_values(index, order or 0)) <= 1e-6, (kind, index)
 
@@ -59,8 +75,9 @@ def test_other_class_and_bruteforce_method(small_graph):
 
 
 def test_local_equals_masked_on_a_larger_graph(hanoi):
-    from wdn_explain.model import ChlorineGNN
     from torch_geometric.data import Data
+
+    from wdn_explain.model import ChlorineGNN
 
     torch.manual_seed(1)
     model = ChlorineGNN(num_layers=2, hidden_channels=16).double()
@@ -76,7 +93,10 @@ def test_local_equals_masked_on_a_larger_graph(hanoi):
     assert fast.n_graph_evaluations == 0 and fast.n_node_states > 0
     assert max_error(fast.moebius, slow.moebius) <= 1e-9
     for index, order in [("SV", 1), ("k-SII", 3), ("FSII", 2)]:
-        assert max_error(fast.interaction_values(index, order), slow.interaction_values(index, order)) <= 1e-9
+        assert (
+            max_error(fast.interaction_values(index, order), slow.interaction_values(index, order))
+            <= 1e-9
+        )
 
 
 def test_float32_model_is_close(small_graph):

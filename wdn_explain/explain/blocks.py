@@ -10,9 +10,9 @@ of :mod:`.indices`, done per block by a superset-sum transform (k * 2**k work).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from shapiq import InteractionValues
 
 from .hypercube import (
     global_keys,
@@ -24,6 +24,9 @@ from .hypercube import (
     unique_keys,
 )
 from .indices import check_index, weights
+
+if TYPE_CHECKING:
+    from shapiq import InteractionValues
 
 
 @dataclass
@@ -53,7 +56,9 @@ class MoebiusBlocks:
         merged: dict[tuple[int, ...], np.ndarray] = {}
         for f, g in zip(fields, games):
             key = tuple(f.tolist())
-            merged[key] = merged[key] + g if key in merged else np.asarray(g, dtype=np.float64).copy()
+            merged[key] = (
+                merged[key] + g if key in merged else np.asarray(g, dtype=np.float64).copy()
+            )
         by_size: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
         for key, g in merged.items():
             by_size.setdefault(len(key), []).append((key, g))
@@ -109,7 +114,12 @@ class MoebiusBlocks:
         sets_all, vals_all = np.concatenate(sets), np.concatenate(vals)
         if size == 0:
             return np.zeros((1, 0), dtype=np.int64), np.array([vals_all.sum() + self.constant])
-        uniq, inverse = np.unique(sets_all, axis=0, return_inverse=True)
+        if self.n_players**size < 2**62:  # one integer per set: a fast 1-D unique
+            codes = sets_all @ (self.n_players ** np.arange(size, dtype=np.int64))
+            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+            uniq = sets_all[first]
+        else:
+            uniq, inverse = np.unique(sets_all, axis=0, return_inverse=True)
         return uniq, np.bincount(inverse.ravel(), weights=vals_all, minlength=len(uniq))
 
     def interaction_values(self, index: str = "k-SII", order: int = 2) -> InteractionValues:
@@ -117,6 +127,8 @@ class MoebiusBlocks:
 
         ``index`` is one of SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius (all MIs).
         """
+        from shapiq import InteractionValues  # imported here: loading it takes seconds
+
         base, order = check_index(index, order, self.max_size)
         key = (index, order)
         if key in self._cache:

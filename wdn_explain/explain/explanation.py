@@ -6,13 +6,15 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from shapiq import InteractionValues
 
 from ..errors import DataError
 from .blocks import MoebiusBlocks
+
+if TYPE_CHECKING:
+    from shapiq import InteractionValues
 
 
 @dataclass

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
 from scipy.special import comb
-from torch_geometric.data import Data
 
 from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
@@ -49,6 +48,9 @@ from .hypercube import (
 )
 from .local import LocalMessagePassing, StateGraph, node_games
 from .neighbourhoods import group_by_size, maximal_fields, receptive_fields
+
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
 
 logger = logging.getLogger(__name__)
 
@@ -118,11 +120,22 @@ class GraphSHAPIQ:
         device, dtype = model_device_dtype(self.model)
         x, edge_index, edge_attr = _validate_graph(data, device, dtype)
         game = GraphGame(
-            self.model, x, edge_index, edge_attr, resolve_baseline(self.baseline, x), 0,
+            self.model,
+            x,
+            edge_index,
+            edge_attr,
+            resolve_baseline(self.baseline, x),
+            0,
             self.max_batch_nodes,
         )
         with inference(self.model):
-            y = call_model(self.model, x, edge_index, edge_attr, torch.zeros(len(x), dtype=torch.long, device=device))
+            y = call_model(
+                self.model,
+                x,
+                edge_index,
+                edge_attr,
+                torch.zeros(len(x), dtype=torch.long, device=device),
+            )
         if y.ndim == 1:
             y = y[:, None]
         if y.ndim != 2 or y.shape[0] != 1:
@@ -157,9 +170,14 @@ class GraphSHAPIQ:
         elif method == "approximate":
             raise ExplainError("method 'approximate' needs a budget (lambda >= 1)")
         elif budget is not None:
-            raise ExplainError(f"a budget applies to method 'approximate' only (method is '{method}')")
+            raise ExplainError(
+                f"a budget applies to method 'approximate' only (method is '{method}')"
+            )
         if method == "auto":
-            local_ok = isinstance(self.model, LocalMessagePassing) and self.model.num_layers == self.n_layers
+            local_ok = (
+                isinstance(self.model, LocalMessagePassing)
+                and self.model.num_layers == self.n_layers
+            )
             method = "local" if local_ok else "masked"
         fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
         with progress_callback(self.progress, f"GraphSHAP-IQ ({method})") as cb:
@@ -168,14 +186,18 @@ class GraphSHAPIQ:
             elif method == "approximate":
                 if budget is None or int(budget) < 1:
                     raise ExplainError(f"budget (lambda) must be an integer >= 1 (got {budget})")
-                blocks, n_evals, n_states, exact = self._approximate(game, fields[-1], int(budget), cb)
+                blocks, n_evals, n_states, exact = self._approximate(
+                    game, fields[-1], int(budget), cb
+                )
             else:
                 self._check_size(fields[-1], game.n_players)
                 if method == "local":
                     blocks, n_evals, n_states, exact = self._local(game, fields, cb)
                 else:
                     blocks, n_evals, n_states, exact = self._masked(game, fields[-1], cb)
-        nu_full, nu_empty = game.evaluate(np.stack([np.ones(game.n_players, bool), np.zeros(game.n_players, bool)]))
+        nu_full, nu_empty = game.evaluate(
+            np.stack([np.ones(game.n_players, bool), np.zeros(game.n_players, bool)])
+        )
         explanation = Explanation(
             blocks=blocks,
             prediction=float(nu_full),
@@ -191,7 +213,9 @@ class GraphSHAPIQ:
         )
         if exact and self.readout_check != "off" and method != "bruteforce":
             violation = recovery_error(game, blocks, n_samples=16, seed=0)
-            tolerance = (1e-8 if game.x.dtype == torch.float64 else 1e-4) * (1.0 + abs(nu_full) + abs(nu_empty))
+            tolerance = (1e-8 if game.x.dtype == torch.float64 else 1e-4) * (
+                1.0 + abs(nu_full) + abs(nu_empty)
+            )
             if violation > tolerance:
                 msg = (
                     f"the model's output is not a linear readout of {self.n_layers}-hop node "
@@ -212,7 +236,13 @@ class GraphSHAPIQ:
             return
         largest = max(len(f) for f in maximal)
         if largest <= 24 and bound <= 8 * self.max_interactions:
-            count = len(unique_keys(np.concatenate([global_keys(n, n_players) for n in group_by_size(maximal).values()]))[0])
+            count = len(
+                unique_keys(
+                    np.concatenate(
+                        [global_keys(n, n_players) for n in group_by_size(maximal).values()]
+                    )
+                )[0]
+            )
             what = f"|I| = {count}"
         else:
             count, what = bound, f"|I| <= {bound} (Thm. 3.7 bound)"
@@ -240,7 +270,12 @@ class GraphSHAPIQ:
     def _local(self, game: GraphGame, fields, cb):
         state_graph = self.state_graph(game.edge_index, fields)
         games, constant = node_games(
-            self.model, game.x, game.edge_attr, game.baseline, game.output_index, state_graph,
+            self.model,
+            game.x,
+            game.edge_attr,
+            game.baseline,
+            game.output_index,
+            state_graph,
             progress=cb,
         )
         blocks = MoebiusBlocks.from_node_games(game.n_players, fields[-1], games, constant)
@@ -272,7 +307,11 @@ class GraphSHAPIQ:
         small_keys, low_masks = [], {}
         for k, nodes in groups.items():
             low_masks[k] = np.flatnonzero(popcounts(k) <= lam)
-            small_keys.append(global_keys(nodes, game.n_players).reshape(len(nodes), 2**k, -1)[:, low_masks[k]].reshape(-1, _words(game.n_players)))
+            small_keys.append(
+                global_keys(nodes, game.n_players)
+                .reshape(len(nodes), 2**k, -1)[:, low_masks[k]]
+                .reshape(-1, _words(game.n_players))
+            )
         big_keys = [global_keys(np.array([f]), game.n_players)[-1:] for f in incomplete]
         uniq, first, inverse = unique_keys(np.concatenate(small_keys + big_keys))
         coalitions = _coalition_matrix(uniq, game.n_players)
@@ -290,7 +329,9 @@ class GraphSHAPIQ:
             table[:, low_masks[k]] = values[inv].reshape(len(nodes), n_low)
             mi = moebius_transform(table)
             owned = np.zeros_like(mi, dtype=bool)
-            owned[:, low_masks[k]] = (first[inv] == np.arange(start, stop)).reshape(len(nodes), n_low)
+            owned[:, low_masks[k]] = (first[inv] == np.arange(start, stop)).reshape(
+                len(nodes), n_low
+            )
             out[k] = (nodes, np.where(owned, mi, 0.0))
             start = stop
         # one gap term per incomplete field, smallest first (Algorithm 3)
@@ -320,7 +361,9 @@ class GraphSHAPIQ:
     def _bruteforce(self, game: GraphGame, cb):
         n = game.n_players
         if n > MAX_BRUTEFORCE_PLAYERS:
-            raise ExplainError(f"brute force needs 2^n model calls; n = {n} is over {MAX_BRUTEFORCE_PLAYERS}")
+            raise ExplainError(
+                f"brute force needs 2^n model calls; n = {n} is over {MAX_BRUTEFORCE_PLAYERS}"
+            )
         masks = np.arange(2**n)
         coalitions = ((masks[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
         values = game.evaluate(coalitions, progress=cb)
@@ -356,7 +399,9 @@ def _sum_below(blocks: MoebiusBlocks, sets: list[tuple[int, ...]], lam: int) -> 
     return out
 
 
-def recovery_error(game: GraphGame, blocks: MoebiusBlocks, *, n_samples: int = 8, seed: int = 0) -> float:
+def recovery_error(
+    game: GraphGame, blocks: MoebiusBlocks, *, n_samples: int = 8, seed: int = 0
+) -> float:
     """Largest |nu(T) - sum_{S ⊆ T} m(S)| over random coalitions T (MI recovery test)."""
     rng = np.random.default_rng(seed)
     n = game.n_players
@@ -365,7 +410,9 @@ def recovery_error(game: GraphGame, blocks: MoebiusBlocks, *, n_samples: int = 8
     predicted = np.full(n_samples, blocks.constant)
     for k, (nodes, mi) in blocks.groups.items():
         values = subset_sum(mi.copy())  # block game values v_b(M) = sum_{S ⊆ M} m_b(S)
-        local = (coalitions[:, nodes] * (1 << np.arange(k))[None, None, :]).sum(axis=2)  # (samples, B)
+        local = (coalitions[:, nodes] * (1 << np.arange(k))[None, None, :]).sum(
+            axis=2
+        )  # (samples, B)
         predicted += values[np.arange(len(nodes))[None, :], local].sum(axis=1)
     return float(np.abs(actual - predicted).max())
 
@@ -386,7 +433,9 @@ def check_linear_readout(
     for linear pooling and readout with ``n_layers`` layers; clearly positive otherwise
     (e.g. a non-linear MLP after the pooling).
     """
-    explainer = GraphSHAPIQ(model, n_layers, baseline=baseline, method="masked", readout_check="off")
+    explainer = GraphSHAPIQ(
+        model, n_layers, baseline=baseline, method="masked", readout_check="off"
+    )
     game = explainer.game(data)
     fields = receptive_fields(game.edge_index, game.n_players, explainer.n_layers)[-1]
     explainer._check_size(fields, game.n_players)
@@ -400,9 +449,18 @@ def _validate_graph(
     x = getattr(data, "x", None)
     edge_index = getattr(data, "edge_index", None)
     if x is None or x.ndim != 2 or x.shape[0] == 0:
-        raise ExplainError(f"the graph needs node features x of shape (n, F) with n >= 1 (got {None if x is None else tuple(x.shape)})")
-    if edge_index is None or edge_index.ndim != 2 or edge_index.shape[0] != 2 or edge_index.shape[1] == 0:
-        raise ExplainError(f"the graph needs at least one edge in edge_index of shape (2, E) (got {None if edge_index is None else tuple(edge_index.shape)})")
+        raise ExplainError(
+            f"the graph needs node features x of shape (n, F) with n >= 1 (got {None if x is None else tuple(x.shape)})"
+        )
+    if (
+        edge_index is None
+        or edge_index.ndim != 2
+        or edge_index.shape[0] != 2
+        or edge_index.shape[1] == 0
+    ):
+        raise ExplainError(
+            f"the graph needs at least one edge in edge_index of shape (2, E) (got {None if edge_index is None else tuple(edge_index.shape)})"
+        )
     if not torch.isfinite(x).all():
         raise ExplainError("node features x hold NaN or inf values")
     if int(edge_index.min()) < 0 or int(edge_index.max()) >= x.shape[0]:
@@ -410,11 +468,16 @@ def _validate_graph(
     edge_attr = getattr(data, "edge_attr", None)
     if edge_attr is not None:
         if edge_attr.shape[0] != edge_index.shape[1]:
-            raise ExplainError(f"edge_attr must have one row per edge ({edge_index.shape[1]}) (got {tuple(edge_attr.shape)})")
+            raise ExplainError(
+                f"edge_attr must have one row per edge ({edge_index.shape[1]}) (got {tuple(edge_attr.shape)})"
+            )
         if not torch.isfinite(edge_attr).all():
             raise ExplainError("edge features edge_attr hold NaN or inf values")
         edge_attr = edge_attr.to(device=device, dtype=dtype)
         if edge_attr.ndim == 1:
             edge_attr = edge_attr[:, None]
-    return x.to(device=device, dtype=dtype), edge_index.to(device=device, dtype=torch.long), edge_attr
-
+    return (
+        x.to(device=device, dtype=dtype),
+        edge_index.to(device=device, dtype=torch.long),
+        edge_attr,
+    )

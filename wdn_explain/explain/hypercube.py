@@ -96,7 +96,7 @@ def global_keys(nodes: np.ndarray, n_players: int) -> np.ndarray:
     for b in range(k):
         has = ((masks >> np.uint64(b)) & np.uint64(1)).astype(bool)  # (2**k,)
         word = nodes[:, b] // 64
-        bit = (np.uint64(1) << (nodes[:, b] % 64).astype(np.uint64))  # (n_blocks,)
+        bit = np.uint64(1) << (nodes[:, b] % 64).astype(np.uint64)  # (n_blocks,)
         for w in np.unique(word):
             rows = word == w
             keys[rows, :, w] |= np.where(has[None, :], bit[rows, None], np.uint64(0))

@@ -51,6 +51,8 @@ def weights(index: str, order: int, max_size: int) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         if index == "SII":
             w = 1.0 / (u - s + 1)
+        elif index == "Moebius":  # the MIs of size s themselves
+            w = (u == s).astype(float)
         elif index == "BII":
             w = 0.5 ** (u - s)
         elif index == "k-SII":
@@ -63,7 +65,12 @@ def weights(index: str, order: int, max_size: int) -> np.ndarray:
             w = np.where(u <= k, below, (s == k) / comb(u, k))
         elif index == "FSII":
             top = (
-                (-1.0) ** (k - s) * s / (k + s) * comb(k, s) * comb(u - 1, k) / comb(u + k - 1, k + s)
+                (-1.0) ** (k - s)
+                * s
+                / (k + s)
+                * comb(k, s)
+                * comb(u - 1, k)
+                / comb(u + k - 1, k + s)
             )
             w = np.where(u <= k, below, top)
         elif index == "FBII":

@@ -175,7 +175,9 @@ def node_games(
         weight, bias = model.readout_parameters()
         w = weight[output_index].to(x.dtype)
         constant = float(bias[output_index])
-        h, edge_feat = model.encode(torch.stack([baseline.expand_as(x), x], dim=1).reshape(2 * n, -1), edge_attr)
+        h, edge_feat = model.encode(
+            torch.stack([baseline.expand_as(x), x], dim=1).reshape(2 * n, -1), edge_attr
+        )
         for layer, wiring in enumerate(state_graph.hidden):
             h = _apply(model, layer, h, wiring, edge_feat, device)
         last = len(state_graph.hidden)

@@ -44,7 +44,10 @@ def receptive_fields(
         reach = (reach + incoming @ reach).tocsr()
         reach.sort_indices()
         fields.append(
-            [reach.indices[reach.indptr[i] : reach.indptr[i + 1]].astype(np.int64) for i in range(n_nodes)]
+            [
+                reach.indices[reach.indptr[i] : reach.indptr[i + 1]].astype(np.int64)
+                for i in range(n_nodes)
+            ]
         )
     return fields
 

@@ -1,0 +1,16 @@
+"""The files of a model folder and its identity (no heavy imports: the app uses it)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+WEIGHTS, CARD = "model.pt", "card.json"
+
+
+def model_hash(model_dir: str | Path) -> str:
+    """SHA-256 (16 hex) of a model folder's weights and card."""
+    digest = hashlib.sha256()
+    for name in (WEIGHTS, CARD):
+        digest.update(Path(model_dir, name).read_bytes())
+    return digest.hexdigest()[:16]
