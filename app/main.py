@@ -124,14 +124,14 @@ def main() -> None:
     st.title("Why does the model expect chlorine there?")
     ensure_default()
     net = network("hanoi")
-    timelines = available_timelines()
+    controls = st.sidebar.container()  # drawn above the form, filled after it ran
     new_scenario_form(net)
     timelines = available_timelines()
-    choice = st.sidebar.selectbox("scenario", list(timelines), key="scenario")
-    index = st.sidebar.selectbox("index", INDICES, index=1, key="index")
-    order = 1 if index == "SV" else st.sidebar.slider("order", 1, 3, 2, key="order")
-    top_k = st.sidebar.slider("strongest interactions shown", 0, 30, 8, key="top_k")
-    with st.sidebar.expander("how to read this", expanded=False):
+    choice = controls.selectbox("scenario", list(timelines), key="scenario")
+    index = controls.selectbox("index", INDICES, index=1, key="index")
+    order = 1 if index == "SV" else controls.slider("order", 1, 3, 2, key="order")
+    top_k = controls.slider("strongest interactions shown", 0, 30, 8, key="top_k")
+    with controls.expander("how to read this", expanded=False):
         st.markdown(HOW_TO_READ)
     path = timelines[choice]
     mtime = path.stat().st_mtime

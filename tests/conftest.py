@@ -84,3 +84,20 @@ def wdn_model():
 
 def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, waq_dir):
+    """A small model trained for two epochs on the tiny WAQ folder."""
+    from wdn_explain.model import ModelConfig
+    from wdn_explain.training import TrainConfig, train
+
+    out = tmp_path_factory.mktemp("tiny_model")
+    train(
+        waq_dir,
+        out,
+        model_config=ModelConfig(hidden_channels=8, num_layers=2),
+        train_config=TrainConfig(epochs=2, batch_size=16),
+        device="cpu",
+    )
+    return out

@@ -254,10 +254,10 @@ def timeline_figure(
         sliders=[
             dict(
                 active=0,
-                x=0.12,
-                len=0.88,
+                x=0.2,
+                len=0.8,
                 y=-0.02,
-                currentvalue=dict(prefix="time "),
+                currentvalue=dict(prefix="forecast made at "),
                 steps=[
                     dict(
                         label=minutes[t],

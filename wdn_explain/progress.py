@@ -11,20 +11,24 @@ ProgressArg = bool | ProgressCallback | None
 
 @contextmanager
 def progress_callback(progress: ProgressArg, desc: str) -> Iterator[ProgressCallback | None]:
-    """Turn ``progress`` into a ``callback(done, total)``: True shows a tqdm bar."""
-    if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(desc=desc, unit="it", dynamic_ncols=True)
-
-        def update(done: int, total: int) -> None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
-
-        try:
-            yield update
-        finally:
-            bar.close()
-    else:
+    """Turn ``progress`` into a ``callback(done, total)``; True shows a tqdm bar, opened at
+    the first report (so input errors raised before any work print no empty bar)."""
+    if progress is not True:
         yield progress or None
+        return
+    from tqdm.auto import tqdm
+
+    bars: list[tqdm] = []
+
+    def update(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(desc=desc, total=total, unit="it", dynamic_ncols=True))
+        bars[0].total = total
+        bars[0].n = done
+        bars[0].refresh()
+
+    try:
+        yield update
+    finally:
+        for bar in bars:
+            bar.close()

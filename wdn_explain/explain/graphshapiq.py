@@ -285,7 +285,7 @@ class GraphSHAPIQ:
         groups = group_by_size(maximal_fields(fields))
         keys = [global_keys(nodes, game.n_players) for nodes in groups.values()]
         uniq, first, inverse = unique_keys(np.concatenate(keys))
-        values = game.evaluate(_coalition_matrix(uniq, game.n_players), progress=cb)
+        values = _evaluate_keys(game, uniq, cb)
         out, start = {}, 0
         for k, nodes in groups.items():
             stop = start + len(nodes) * 2**k
@@ -373,6 +373,18 @@ class GraphSHAPIQ:
 
 def _words(n_players: int) -> int:
     return max(1, -(-n_players // 64))
+
+
+def _evaluate_keys(game: GraphGame, keys: np.ndarray, progress) -> np.ndarray:
+    """nu of every keyed coalition, building the boolean masks chunk by chunk (memory)."""
+    chunk = max(1, game.max_batch_nodes // max(game.n_players, 1)) * 8
+    values = np.empty(len(keys))
+    for start in range(0, len(keys), chunk):
+        stop = min(start + chunk, len(keys))
+        values[start:stop] = game.evaluate(_coalition_matrix(keys[start:stop], game.n_players))
+        if progress:
+            progress(stop, len(keys))
+    return values
 
 
 def _coalition_matrix(keys: np.ndarray, n_players: int) -> np.ndarray:

@@ -1,0 +1,152 @@
+"""CLI messages and exit codes."""
+
+import pytest
+from typer.testing import CliRunner
+
+from wdn_explain.cli import app
+
+from conftest import ROOT
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize(
+    "command", ["simulate", "data-stats", "train", "evaluate", "complexity", "explain", "report"]
+)
+def test_help_on_every_command(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_simulate_and_data_stats(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("n_scenarios: 3\nseed: 2\nscenario:\n  duration_s: 1800\n")
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "w", "--workers", 1)
+    assert result.exit_code == 0, result.output
+    assert "3 scenarios in" in result.output
+    stats = run("data-stats", tmp_path / "w")
+    assert stats.exit_code == 0, stats.output
+    assert "hanoi (32 nodes, 34 links)" in stats.output
+    assert "sample shapes  x (32, 1), edge_index (2, 68), edge_attr (68, 1), y (1,)" in stats.output
+    assert "arrival of the chlorine front" in stats.output
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("scenario:\n  network: atlantis\n", "unknown network 'atlantis'"),
+        ("scenario:\n  injection_node: '99'\n", "node '99' is not in network 'hanoi'"),
+        ("scenario:\n  duration_s: -60\n", "duration_s: Input should be greater than 0"),
+        ("scenario:\n  flavour: mint\n", "unknown key 'scenario.flavour'"),
+    ],
+)
+def test_simulate_bad_config(tmp_path, yaml_text, message):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(yaml_text)
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "o")
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_simulate_refuses_other_config(tmp_path, waq_dir):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("n_scenarios: 1\nseed: 3\nscenario:\n  duration_s: 1800\n")
+    result = run("simulate", "--config", cfg, "--out", waq_dir, "--workers", 1)
+    assert result.exit_code == 1 and "use --overwrite" in result.output
+
+
+def test_complexity_table_and_csv(tmp_path):
+    result = run(
+        "complexity", "--layers", 1, "--layers", 2, "--layers", 3, "--csv", tmp_path / "c.csv"
+    )
+    assert result.exit_code == 0, result.output
+    for count in ("175", "3023", "101115"):
+        assert count in result.output
+    rows = (tmp_path / "c.csv").read_text().splitlines()
+    assert rows[0] == "graph,n,layers,max_field,interactions,exact,coalitions"
+    assert rows[3] == "hanoi,32,3,15,101115,True,4294967296"
+
+
+def test_evaluate_prints_persistence(tiny_model_dir, waq_dir):
+    result = run(
+        "evaluate",
+        "--model",
+        tiny_model_dir,
+        "--data",
+        waq_dir,
+        "--split",
+        "all",
+        "--device",
+        "cpu",
+    )
+    assert result.exit_code == 0, result.output
+    assert "persist" in result.output and "per time step" in result.output
+
+
+def test_evaluate_unknown_device(tiny_model_dir, waq_dir):
+    result = run("evaluate", "--model", tiny_model_dir, "--data", waq_dir, "--device", "tpu")
+    assert result.exit_code == 1 and "unknown device 'tpu'" in result.output
+
+
+def test_explain_inline_spec_and_report(tmp_path, tiny_model_dir):
+    out = tmp_path / "t.npz"
+    spec = "{duration_s: 2400, seed: 3}"
+    result = run("explain", "--scenario", spec, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "computed: 5 steps explained (local" in result.output
+    again = run("explain", "--scenario", spec, "--model", tiny_model_dir, "--out", out)
+    assert "cached: 5 steps" in again.output
+    report = run(
+        "report",
+        "--timeline",
+        out,
+        "--out",
+        tmp_path / "r.html",
+        "--gif",
+        tmp_path / "r.gif",
+        "--index",
+        "FSII",
+    )
+    assert report.exit_code == 0, report.output
+    html = (tmp_path / "r.html").read_text()
+    assert "plotly" in html and "FSII" in html
+    assert (tmp_path / "r.gif").read_bytes()[:6] == b"GIF89a"
+
+
+def test_explain_bad_scenarios(tmp_path, tiny_model_dir):
+    result = run(
+        "explain",
+        "--scenario",
+        "{injection_node: '77'}",
+        "--model",
+        tiny_model_dir,
+        "--out",
+        tmp_path / "x.npz",
+    )
+    assert result.exit_code == 1 and "node '77' is not in network 'hanoi'" in result.output
+    result = run(
+        "explain",
+        "--scenario",
+        "nothing here",
+        "--model",
+        tiny_model_dir,
+        "--out",
+        tmp_path / "x.npz",
+    )
+    assert result.exit_code == 1 and "neither a YAML file nor an inline mapping" in result.output
+    result = run(
+        "explain",
+        "--scenario",
+        ROOT / "simulations" / "default_scenario.yaml",
+        "--model",
+        tmp_path,
+        "--out",
+        tmp_path / "x.npz",
+    )
+    assert result.exit_code == 1 and "is not a model folder" in result.output

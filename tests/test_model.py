@@ -1,0 +1,71 @@
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+from torch_geometric.nn import global_mean_pool
+
+from wdn_explain.explain import LocalMessagePassing
+from wdn_explain.model import ChlorineGNN, ModelConfig
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    return ChlorineGNN(ModelConfig(hidden_channels=16, num_layers=3)).eval()
+
+
+def graph(hanoi, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return Data(
+        x=torch.rand(32, 1, generator=gen),
+        edge_index=hanoi.edge_index,
+        edge_attr=torch.randn(68, 1, generator=gen),
+    )
+
+
+def test_batched_forward_equals_single_graphs(model, hanoi):
+    graphs = [graph(hanoi, s) for s in range(4)]
+    batch = Batch.from_data_list(graphs)
+    out = model(batch.x, batch.edge_index, batch.edge_attr, batch.batch)
+    assert out.shape == (4,)
+    single = torch.stack([model(g.x, g.edge_index, g.edge_attr) for g in graphs]).squeeze(-1)
+    torch.testing.assert_close(out, single, atol=1e-6, rtol=1e-5)
+
+
+def test_node_permutation_leaves_prediction_unchanged(model, hanoi):
+    g = graph(hanoi, 1)
+    perm = torch.randperm(32, generator=torch.Generator().manual_seed(3))
+    inverse = torch.empty_like(perm)
+    inverse[perm] = torch.arange(32)
+    permuted = Data(x=g.x[perm], edge_index=inverse[g.edge_index], edge_attr=g.edge_attr)
+    torch.testing.assert_close(
+        model(g.x, g.edge_index, g.edge_attr),
+        model(permuted.x, permuted.edge_index, permuted.edge_attr),
+    )
+
+
+def test_prediction_is_linear_readout_of_mean_embedding(model, hanoi):
+    g = graph(hanoi, 2)
+    h = model.node_embeddings(g.x, g.edge_index, g.edge_attr)
+    weight, bias = model.readout_parameters()
+    expected = (global_mean_pool(h, None) @ weight.T + bias).squeeze()
+    torch.testing.assert_close(model(g.x, g.edge_index, g.edge_attr).squeeze(), expected)
+    assert (
+        isinstance(model, LocalMessagePassing) and model.num_layers == 3 and model.pooling == "mean"
+    )
+
+
+def test_bipartite_layer_equals_plain_layer(model, hanoi):
+    g = graph(hanoi, 4)
+    h, e = model.encode(g.x, g.edge_attr)
+    torch.testing.assert_close(
+        model.propagate_layer(0, h, g.edge_index, e),
+        model.propagate_layer(0, (h, h), g.edge_index, e),
+    )
+
+
+def test_several_outputs_and_bad_config():
+    m = ChlorineGNN(out_channels=3, hidden_channels=4, num_layers=1)
+    x, ei = torch.rand(3, 1), torch.tensor([[0, 1], [1, 2]])
+    assert m(x, ei, torch.rand(2, 1)).shape == (1, 3)
+    with pytest.raises(ValueError, match="num_layers and hidden_channels must be >= 1"):
+        ChlorineGNN(num_layers=0)

@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from wdn_explain.errors import DataError
+from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.timeline import Timeline, cache_path, explain_scenario
+
+SPEC = ScenarioConfig(duration_s=3000, reporting_step_s=300, seed=5)
+
+
+@pytest.fixture(scope="module")
+def computed(tmp_path_factory, tiny_model_dir):
+    out = tmp_path_factory.mktemp("tl") / "t.npz"
+    timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
+    return out, timeline, status
+
+
+def test_every_step_explained_exactly(computed):
+    _, tl, status = computed
+    assert status == "computed"
+    assert len(tl) == 11 - 4 and tl.chlorine.shape == (7, 32)
+    for t, e in enumerate(tl.explanations):
+        assert e.exact and e.method == "local"
+        assert e.prediction == pytest.approx(tl.forecast[t])
+        assert e.efficiency_gap() == pytest.approx(0, abs=1e-5)
+    assert 0 <= tl.truth.min() and tl.truth.max() <= 1
+
+
+def test_cache_round_trip_and_reuse(computed, tiny_model_dir):
+    out, tl, _ = computed
+    again, status = explain_scenario(SPEC, tiny_model_dir, out=out)
+    assert status == "cached"
+    np.testing.assert_allclose(again.forecast, tl.forecast)
+    a, b = tl.interaction_values(3, "FSII", 2), again.interaction_values(3, "FSII", 2)
+    assert max(abs(a[k] - b[k]) for k in a.dict_values) < 1e-5  # MIs are stored as float32
+    np.testing.assert_allclose(again.node_values("SV"), tl.node_values("SV"), atol=1e-6)
+
+
+def test_cache_invalidation(computed, tiny_model_dir, tmp_path):
+    out, _, _ = computed
+    other = SPEC.model_copy(update={"seed": 6})
+    _, status = explain_scenario(other, tiny_model_dir, out=out)
+    assert status == "recomputed: cache made with another scenario_hash"
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    _, status = explain_scenario(SPEC, tiny_model_dir, out=bad)
+    assert status.startswith("recomputed: timeline file") and "corrupt" in status
+    assert Timeline.load(bad).meta["scenario_hash"] == SPEC.config_hash()
+
+
+def test_cache_path_names_scenario_and_model(tiny_model_dir, tmp_path):
+    path = cache_path(SPEC, tiny_model_dir, tmp_path)
+    assert SPEC.config_hash() in path.name and path.parent == tmp_path
+
+
+def test_missing_timeline_file(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        Timeline.load(tmp_path / "none.npz")
+
+
+def test_scenario_shorter_than_horizon(tiny_model_dir):
+    with pytest.raises(DataError, match="not more than the horizon 4"):
+        explain_scenario(ScenarioConfig(duration_s=900, reporting_step_s=300), tiny_model_dir)
