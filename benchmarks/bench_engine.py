@@ -91,8 +91,9 @@ def run_exact(method: str, layers: int) -> dict:
 
 
 def run_reference(layers: int) -> dict:
-    import reference_graphshapiq as ref
     import torch
+
+    import reference_graphshapiq as ref
 
     torch.set_num_threads(2)
     model, data = hanoi_step(layers)

@@ -2,12 +2,13 @@ import json
 
 import numpy as np
 import pytest
-from conftest import TINY
 
 from wdn_explain.errors import ConfigError, DataError
 from wdn_explain.scenario import parse_config
 from wdn_explain.simulation import SimulationResult
 from wdn_explain.waq import generate_waq, read_manifest, scenario_path
+
+from conftest import TINY
 
 
 def test_folder_layout_and_manifest(waq_dir, hanoi, tiny_config):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import path_graph
 from torch_geometric.data import Data
 
 from wdn_explain.explain import GraphSHAPIQ, complexity, receptive_fields
 from wdn_explain.explain.hypercube import subset_sum
+
+from conftest import path_graph
 
 
 @pytest.mark.parametrize(("layers", "count"), [(1, 175), (2, 3023), (3, 101115)])

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import path_graph
 from torch_geometric.data import Data
 
-from models import classifier
 from wdn_explain.errors import ExplainError
 from wdn_explain.explain import GraphSHAPIQ, check_linear_readout
+
+from conftest import path_graph
+from models import classifier
 
 
 def test_graph_without_nodes_or_edges(wdn_model):

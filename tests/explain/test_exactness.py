@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import path_graph
 from shapiq import ExactComputer
 
-from models import classifier
 from wdn_explain.explain import GraphSHAPIQ
+
+from conftest import path_graph
+from models import classifier
 
 CASES = [
     ("Moebius", None),
