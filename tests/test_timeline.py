@@ -61,3 +61,16 @@ def test_missing_timeline_file(tmp_path):
 def test_scenario_shorter_than_horizon(tiny_model_dir):
     with pytest.raises(DataError, match="not more than the horizon 4"):
         explain_scenario(ScenarioConfig(duration_s=900, reporting_step_s=300), tiny_model_dir)
+
+
+def test_model_of_another_network_is_refused(tiny_model_dir, tmp_path):
+    import json
+    import shutil
+
+    other = tmp_path / "other_model"
+    shutil.copytree(tiny_model_dir, other)
+    card = json.loads((other / "card.json").read_text())
+    card["data"]["network"].update(name="net3", sha256="0" * 64)
+    (other / "card.json").write_text(json.dumps(card))
+    with pytest.raises(DataError, match="trained on network 'net3', the scenario runs on 'hanoi'"):
+        explain_scenario(SPEC, other)

@@ -108,3 +108,15 @@ def test_save_model_is_atomic(tmp_path):
 
     save_model(ChlorineGNN(SMALL), {"model": SMALL.to_dict()}, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["card.json", "model.pt"]
+
+
+def test_data_of_another_network_is_refused(trained, waq_dir, tmp_path):
+    from wdn_explain.dataset import load_waq_arrays
+    from wdn_explain.training import check_data_matches
+
+    _, card = trained
+    manifest = load_waq_arrays(waq_dir).manifest
+    other = {**manifest, "network": {**manifest["network"], "name": "net3", "sha256": "0" * 64}}
+    with pytest.raises(DataError, match="simulated on network 'net3'.*the model on 'hanoi'"):
+        check_data_matches(card, other, "elsewhere")
+    check_data_matches(card, manifest, waq_dir)  # the model's own data passes

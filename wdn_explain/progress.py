@@ -12,7 +12,8 @@ ProgressArg = bool | ProgressCallback | None
 @contextmanager
 def progress_callback(progress: ProgressArg, desc: str) -> Iterator[ProgressCallback | None]:
     """Turn ``progress`` into a ``callback(done, total)``; True shows a tqdm bar, opened at
-    the first report (so input errors raised before any work print no empty bar)."""
+    the first report (input errors raised before any work print no empty bar) and drawn
+    only once the work has taken over a second."""
     if progress is not True:
         yield progress or None
         return
@@ -22,7 +23,7 @@ def progress_callback(progress: ProgressArg, desc: str) -> Iterator[ProgressCall
 
     def update(done: int, total: int) -> None:
         if not bars:
-            bars.append(tqdm(desc=desc, total=total, unit="it", dynamic_ncols=True))
+            bars.append(tqdm(desc=desc, total=total, unit="it", dynamic_ncols=True, delay=1.0))
         bars[0].total = total
         bars[0].n = done
         bars[0].refresh()

@@ -228,7 +228,7 @@ def explain_scenario(
             f"scenario has {result.n_steps} reported steps, not more than the horizon {horizon}"
         )
     graphs = scenario_graphs(result, card)
-    explainer = GraphSHAPIQ(model, **options)
+    explainer = GraphSHAPIQ(model, progress=False, **options)
     steps = np.arange(result.n_steps - horizon)
     chlorine = result.node_chlorine_mg_l / scenario.injection_strength_mg_l
     explanations = []

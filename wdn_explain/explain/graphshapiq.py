@@ -75,7 +75,8 @@ class GraphSHAPIQ:
         max_batch_nodes: Nodes per evaluated batch of masked graphs (memory bound).
         readout_check: After explaining, test MI recovery on random coalitions
             (:func:`check_linear_readout`); ``error`` raises, ``warn`` warns, ``off`` skips.
-        progress: True for a tqdm bar, or a callback ``(done, total)``.
+        progress: True (default) for a tqdm bar shown when the work takes over a second,
+            False for none, or a callback ``(done, total)``.
     """
 
     def __init__(
@@ -88,7 +89,7 @@ class GraphSHAPIQ:
         max_interactions: int = 10_000_000,
         max_batch_nodes: int = 400_000,
         readout_check: ReadoutCheck = "error",
-        progress: ProgressArg = False,
+        progress: ProgressArg = True,
     ) -> None:
         if method not in METHODS:
             raise ExplainError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
