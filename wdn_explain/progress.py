@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -20,13 +21,14 @@ def progress_callback(progress: ProgressArg, desc: str) -> Iterator[ProgressCall
     from tqdm.auto import tqdm
 
     bars: list[tqdm] = []
+    entered = time.monotonic()
 
     def update(done: int, total: int) -> None:
         if not bars:
-            bars.append(tqdm(desc=desc, total=total, unit="it", dynamic_ncols=True, delay=1.0))
+            delay = max(0.0, 1.0 - (time.monotonic() - entered))
+            bars.append(tqdm(desc=desc, total=total, unit="it", dynamic_ncols=True, delay=delay))
         bars[0].total = total
-        bars[0].n = done
-        bars[0].refresh()
+        bars[0].update(done - bars[0].n)  # update() honours the delay, refresh() would not
 
     try:
         yield update

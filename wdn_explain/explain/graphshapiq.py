@@ -43,6 +43,7 @@ from .hypercube import (
     keys_to_members,
     moebius_transform,
     popcounts,
+    set_key,
     subset_sum,
     unique_keys,
 )
@@ -313,7 +314,7 @@ class GraphSHAPIQ:
                 .reshape(len(nodes), 2**k, -1)[:, low_masks[k]]
                 .reshape(-1, _words(game.n_players))
             )
-        big_keys = [global_keys(np.array([f]), game.n_players)[-1:] for f in incomplete]
+        big_keys = [set_key(f, game.n_players) for f in incomplete]
         uniq, first, inverse = unique_keys(np.concatenate(small_keys + big_keys))
         coalitions = _coalition_matrix(uniq, game.n_players)
         if not coalitions.all(axis=1).any():  # nu(N) is needed for efficiency
@@ -378,7 +379,7 @@ def _words(n_players: int) -> int:
 
 def _evaluate_keys(game: GraphGame, keys: np.ndarray, progress) -> np.ndarray:
     """nu of every keyed coalition, building the boolean masks chunk by chunk (memory)."""
-    chunk = max(1, game.max_batch_nodes // max(game.n_players, 1)) * 8
+    chunk = max(1, game.max_batch_nodes // max(game.n_players, 1)) * 2
     values = np.empty(len(keys))
     for start in range(0, len(keys), chunk):
         stop = min(start + chunk, len(keys))

@@ -103,6 +103,14 @@ def global_keys(nodes: np.ndarray, n_players: int) -> np.ndarray:
     return keys.reshape(n_blocks * 2**k, n_words)
 
 
+def set_key(members, n_players: int) -> np.ndarray:
+    """The key row (see :func:`global_keys`) of one set of players, shape (1, n_words)."""
+    key = np.zeros((1, max(1, -(-n_players // 64))), dtype=np.uint64)
+    for m in members:
+        key[0, m // 64] |= np.uint64(1) << np.uint64(m % 64)
+    return key
+
+
 def unique_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """np.unique over key rows: (unique rows, index of first occurrence, inverse)."""
     if keys.shape[1] == 1:

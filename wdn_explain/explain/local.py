@@ -120,7 +120,7 @@ class StateGraph:
 
     @classmethod
     def build(
-        cls, edge_index: torch.Tensor, fields: list[list[np.ndarray]], *, max_states: int = 1 << 20
+        cls, edge_index: torch.Tensor, fields: list[list[np.ndarray]], *, max_states: int = 1 << 15
     ) -> StateGraph:
         """Wire every layer for receptive ``fields`` (from ``receptive_fields``)."""
         n = len(fields[0])
