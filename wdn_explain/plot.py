@@ -57,12 +57,12 @@ def _pipe_trace(network: Network) -> dict:
     xy = network.coordinates
     xs, ys = [], []
     for u, v in network.link_nodes:
-        xs += [xy[u, 0], xy[v, 0], None]
-        ys += [xy[u, 1], xy[v, 1], None]
+        xs += [xy[u, 0], xy[v, 0], np.nan]
+        ys += [xy[u, 1], xy[v, 1], np.nan]
     return dict(
         type="scatter",
-        x=xs,
-        y=ys,
+        x=np.array(xs),
+        y=np.array(ys),
         mode="lines",
         line=dict(color="#bbbbbb", width=3),
         hoverinfo="skip",
@@ -86,18 +86,18 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
                 if np.sign(value) != sign or cls != c:
                     continue
                 label = f"{index} {{{network.node_ids[i]}, {network.node_ids[j]}}} = {value:+.4g}"
-                xs += [xy[i, 0], xy[j, 0], None]
-                ys += [xy[i, 1], xy[j, 1], None]
-                text += [label, label, None]
+                xs += [xy[i, 0], xy[j, 0], np.nan]
+                ys += [xy[i, 1], xy[j, 1], np.nan]
+                text += [label, label, ""]
             traces.append(
                 dict(
                     type="scatter",
-                    x=xs or [None],
-                    y=ys or [None],
+                    x=np.array(xs or [np.nan]),  # NaN separates segments; arrays validate fast
+                    y=np.array(ys or [np.nan]),
                     mode="lines",
                     opacity=0.75,
                     line=dict(color=colour, width=width),
-                    hovertext=text or [None],
+                    hovertext=text or [""],
                     hoverinfo="text",
                     name=f"pairs {'+' if sign > 0 else '-'}",
                 )
@@ -119,20 +119,20 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
             ring = pts[np.argsort(np.arctan2(pts[:, 1] - centre[1], pts[:, 0] - centre[0]))]
             ring = centre + 1.15 * (ring - centre)
             label = f"{index} {{{', '.join(network.node_ids[m] for m in members)}}} = {value:+.4g}"
-            xs += [*ring[:, 0], ring[0, 0], None]
-            ys += [*ring[:, 1], ring[0, 1], None]
-            text += [label] * (len(ring) + 1) + [None]
+            xs += [*ring[:, 0], ring[0, 0], np.nan]
+            ys += [*ring[:, 1], ring[0, 1], np.nan]
+            text += [label] * (len(ring) + 1) + [""]
         traces.append(
             dict(
                 type="scatter",
-                x=xs or [None],
-                y=ys or [None],
+                x=np.array(xs or [np.nan]),
+                y=np.array(ys or [np.nan]),
                 mode="lines",
                 fill="toself",
                 fillcolor=colour,
                 opacity=0.18,
                 line=dict(width=0),
-                hovertext=text or [None],
+                hovertext=text or [""],
                 hoverinfo="text",
                 name=f"hyperedges {'+' if sign > 0 else '-'}",
             )
