@@ -13,7 +13,6 @@ unicode arrays (readable with ``allow_pickle=False``): ``times_s`` (T,), ``node_
 from __future__ import annotations
 
 import json
-import os
 import warnings
 import zipfile
 from dataclasses import dataclass, fields
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import DataError
+from .files import atomic_write
 from .network import Network, load_network
 from .scenario import ScenarioConfig
 
@@ -58,14 +58,12 @@ class SimulationResult:
     def save(self, path: str | Path) -> Path:
         """Write atomically: a temporary file renamed into place, never a half-written file."""
         path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
+        with atomic_write(path) as tmp, open(tmp, "wb") as handle:
             np.savez(
                 handle,
                 config_json=np.array(self.config.model_dump_json()),
                 **{name: getattr(self, name) for name in _ARRAYS},
             )
-        os.replace(tmp, path)
         return path
 
     @classmethod

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ import torch
 from .errors import DataError
 from .explain import Explanation, GraphSHAPIQ
 from .explain.graphshapiq import ENGINE_VERSION
+from .files import atomic_write
 from .model_folder import model_hash
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
@@ -95,10 +95,8 @@ class Timeline:
         for t, e in enumerate(self.explanations):
             for key, value in e.to_arrays(prefix=f"s{t}_").items():
                 arrays[key] = value.astype(np.float32) if key.startswith(f"s{t}_mi_") else value
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
+        with atomic_write(path) as tmp, open(tmp, "wb") as handle:
             np.savez_compressed(handle, **arrays)  # MIs of nearby steps compress ~5x
-        os.replace(tmp, path)
         return path
 
     @classmethod

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -24,6 +23,7 @@ from torch_geometric.loader import DataLoader
 
 from .dataset import WaqDataset, load_waq_arrays
 from .errors import ConfigError, DataError
+from .files import atomic_write
 from .model import ChlorineGNN, ModelConfig
 from .model_folder import CARD, WEIGHTS
 from .progress import ProgressArg
@@ -227,12 +227,10 @@ def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) ->
     """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f".{WEIGHTS}.tmp"
-    torch.save(model.state_dict(), tmp)
-    os.replace(tmp, out / WEIGHTS)
-    tmp = out / f".{CARD}.tmp"
-    tmp.write_text(json.dumps(card, indent=2))
-    os.replace(tmp, out / CARD)
+    with atomic_write(out / WEIGHTS) as tmp:
+        torch.save(model.state_dict(), tmp)
+    with atomic_write(out / CARD) as tmp:
+        tmp.write_text(json.dumps(card, indent=2))
     return out
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DataError
+from .files import atomic_write
 from .network import Network, load_network
 from .scenario import SimulationConfig, parse_config
 from .simulation import simulate
@@ -112,9 +113,8 @@ def _prepare_folder(
     folder.mkdir(parents=True, exist_ok=True)
     for path in existing:
         path.unlink()
-    tmp = folder / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(build_manifest(config, network), indent=2))
-    os.replace(tmp, manifest_path)
+    with atomic_write(manifest_path) as tmp:
+        tmp.write_text(json.dumps(build_manifest(config, network), indent=2))
 
 
 _WORKER: dict[str, Any] = {}

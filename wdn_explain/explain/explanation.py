@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DataError
+from ..files import atomic_write
 from .blocks import MoebiusBlocks
 
 if TYPE_CHECKING:
@@ -115,10 +115,8 @@ class Explanation:
     def save(self, path: str | Path) -> Path:
         """Write a pickle-free ``.npz`` atomically."""
         path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
+        with atomic_write(path) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, **self.to_arrays())
-        os.replace(tmp, path)
         return path
 
     @classmethod
