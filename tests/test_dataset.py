@@ -89,3 +89,18 @@ def test_nan_is_reported_with_scenario(tmp_path, waq_dir):
     r.save(scenario_path(copy, 1))
     with pytest.raises(DataError, match="flow in .*scenario_00001.npz' holds NaN or inf"):
         WaqDataset(copy)
+
+
+def test_stacked_batches_equal_pyg_collation(waq_dir):
+    from torch_geometric.loader import DataLoader
+
+    ds = WaqDataset(waq_dir, "all")
+    ours = list(ds.batches(7))
+    theirs = list(DataLoader(ds, batch_size=7))
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        for key in ("x", "edge_index", "edge_attr", "y", "batch"):
+            assert torch.equal(a[key], b[key]), key
+    gen = torch.Generator().manual_seed(0)
+    shuffled = torch.cat([b.y for b in ds.batches(5, shuffle=True, generator=gen)])
+    assert sorted(shuffled.tolist()) == sorted(torch.cat([b.y for b in ours]).tolist())

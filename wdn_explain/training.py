@@ -85,8 +85,13 @@ def predict(
     was = model.training
     model.eval()
     out = []
+    batches = (
+        dataset.batches(batch_size)
+        if isinstance(dataset, WaqDataset)
+        else DataLoader(dataset, batch_size=batch_size, shuffle=False)
+    )
     try:
-        for batch in DataLoader(dataset, batch_size=batch_size, shuffle=False):
+        for batch in batches:
             batch = batch.to(device)
             out.append(model(batch.x, batch.edge_index, batch.edge_attr, batch.batch).cpu())
     finally:
@@ -139,7 +144,6 @@ def train(
     schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimiser, factor=cfg.lr_factor, patience=cfg.lr_patience
     )
-    loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=True, generator=generator)
     val_y = np.array(
         [val_set._y[s, t + cfg.horizon] for s in val_set.scenarios for t in range(val_set.n_times)]
     )
@@ -154,7 +158,7 @@ def train(
             start = time.perf_counter()
             model.train()
             total, count = 0.0, 0
-            for batch in loader:
+            for batch in train_set.batches(cfg.batch_size, shuffle=True, generator=generator):
                 batch = batch.to(dev)
                 optimiser.zero_grad()
                 loss = torch.nn.functional.l1_loss(
@@ -162,8 +166,8 @@ def train(
                 )
                 loss.backward()
                 optimiser.step()
-                total += loss.item() * batch.num_graphs
-                count += batch.num_graphs
+                total += loss.item() * len(batch.y)
+                count += len(batch.y)
             val_mae = float(np.abs(predict(model, val_set, dev) - val_y).mean())
             schedule.step(val_mae)
             seconds = time.perf_counter() - start
