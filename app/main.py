@@ -12,6 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.model_folder import model_hash
 from wdn_explain.network import load_network
 from wdn_explain.plot import chlorine_figure, forecast_figure, timeline_figure, value_figure
 from wdn_explain.scenario import ScenarioConfig, load_config
@@ -22,6 +23,7 @@ from wdn_explain.timeline import (
     Timeline,
     cache_path,
     explain_scenario,
+    timeline_is_current,
 )
 
 MODEL_DIR = Path(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
@@ -58,21 +60,28 @@ def si_graph(path: str, mtime: float, index: str, order: int, top_k: int):
     return timeline_figure(tl, network(tl.scenario.network), index=index, order=order, top_k=top_k)
 
 
-def available_timelines() -> dict[str, Path]:
-    found = {"default scenario": DEFAULT_TIMELINE}
+def available_timelines(default: Path) -> dict[str, Path]:
+    found = {"default scenario": default}
     if CACHE_DIR.is_dir():
-        for path in sorted(CACHE_DIR.glob("timeline_*.npz")):
-            found[f"scenario {path.stem.split('_')[1]}"] = path
+        for path in sorted(CACHE_DIR.glob(f"timeline_*_{model_hash(MODEL_DIR)}.npz")):
+            if path != default:
+                found[f"scenario {path.stem.split('_')[1]}"] = path
     return found
 
 
-def ensure_default() -> None:
-    if DEFAULT_TIMELINE.exists():
-        return
-    with st.spinner("explaining the default scenario (first start only)..."):
-        explain_scenario(
-            load_config(DEFAULT_SCENARIO).scenario_config(0), MODEL_DIR, out=DEFAULT_TIMELINE
-        )
+def default_timeline() -> Path:
+    """The default scenario's timeline: shipped for the default model, cached for others;
+    recomputed when missing or made by another model or engine version."""
+    scenario = load_config(DEFAULT_SCENARIO).scenario_config(0)
+    path = (
+        DEFAULT_TIMELINE
+        if MODEL_DIR == DEFAULT_MODEL
+        else cache_path(scenario, MODEL_DIR, CACHE_DIR)
+    )
+    if not timeline_is_current(path, MODEL_DIR):
+        with st.spinner("explaining the default scenario (first start with this model)..."):
+            explain_scenario(scenario, MODEL_DIR, out=path)
+    return path
 
 
 def new_scenario_form(net) -> None:
@@ -122,11 +131,11 @@ def new_scenario_form(net) -> None:
 def main() -> None:
     st.set_page_config(page_title="wdn-explain", layout="wide")
     st.title("Why does the model expect chlorine there?")
-    ensure_default()
+    default = default_timeline()
     net = network("hanoi")
     controls = st.sidebar.container()  # drawn above the form, filled after it ran
     new_scenario_form(net)
-    timelines = available_timelines()
+    timelines = available_timelines(default)
     choice = controls.selectbox("scenario", list(timelines), key="scenario")
     index = controls.selectbox("index", INDICES, index=1, key="index")
     order = 1 if index == "SV" else controls.slider("order", 1, 3, 2, key="order")

@@ -74,3 +74,10 @@ def test_model_of_another_network_is_refused(tiny_model_dir, tmp_path):
     (other / "card.json").write_text(json.dumps(card))
     with pytest.raises(DataError, match="trained on network 'net3', the scenario runs on 'hanoi'"):
         explain_scenario(SPEC, other)
+
+
+def test_shipped_default_timeline_is_current():
+    """The committed timeline was made by the committed model and this engine version."""
+    from wdn_explain.timeline import DEFAULT_MODEL, DEFAULT_TIMELINE, timeline_is_current
+
+    assert timeline_is_current(DEFAULT_TIMELINE, DEFAULT_MODEL)

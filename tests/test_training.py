@@ -120,3 +120,22 @@ def test_data_of_another_network_is_refused(trained, waq_dir, tmp_path):
     with pytest.raises(DataError, match="simulated on network 'net3'.*the model on 'hanoi'"):
         check_data_matches(card, other, "elsewhere")
     check_data_matches(card, manifest, waq_dir)  # the model's own data passes
+
+
+def test_interruption_keeps_the_best_epoch(waq_dir, tmp_path):
+    def interrupt(epoch, total):
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+    config = TrainConfig(epochs=5, batch_size=8)
+    card = train(
+        waq_dir,
+        tmp_path / "m",
+        model_config=SMALL,
+        train_config=config,
+        device="cpu",
+        progress=interrupt,
+    )
+    assert card["interrupted"] and len(card["history"]) == 2
+    _, saved = load_model(tmp_path / "m")
+    assert saved["interrupted"] and saved["history"] == card["history"]

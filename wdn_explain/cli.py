@@ -127,6 +127,8 @@ def train(
     except WdnExplainError as exc:
         _fail(exc)
     m = card["metrics"]
+    if card["interrupted"]:
+        typer.echo("interrupted: saved the best epoch so far")
     typer.echo(
         f"saved {out} ({len(card['history'])} epochs on {card['device']}, "
         f"{card['epoch_seconds']:.1f} s/epoch): test MAE {m['mae']:.4f} "

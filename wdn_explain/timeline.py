@@ -146,6 +146,20 @@ DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "simulations" / "defaul
 DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
 
 
+def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
+    """Whether a timeline file exists and was made by this model and engine version
+    (reads only the file's metadata entry)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        return False
+    return (
+        meta.get("model_hash") == model_hash(model_dir)
+        and meta.get("engine_version") == ENGINE_VERSION
+    )
+
+
 def cache_path(scenario: ScenarioConfig, model_dir: str | Path, cache_dir: str | Path) -> Path:
     """Where the timeline of ``scenario`` explained with ``model_dir`` is cached."""
     return Path(cache_dir) / f"timeline_{scenario.config_hash()}_{model_hash(model_dir)}.npz"

@@ -116,6 +116,9 @@ def train(
         progress: True shows a tqdm bar with the live losses; a callable gets
             ``(epoch, epochs)``.
 
+    An interruption (Ctrl-C) after the first epoch saves the best epoch so far, with
+    ``"interrupted": true`` in the card, instead of losing the run.
+
     Returns:
         The model card (also written to ``out_dir/card.json``).
     """
@@ -147,7 +150,7 @@ def train(
     val_y = np.array(
         [val_set._y[s, t + cfg.horizon] for s in val_set.scenarios for t in range(val_set.n_times)]
     )
-    best, best_state, stale, history = float("inf"), None, 0, []
+    best, best_state, stale, history, interrupted = float("inf"), None, 0, [], False
     bar = None
     if progress is True:
         from tqdm.auto import tqdm
@@ -196,6 +199,11 @@ def train(
             )
             if stale >= cfg.patience:
                 break
+    except KeyboardInterrupt:
+        if best_state is None:  # not one epoch finished: nothing worth saving
+            raise
+        interrupted = True  # keep the best epoch so far, below
+        logger.warning("training interrupted after %d epochs; saving the best one", len(history))
     finally:
         if bar is not None:
             bar.close()
@@ -217,6 +225,7 @@ def train(
         },
         "metrics": {k: v for k, v in metrics.items() if k != "per_step"},
         "history": history,
+        "interrupted": interrupted,
         "device": str(dev),
         "epoch_seconds": float(np.mean([h["seconds"] for h in history])),
         "code_version": _code_version(),
