@@ -77,7 +77,7 @@ def data_stats(
         f"sample shapes  x {tuple(sample.x.shape)}, edge_index {tuple(sample.edge_index.shape)}, "
         f"edge_attr {tuple(sample.edge_attr.shape)}, y {tuple(sample.y.shape)}"
     )
-    y = np.concatenate([ds._y[ds.scenarios][:, horizon:].ravel() for ds in sets.values()])
+    y = np.concatenate([ds.targets() for ds in sets.values()])
     q = np.quantile(y, [0, 0.25, 0.5, 0.75, 1])
     typer.echo(
         f"label y        mean {y.mean():.3f}, min/q1/median/q3/max {' / '.join(f'{v:.3f}' for v in q)}, "
@@ -160,8 +160,8 @@ def evaluate(
             threshold=t["threshold"],
             split_seed=t["split_seed"],
             arrays=arrays,
+            flow_scale_lps=card["data"]["flow_scale_lps"],
         )
-        ds.stats["flow_scale_lps"] = card["data"]["flow_scale_lps"]
         res = run_evaluation(net, ds, device)
     except WdnExplainError as exc:
         _fail(exc)

@@ -117,6 +117,8 @@ class WaqDataset(Dataset):
         threshold: Normalised chlorine at which a node counts as chlorinated.
         split_seed: Seed of the scenario-level split.
         arrays: Already loaded arrays of the same folder (to build several splits at once).
+        flow_scale_lps: Flow normalisation to use instead of this folder's training-split
+            statistic (a trained model's own, from its card, when evaluating other data).
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class WaqDataset(Dataset):
         threshold: float = DEFAULT_THRESHOLD,
         split_seed: int = 0,
         arrays: WaqArrays | None = None,
+        flow_scale_lps: float | None = None,
     ) -> None:
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)} (got '{split}')")
@@ -147,8 +150,9 @@ class WaqDataset(Dataset):
         self.split_seed = split_seed
         self.scenarios = split_scenarios(n_s, split_seed)[split]
         train = split_scenarios(n_s, split_seed)["train"]
-        flow_scale = float(self.arrays.flow_lps[train].std()) if len(train) else 1.0
-        self.stats = {"flow_scale_lps": flow_scale or 1.0}
+        if flow_scale_lps is None:
+            flow_scale_lps = float(self.arrays.flow_lps[train].std()) if len(train) else 1.0
+        self.stats = {"flow_scale_lps": flow_scale_lps or 1.0}
         self.n_times = n_t - horizon
         self._edge_index = torch.as_tensor(self.arrays.edge_index, dtype=torch.long)
         self._y = chlorinated_fraction(self.arrays.chlorine, threshold).astype(np.float32)
@@ -159,6 +163,22 @@ class WaqDataset(Dataset):
 
     def len(self) -> int:
         return len(self.scenarios) * self.n_times
+
+    def sample_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scenario, time step) of every sample, in sample order, each shape (len(self),)."""
+        return np.repeat(self.scenarios, self.n_times), np.tile(
+            np.arange(self.n_times), len(self.scenarios)
+        )
+
+    def targets(self) -> np.ndarray:
+        """``y`` of every sample in order: the chlorinated fraction at t + horizon."""
+        s, t = self.sample_index()
+        return self._y[s, t + self.horizon]
+
+    def persistence(self) -> np.ndarray:
+        """The persistence forecast of every sample: the chlorinated fraction at t itself."""
+        s, t = self.sample_index()
+        return self._y[s, t]
 
     def locate(self, idx: int) -> tuple[int, int]:
         """(scenario index, time step) of sample ``idx``."""

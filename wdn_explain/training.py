@@ -147,9 +147,7 @@ def train(
     schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimiser, factor=cfg.lr_factor, patience=cfg.lr_patience
     )
-    val_y = np.array(
-        [val_set._y[s, t + cfg.horizon] for s in val_set.scenarios for t in range(val_set.n_times)]
-    )
+    val_y = val_set.targets()
     best, best_state, stale, history, interrupted = float("inf"), None, 0, [], False
     bar = None
     if progress is True:
@@ -315,10 +313,8 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     dev = resolve_device(device)
     model = model.to(dev)
     pred = predict(model, dataset, dev)
-    idx = [(s, t) for s in dataset.scenarios for t in range(dataset.n_times)]
-    true = np.array([dataset._y[s, t + dataset.horizon] for s, t in idx])
-    persist = np.array([dataset._y[s, t] for s, t in idx])
-    steps = np.array([t for _, t in idx])
+    true, persist = dataset.targets(), dataset.persistence()
+    steps = dataset.sample_index()[1]
     per_step = []
     for t in range(dataset.n_times):
         sel = steps == t
@@ -334,6 +330,6 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     return {
         **model_scores,
         **{f"persistence_{k}": v for k, v in base.items()},
-        "n_samples": len(idx),
+        "n_samples": len(true),
         "per_step": per_step,
     }
