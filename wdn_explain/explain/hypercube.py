@@ -13,41 +13,34 @@ from functools import lru_cache
 import numpy as np
 
 
-def moebius_transform(values: np.ndarray) -> np.ndarray:
-    """Möbius transform of stacked set functions, in place: m(S) = sum_{T<=S} (-1)^{|S|-|T|} v(T).
-
-    Args:
-        values: Array of shape (n_blocks, 2**k), float.
-    """
+def _yates(values: np.ndarray, target: int, sign: float) -> np.ndarray:
+    """One in-place pass per bit over stacked blocks of shape (n_blocks, 2**k): the half of
+    each pair with bit value ``target`` gets ``sign`` times the other half added."""
     n_blocks, size = values.shape
     step = 1
     while step < size:
         view = values.reshape(n_blocks, -1, 2, step)
-        view[:, :, 1, :] -= view[:, :, 0, :]
+        if sign > 0:
+            view[:, :, target, :] += view[:, :, 1 - target, :]
+        else:
+            view[:, :, target, :] -= view[:, :, 1 - target, :]
         step *= 2
     return values
+
+
+def moebius_transform(values: np.ndarray) -> np.ndarray:
+    """Möbius transform in place: m(S) = sum_{T<=S} (-1)^{|S|-|T|} v(T); shape (n_blocks, 2**k)."""
+    return _yates(values, 1, -1.0)
 
 
 def subset_sum(values: np.ndarray) -> np.ndarray:
     """Inverse Möbius (zeta) transform in place: v(S) = sum_{T<=S} m(T)."""
-    n_blocks, size = values.shape
-    step = 1
-    while step < size:
-        view = values.reshape(n_blocks, -1, 2, step)
-        view[:, :, 1, :] += view[:, :, 0, :]
-        step *= 2
-    return values
+    return _yates(values, 1, 1.0)
 
 
 def superset_sum(values: np.ndarray) -> np.ndarray:
     """Superset-sum transform in place: z(S) = sum_{T>=S} f(T)."""
-    n_blocks, size = values.shape
-    step = 1
-    while step < size:
-        view = values.reshape(n_blocks, -1, 2, step)
-        view[:, :, 0, :] += view[:, :, 1, :]
-        step *= 2
-    return values
+    return _yates(values, 0, 1.0)
 
 
 @lru_cache(maxsize=64)
