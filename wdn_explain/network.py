@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 #: Networks that ship inside the ``epyt`` package, by the name users type.
 BUILTIN_NETWORKS = {"hanoi": ("asce-tf-wdst", "Hanoi.inp")}
 
-NODE_ROLES = ("junction", "reservoir", "tank")
-
 
 def builtin_network_path(name: str) -> Path:
     """Return the path of a network that ships inside ``epyt`` (e.g. ``hanoi``)."""

@@ -12,7 +12,6 @@ unicode arrays (readable with ``allow_pickle=False``): ``times_s`` (T,), ``node_
 
 from __future__ import annotations
 
-import json
 import warnings
 import zipfile
 from dataclasses import dataclass, fields
@@ -183,8 +182,3 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
         node_demand_lps=scada.get_data_demands().astype(f32),
         node_pressure_m=scada.get_data_pressures().astype(f32),
     )
-
-
-def config_from_json(text: str) -> ScenarioConfig:
-    """Parse a scenario config stored by :meth:`SimulationResult.save`."""
-    return ScenarioConfig.model_validate(json.loads(text))

@@ -22,7 +22,7 @@ from typing import Any
 from .errors import DataError
 from .files import atomic_write
 from .network import Network, load_network
-from .scenario import SimulationConfig, parse_config
+from .scenario import SimulationConfig
 from .simulation import simulate
 
 logger = logging.getLogger(__name__)
@@ -85,10 +85,6 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     if manifest.get("format") != FORMAT:
         raise DataError(f"manifest '{path}' has format {manifest.get('format')!r}, not {FORMAT}")
     return manifest
-
-
-def manifest_config(manifest: dict[str, Any]) -> SimulationConfig:
-    return parse_config(manifest["config"], source="manifest")
 
 
 def _prepare_folder(
