@@ -150,3 +150,36 @@ def test_explain_bad_scenarios(tmp_path, tiny_model_dir):
         tmp_path / "x.npz",
     )
     assert result.exit_code == 1 and "is not a model folder" in result.output
+
+
+def test_export_csv_and_interaction_values(tmp_path):
+    import pandas as pd
+    from shapiq import InteractionValues
+
+    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+
+    result = run(
+        "export",
+        "--timeline",
+        DEFAULT_TIMELINE,
+        "--index",
+        "SV",
+        "--order",
+        1,
+        "--csv",
+        tmp_path / "sv.csv",
+        "--json-dir",
+        tmp_path / "iv",
+    )
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "sv.csv", dtype={"nodes": str})
+    tl = Timeline.load(DEFAULT_TIMELINE)
+    row = table[(table["step"] == 10) & (table["nodes"] == "2")]
+    assert row["value"].item() == pytest.approx(
+        tl.interaction_values(10, "SV", 1)[(tl.node_ids.tolist().index("2"),)]
+    )
+    back = InteractionValues.from_json_file(tmp_path / "iv" / "step_0010.json")
+    assert back.index == "SV" and back[(0,)] == pytest.approx(
+        tl.interaction_values(10, "SV", 1)[(0,)]
+    )
+    assert run("export", "--timeline", DEFAULT_TIMELINE).exit_code == 1

@@ -302,5 +302,33 @@ def report(
     typer.echo(f"wrote {out}" + (f" and {gif}" if gif else ""))
 
 
+@app.command()
+def export(
+    timeline: Path = typer.Option(..., help="timeline file from `explain`"),
+    index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
+    order: int = typer.Option(2, help="interaction order"),
+    csv: Path = typer.Option(None, help="one row per (step, interaction)"),
+    json_dir: Path = typer.Option(None, help="one shapiq InteractionValues JSON file per step"),
+) -> None:
+    """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
+    from .timeline import Timeline
+
+    if csv is None and json_dir is None:
+        typer.echo("error: give --csv and/or --json-dir", err=True)
+        raise typer.Exit(1)
+    try:
+        tl = Timeline.load(timeline)
+        if csv:
+            tl.to_frame(index, order).to_csv(csv, index=False)
+        if json_dir:
+            json_dir.mkdir(parents=True, exist_ok=True)
+            for t in range(len(tl)):
+                path = json_dir / f"step_{int(tl.steps[t]):04d}.json"
+                tl.interaction_values(t, index, order).to_json_file(path)
+    except WdnExplainError as exc:
+        _fail(exc)
+    typer.echo(f"exported {index} (order {order}) of {len(tl)} steps")
+
+
 def main() -> None:  # pragma: no cover - console entry for `python -m`
     sys.exit(app())

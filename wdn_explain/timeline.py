@@ -79,6 +79,27 @@ class Timeline:
             out[t, members[:, 0]] = values
         return out
 
+    def to_frame(self, index: str = "k-SII", order: int = 2):
+        """All values of ``index`` at every step as a long table (pandas DataFrame): one row
+        per (step, interaction) with time_s, the node ids, size, value, forecast and truth."""
+        import pandas as pd
+
+        rows = []
+        for t, e in enumerate(self.explanations):
+            for key, value in e.interaction_values(index, order).dict_values.items():
+                rows.append(
+                    {
+                        "step": int(self.steps[t]),
+                        "time_s": int(self.times_s[t]),
+                        "nodes": " ".join(str(self.node_ids[k]) for k in key),
+                        "size": len(key),
+                        "value": value,
+                        "forecast": float(self.forecast[t]),
+                        "truth": float(self.truth[t]),
+                    }
+                )
+        return pd.DataFrame(rows)
+
     def save(self, path: str | Path) -> Path:
         """Write atomically (temporary name, then rename)."""
         path = Path(path)
