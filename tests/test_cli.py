@@ -15,7 +15,8 @@ def run(*args):
 
 
 @pytest.mark.parametrize(
-    "command", ["simulate", "data-stats", "train", "evaluate", "complexity", "explain", "report"]
+    "command",
+    ["simulate", "data-stats", "train", "evaluate", "complexity", "explain", "report", "export"],
 )
 def test_help_on_every_command(command):
     result = run(command, "--help")
