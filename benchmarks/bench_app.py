@@ -1,9 +1,8 @@
 """App responsiveness with Streamlit's AppTest (one figure per line).
 
 First render on the defaults (imports and the shipped timeline included), then switching
-index and order (the figure for a new choice is built once, then cached). Compared in the
-same run with building the same figures through plotly.graph_objects objects one trace at
-a time is not meaningful here; instead the rerun without any change is the baseline.
+index and order (the figure for a new choice is built once, then cached). The baseline in
+the same run is a rerun without any change (the cost of the script itself).
 """
 
 from __future__ import annotations

@@ -204,8 +204,8 @@ class WaqDataset(Dataset):
     ) -> Iterator[Data]:
         """Mini-batches in PyG's batched layout (``x``, ``edge_index``, ``edge_attr``, ``y``,
         ``batch``), built by stacking arrays: every sample shares one graph structure, so
-        this skips collating ``Data`` objects one by one (several times faster than
-        ``torch_geometric.loader.DataLoader`` over this dataset, same tensors)."""
+        this skips collating ``Data`` objects one by one. The tensors equal what
+        ``torch_geometric.loader.DataLoader`` makes of this dataset (tested)."""
         n_nodes = self.arrays.chlorine.shape[2]
         order = (
             torch.randperm(len(self), generator=generator) if shuffle else torch.arange(len(self))
