@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 WEIGHTS, CARD = "model.pt", "card.json"
+CARD_KEYS = ("model", "train", "data")
 
 
 def model_hash(model_dir: str | Path) -> str:
@@ -14,3 +15,12 @@ def model_hash(model_dir: str | Path) -> str:
     for name in (WEIGHTS, CARD):
         digest.update(Path(model_dir, name).read_bytes())
     return digest.hexdigest()[:16]
+
+
+def file_sha256(path: str | Path) -> str:
+    """Full SHA-256 of a file (recorded in the model card as ``weights_sha256``)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

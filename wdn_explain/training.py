@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -23,9 +24,9 @@ from torch_geometric.loader import DataLoader
 
 from .dataset import WaqDataset, load_waq_arrays
 from .errors import ConfigError, DataError
-from .files import atomic_write
+from .files import atomic_write, check_output
 from .model import ChlorineGNN, ModelConfig
-from .model_folder import CARD, WEIGHTS
+from .model_folder import CARD, CARD_KEYS, WEIGHTS, file_sha256
 from .progress import ProgressArg
 
 logger = logging.getLogger(__name__)
@@ -50,8 +51,8 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "patience", "horizon"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
-        if self.lr <= 0:
-            raise ConfigError(f"lr must be positive (got {self.lr})")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ConfigError(f"lr must be a positive finite number (got {self.lr})")
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -107,12 +108,14 @@ def train(
     train_config: TrainConfig | None = None,
     device: str = "auto",
     network: str | None = None,
+    overwrite: bool = False,
     progress: ProgressArg = False,
 ) -> dict[str, Any]:
     """Train a :class:`ChlorineGNN` on a WAQ folder and save weights and card to ``out_dir``.
 
     Args:
         network: If given, refuse a data folder simulated on another network.
+        overwrite: Replace a model already in ``out_dir`` (refused otherwise, before training).
         progress: True shows a tqdm bar with the live losses; a callable gets
             ``(epoch, epochs)``.
 
@@ -125,6 +128,7 @@ def train(
     model_config = model_config or ModelConfig()
     cfg = train_config or TrainConfig()
     dev = resolve_device(device)
+    check_model_output(out_dir, overwrite=overwrite)
     arrays = load_waq_arrays(data_dir)
     data_net = arrays.manifest["network"]["name"]
     if network is not None and network.lower() != data_net:
@@ -234,12 +238,25 @@ def train(
     return card
 
 
+def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Refuse, before any work, a model folder that cannot be written or already holds a
+    model (unless ``overwrite``)."""
+    out = check_output(out_dir, kind="dir", what="model folder")
+    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
+        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
+    for name in (WEIGHTS, CARD):
+        check_output(out / name, what="model file")
+    return out
+
+
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
-    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
+    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``; the card records the
+    weights' SHA-256 (``weights_sha256``), which :func:`load_model` checks."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(out / WEIGHTS) as tmp:
         torch.save(model.state_dict(), tmp)
+        card["weights_sha256"] = file_sha256(tmp)
     with atomic_write(out / CARD) as tmp:
         tmp.write_text(json.dumps(card, indent=2))
     return out
@@ -252,11 +269,17 @@ def load_model(
     folder = Path(model_dir)
     if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
         raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
+    card = _read_card(folder / CARD)
     try:
-        card = json.loads((folder / CARD).read_text())
         model = ChlorineGNN(ModelConfig(**card["model"]))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:
         raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
+    recorded = card.get("weights_sha256")
+    if recorded is not None and recorded != file_sha256(folder / WEIGHTS):
+        raise DataError(
+            f"weights '{folder / WEIGHTS}' do not match the SHA-256 recorded in its card "
+            "(damaged or replaced file)"
+        )
     try:
         state = torch.load(folder / WEIGHTS, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for damaged files
@@ -284,6 +307,37 @@ def load_model(
     model.load_state_dict(state)
     model.eval()
     return model, card
+
+
+def _read_card(path: Path) -> dict[str, Any]:
+    """A model card as a mapping with its required sections; DataError names the file."""
+    try:
+        card = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"model card '{path}' is corrupt ({exc})") from None
+    if not isinstance(card, dict):
+        raise DataError(f"model card '{path}' is corrupt: a {type(card).__name__}, not a mapping")
+    missing = [k for k in CARD_KEYS if not isinstance(card.get(k), dict)]
+    missing += [
+        f"{section}.{key}"
+        for section, keys in _CARD_FIELDS.items()
+        if section not in missing
+        for key in keys
+        if key not in card[section]
+    ]
+    if missing or not isinstance(card["data"].get("network", {}), dict):
+        raise DataError(
+            f"model card '{path}' is corrupt: it lacks {', '.join(missing) or 'data.network'}"
+        )
+    if "sha256" not in card["data"]["network"]:
+        raise DataError(f"model card '{path}' is corrupt: it lacks data.network.sha256")
+    return card
+
+
+_CARD_FIELDS = {
+    "train": ("horizon", "threshold", "split_seed"),
+    "data": ("network", "flow_scale_lps"),
+}
 
 
 def check_data_matches(
