@@ -5,15 +5,22 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from .errors import DataError
+
 WEIGHTS, CARD = "model.pt", "card.json"
 CARD_KEYS = ("model", "train", "data")
 
 
 def model_hash(model_dir: str | Path) -> str:
-    """SHA-256 (16 hex) of a model folder's weights and card."""
+    """SHA-256 (16 hex) of a model folder's weights and card; DataError if one is missing."""
     digest = hashlib.sha256()
     for name in (WEIGHTS, CARD):
-        digest.update(Path(model_dir, name).read_bytes())
+        try:
+            digest.update(Path(model_dir, name).read_bytes())
+        except OSError:
+            raise DataError(
+                f"'{model_dir}' is not a model folder (needs {WEIGHTS} and {CARD})"
+            ) from None
     return digest.hexdigest()[:16]
 
 

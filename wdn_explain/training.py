@@ -242,10 +242,10 @@ def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
     """Refuse, before any work, a model folder that cannot be written or already holds a
     model (unless ``overwrite``)."""
     out = check_output(out_dir, kind="dir", what="model folder")
-    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
-        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
     for name in (WEIGHTS, CARD):
         check_output(out / name, what="model file")
+    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
+        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
     return out
 
 
