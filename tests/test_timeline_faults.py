@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from wdn_explain.cli import app
 from wdn_explain.errors import DataError
+from wdn_explain.explain import GraphSHAPIQ
 from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.timeline import Timeline, explain_scenario
 
@@ -175,3 +176,52 @@ def test_explain_overwrite_replaces_another_scenario(tmp_path, tiny_model_dir, g
     result = run(*args, "--overwrite")
     assert result.exit_code == 0, result.output
     assert Timeline.load(out).scenario.seed == 8
+
+
+def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, good, monkeypatch):
+    out = tmp_path / "t.npz"
+
+    def stop_after_three(done, total):
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        explain_scenario(SPEC, tiny_model_dir, out=out, progress=stop_after_three)
+    partial = tmp_path / ".t.npz.partial"
+    assert not out.exists() and len(list(partial.glob("step_*.npz"))) == 3
+    calls = []
+    explain = GraphSHAPIQ.explain
+    monkeypatch.setattr(
+        GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
+    )
+    timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
+    assert status == "computed" and len(calls) == len(timeline) - 3
+    np.testing.assert_array_equal(
+        Timeline.load(out).node_values("k-SII", 2), Timeline.load(good).node_values("k-SII", 2)
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.npz"]  # the steps are removed
+
+
+def test_ctrl_c_in_explain_is_one_line(tmp_path, tiny_model_dir, monkeypatch):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("wdn_explain.timeline.explain_scenario", interrupt)
+    out = tmp_path / "t.npz"
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 130
+    assert result.output.strip() == (
+        f"interrupted: explained steps are kept beside {out}; run again to resume"
+    )
+
+
+def test_a_one_year_explain_is_refused_up_front(tmp_path):
+    from wdn_explain.timeline import DEFAULT_MODEL
+
+    out = tmp_path / "year.npz"
+    year = "{duration_s: 31536000}"
+    result = run("explain", "--scenario", year, "--model", DEFAULT_MODEL, "--out", out)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: this would take about ")
+    assert "GB of memory" in result.output and "--yes to proceed" in result.output
+    assert list(tmp_path.iterdir()) == []

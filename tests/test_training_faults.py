@@ -133,3 +133,27 @@ def test_malformed_card_is_one_line(tmp_path, tiny_model_dir, change, message):
     (out / "card.json").write_text(json.dumps(change(card)))
     with pytest.raises(DataError, match=rf"model card '.*card\.json' is corrupt: {message}"):
         load_model(out)
+
+
+def test_late_write_error_keeps_the_trained_model(tmp_path, waq_dir, monkeypatch):
+    import errno
+
+    import torch
+
+    out = tmp_path / "m"
+    save = torch.save
+
+    def disk_full_in_out(obj, path, *args, **kwargs):
+        if str(path).startswith(str(out)):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", disk_full_in_out)
+    result = run("train", "--data", waq_dir, "--out", out, "--epochs", 1, "--hidden", 4)
+    assert result.exit_code == 1
+    line = result.output.strip().splitlines()[-1].split("\r")[-1]  # after the progress bar
+    assert line.startswith(f"error: cannot write '{out / 'model.pt'}' (No space left on device)")
+    rescue = line.split("the trained model was saved to '")[1].split("'")[0]
+    model, card = load_model(rescue)
+    assert card["model"]["hidden_channels"] == 4
+    shutil.rmtree(rescue)

@@ -286,16 +286,21 @@ def explain(
     out: Path = typer.Option(..., help="timeline file (.npz); reused when it matches"),
     index: int = typer.Option(0, help="which scenario of a multi-scenario file"),
     overwrite: bool = typer.Option(False, help="replace a timeline file of another scenario"),
+    yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
 ) -> None:
-    """Simulate a scenario, then forecast and explain every time step exactly (cached)."""
+    """Simulate a scenario, then forecast and explain every time step exactly (cached;
+    an interrupted run resumes from the steps it finished)."""
     from .timeline import check_timeline_output, explain_scenario
 
     try:
         spec = _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
-        timeline, status = explain_scenario(spec, model, out=out, progress=True)
+        timeline, status = explain_scenario(spec, model, out=out, progress=True, allow_large=yes)
     except WdnExplainError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: explained steps are kept beside {out}; run again to resume")
+        raise typer.Exit(130) from None
     e = timeline.explanations[0]
     typer.echo(
         f"{status}: {len(timeline)} steps explained ({e.method}, |I| = {e.n_interactions} per "

@@ -20,13 +20,15 @@ import numpy as np
 import torch
 
 from .errors import DataError
-from .explain import Explanation, GraphSHAPIQ
+from .explain import Explanation, GraphSHAPIQ, complexity
 from .explain.graphshapiq import ENGINE_VERSION
 from .files import atomic_write, check_output
 from .model_folder import model_hash
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, simulate
+from .sizes import check_size, estimate_timeline
+from .stepstore import StepStore
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -289,8 +291,13 @@ def explain_scenario(
     out: str | Path | None = None,
     progress: ProgressArg = False,
     explainer_options: dict[str, Any] | None = None,
+    allow_large: bool = False,
 ) -> tuple[Timeline, str]:
     """Simulate a scenario, forecast and explain every step exactly; cache to ``out``.
+
+    Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
+    interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
+    refused before any work unless ``allow_large``.
 
     Returns (timeline, status) where status is ``cached`` (a matching file was reused),
     ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale).
@@ -331,6 +338,9 @@ def explain_scenario(
         except DataError as exc:
             status = f"recomputed: {exc}"
         logger.warning("timeline cache %s %s", out, status)
+    _check_size(
+        scenario, network, options.get("n_layers", model.num_layers), meta, out, allow_large
+    )
     result = simulate(scenario, network)
     horizon, threshold = meta["horizon"], meta["threshold"]
     if result.n_steps <= horizon:
@@ -342,11 +352,17 @@ def explain_scenario(
     steps = np.arange(result.n_steps - horizon)
     chlorine = result.node_chlorine_mg_l / scenario.injection_strength_mg_l
     explanations = []
+    store = StepStore.beside(out, meta) if out is not None else None
     with progress_callback(progress, "explain timeline") as cb:
         for i, t in enumerate(steps):
-            data = graphs[t]
-            data.edge_index = network.edge_index
-            explanations.append(explainer.explain(data))
+            explanation = store.get(i) if store is not None else None
+            if explanation is None:
+                data = graphs[t]
+                data.edge_index = network.edge_index
+                explanation = explainer.explain(data)
+                if store is not None:
+                    store.put(i, explanation)
+            explanations.append(explanation)
             if cb:
                 cb(i + 1, len(steps))
     timeline = Timeline(
@@ -361,4 +377,20 @@ def explain_scenario(
     )
     if out is not None:
         timeline.save(out)
+        store.remove()
     return timeline, status
+
+
+def _check_size(
+    scenario: ScenarioConfig,
+    network: Any,
+    n_layers: int,
+    meta: dict[str, Any],
+    out: str | Path | None,
+    allow_large: bool,
+) -> None:
+    """Refuse a timeline whose estimate (time, disk, memory) exceeds the limits."""
+    n_steps = max(0, scenario.n_reports - meta["horizon"])
+    fields = complexity(network.edge_index, network.n_nodes, n_layers)
+    estimate = estimate_timeline(n_steps, fields.n_interactions)
+    check_size(estimate, Path(out or ".").absolute().parent, allow_large=allow_large)

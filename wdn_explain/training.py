@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -234,8 +235,19 @@ def train(
         "torch_version": torch.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    save_model(model, card, out_dir)
+    _save_or_rescue(model, card, out_dir)
     return card
+
+
+def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> None:
+    """Save the trained model; if that fails late (full disk), save it to a temporary
+    folder instead and name it in the error, so the training is not lost."""
+    try:
+        save_model(model, card, out_dir)
+    except DataError as exc:
+        rescue = Path(tempfile.mkdtemp(prefix="wdn-explain-model-"))
+        save_model(model, card, rescue)
+        raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
 
 
 def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:

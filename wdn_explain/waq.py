@@ -247,8 +247,10 @@ def _results(todo: list[int], n_workers: int, args: tuple) -> Iterator[int]:
             _WORKER.clear()
         return
     pool = multiprocessing.get_context("fork").Pool(n_workers, _init_worker, args)
+    window = 256 * n_workers  # bounds the task queue on huge sets
     try:
-        yield from pool.imap_unordered(_run_guarded, todo)  # one at a time: smooth progress
+        for start in range(0, len(todo), window):  # one at a time: smooth progress
+            yield from pool.imap_unordered(_run_guarded, todo[start : start + window])
     finally:
         pool.terminate()
         pool.join()
