@@ -43,11 +43,11 @@ def _duration(seconds: float) -> str:
 
 
 def estimate_waq(config: SimulationConfig, network: Network, n_workers: int) -> SizeEstimate:
-    """Estimate of simulating a WAQ set: time on ``n_workers`` (measured on Hanoi: ~20 ms
+    """Estimate of simulating a WAQ set: time on ``n_workers`` (measured on Hanoi: ~30 ms
     per run plus ~20 µs per quality step, scaled with the node count), the scenario files,
     and the arrays that training stacks in memory (node chlorine and link flows)."""
     s, n, e = config.scenario, network.n_nodes, network.n_links
-    per_run = (0.02 + 2e-5 * s.duration_s / s.quality_step_s) * max(1.0, n / 32)
+    per_run = (0.03 + 2e-5 * s.duration_s / s.quality_step_s) * max(1.0, n / 32)
     per_file = s.n_reports * ((3 * n + 2 * e) * 4 + 8) + 4096  # float32 states, npz headers
     return SizeEstimate(
         seconds=per_run * config.n_scenarios / max(1, n_workers),
@@ -58,10 +58,10 @@ def estimate_waq(config: SimulationConfig, network: Network, n_workers: int) -> 
 
 def estimate_timeline(n_steps: int, n_interactions: int) -> SizeEstimate:
     """Estimate of explaining ``n_steps`` steps exactly with ``n_interactions`` (|I|) each
-    (measured on Hanoi, L = 3, one CPU thread: ~0.4 s, ~1 MB in memory and ~0.1 MB
+    (measured on Hanoi, L = 3, 2 CPU cores: ~0.15 s, ~1 MB in memory and ~0.1 MB
     compressed on disk per step at |I| = 101 115)."""
     return SizeEstimate(
-        seconds=4e-6 * n_interactions * n_steps,
+        seconds=1.5e-6 * n_interactions * n_steps,
         disk_bytes=1.1 * n_interactions * n_steps,
         memory_bytes=10.0 * n_interactions * n_steps,
     )
