@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .errors import DataError
+from .errors import ConfigError, DataError
 from .files import atomic_write
 from .network import Network, load_network
 from .scenario import SimulationConfig
@@ -28,7 +28,7 @@ from .simulation import simulate
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-FORMAT = "wdn-explain-waq/1"
+FORMAT = "wdn-explain-waq/2"  # 2: scenario files hold node_source_mg_l
 
 Progress = Callable[[int, int], None]
 """Progress callback: ``progress(done, total)``."""
@@ -63,6 +63,7 @@ def build_manifest(config: SimulationConfig, network: Network) -> dict[str, Any]
             "n_nodes": network.n_nodes,
             "n_links": network.n_links,
             "node_ids": list(network.node_ids),
+            "reservoirs": list(network.reservoirs),
             "link_nodes": network.link_nodes.tolist(),
         },
         "versions": _versions(),
@@ -113,6 +114,22 @@ def _prepare_folder(
         tmp.write_text(json.dumps(build_manifest(config, network), indent=2))
 
 
+def check_config_nodes(config: SimulationConfig, network: Network) -> None:
+    """ConfigError naming the key when the template or design names a node the network lacks."""
+    named = [("scenario.injection_node", config.scenario.injection_node)]
+    if config.design is not None:
+        named += [
+            ("design.injection_nodes", n) for n in config.design.booster_nodes(network.junctions)
+        ]
+    for key, node in named:
+        if node is not None:
+            try:
+                network.node_index(node)
+            except ConfigError as exc:
+                raise ConfigError(f"{key}: {exc}") from None
+    config.scenario_config(0, network.junctions)
+
+
 _WORKER: dict[str, Any] = {}
 
 
@@ -123,7 +140,8 @@ def _init_worker(config_json: str, folder: str) -> None:
 
 def _run_one(index: int) -> int:
     config: SimulationConfig = _WORKER["config"]
-    result = simulate(config.scenario_config(index), _WORKER["network"])
+    network = _WORKER["network"]
+    result = simulate(config.scenario_config(index, network.junctions), network)
     result.save(scenario_path(_WORKER["folder"], index))
     return index
 
@@ -151,10 +169,7 @@ def generate_waq(
     """
     folder = Path(folder)
     network = load_network(config.scenario.network)
-    config.scenario_config(0)  # validate the template before touching the folder
-    first = config.scenario.injection_node
-    if first is not None:
-        network.node_index(first)
+    check_config_nodes(config, network)  # before touching the folder
     _prepare_folder(folder, config, network, overwrite)
     todo = [i for i in range(config.n_scenarios) if not scenario_path(folder, i).exists()]
     total, done = config.n_scenarios, config.n_scenarios - len(todo)
