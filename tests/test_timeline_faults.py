@@ -215,12 +215,10 @@ def test_ctrl_c_in_explain_is_one_line(tmp_path, tiny_model_dir, monkeypatch):
     )
 
 
-def test_a_one_year_explain_is_refused_up_front(tmp_path):
-    from wdn_explain.timeline import DEFAULT_MODEL
-
-    out = tmp_path / "year.npz"
-    year = "{duration_s: 31536000}"
-    result = run("explain", "--scenario", year, "--model", DEFAULT_MODEL, "--out", out)
+def test_a_decade_explain_is_refused_up_front(tmp_path, tiny_model_dir):
+    out = tmp_path / "decade.npz"
+    decade = "{duration_s: 315360000}"  # 1 051 201 reports
+    result = run("explain", "--scenario", decade, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 1
     assert result.output.startswith("error: this would take about ")
     assert "GB of memory" in result.output and "--yes to proceed" in result.output

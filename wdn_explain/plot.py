@@ -147,7 +147,7 @@ def _node_trace(
     roles = np.array(network.node_roles)
     injection = timeline.scenario.injection_node or network.reservoirs[0]
     hover = [
-        f"node {nid} ({role})<br>chlorine {c:.3f} of source<br>{index} {v:+.4g}"
+        f"node {nid} ({role})<br>chlorine {c:.3f} mg/L<br>{index} {v:+.4g}"
         for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)
     ]
     return dict(
@@ -196,8 +196,13 @@ def timeline_figure(
     order: int = 2,
     top_k: int = 10,
     height: int = 620,
+    start: int | None = None,
 ) -> go.Figure:
-    """Animated SI-Graph: one frame per explained step, play/pause and a time slider."""
+    """Animated SI-Graph: one frame per explained step, play/pause and a time slider.
+
+    The figure opens on frame ``start`` (default: the first step whose explanation is not
+    all zero, :meth:`Timeline.first_informative_step`)."""
+    start = timeline.first_informative_step() if start is None else start
     frames_data = [frame_data(timeline, t, index, order, top_k) for t in range(len(timeline))]
     scale = max(float(np.abs(f.node_values).max()) for f in frames_data) or 1.0
     minutes = [f"{s / 60:.0f} min" for s in timeline.times_s]
@@ -218,7 +223,7 @@ def timeline_figure(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
         plot_bgcolor="white",
-        title=dict(text=titles[0]),
+        title=dict(text=titles[start]),
         xaxis=dict(visible=False),
         yaxis=dict(visible=False, scaleanchor="x"),
         showlegend=False,
@@ -253,7 +258,7 @@ def timeline_figure(
         ],
         sliders=[
             dict(
-                active=0,
+                active=start,
                 x=0.2,
                 len=0.8,
                 y=-0.02,
@@ -272,7 +277,7 @@ def timeline_figure(
             )
         ],
     )
-    return go.Figure(dict(data=frames[0]["data"], layout=layout, frames=frames))
+    return go.Figure(dict(data=frames[start]["data"], layout=layout, frames=frames))
 
 
 def write_gif(
@@ -355,7 +360,7 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 2
 def chlorine_figure(
     timeline: Timeline, network: Network, step: int, height: int = 320
 ) -> go.Figure:
-    """Chlorine (fraction of the source concentration) on the map at one step."""
+    """Chlorine (mg/L) on the map at one step (colour scale up to the source strength)."""
     xy = network.coordinates
     fig = go.Figure(
         [
@@ -369,12 +374,13 @@ def chlorine_figure(
                     color=timeline.chlorine[step],
                     colorscale="Greens",
                     cmin=0,
-                    cmax=1,
+                    cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
                     line=dict(width=1, color="black"),
-                    colorbar=dict(title="Cl", thickness=10),
+                    colorbar=dict(title="Cl mg/L", thickness=10),
                 ),
                 hovertext=[
-                    f"node {n}: {c:.3f}" for n, c in zip(network.node_ids, timeline.chlorine[step])
+                    f"node {n}: {c:.3f} mg/L"
+                    for n, c in zip(network.node_ids, timeline.chlorine[step])
                 ],
                 hoverinfo="text",
                 name="chlorine",

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .design import card_envelope
 from .errors import DataError
 from .explain import Explanation, GraphSHAPIQ, complexity
 from .explain.graphshapiq import ENGINE_VERSION
+from .features import InputSpec
 from .files import atomic_write, check_output
 from .model_folder import model_hash
 from .progress import ProgressArg, progress_callback
@@ -33,10 +35,12 @@ from .stepstore import StepStore
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
+    from .network import Network
+
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "wdn-explain-timeline/1"
+FORMAT = "wdn-explain-timeline/2"  # 2: chlorine in mg/L, out_of_design in meta
 
 
 @dataclass
@@ -47,11 +51,13 @@ class Timeline:
         steps: Explained time steps (indices into the scenario's reports), shape (T,).
         times_s: Their simulation times in s, shape (T,).
         node_ids: Network node ids, shape (n,).
-        chlorine: Node chlorine / injection strength at each explained step, shape (T, n).
+        chlorine: Node chlorine in mg/L at each explained step, shape (T, n).
         forecast: Model output at each step (fraction chlorinated at t + horizon), (T,).
         truth: Simulated fraction chlorinated at t + horizon, shape (T,).
         explanations: One :class:`~wdn_explain.explain.Explanation` per step.
-        meta: scenario config, model hash, horizon, threshold, engine version, baseline.
+        meta: scenario config, model hash, horizon, threshold, engine version, baseline, and
+            ``out_of_design``: sentences naming what of the scenario lies outside the model's
+            training design (empty: inside; ``None``: the card records no design).
     """
 
     steps: np.ndarray
@@ -69,6 +75,14 @@ class Timeline:
     @property
     def scenario(self) -> ScenarioConfig:
         return ScenarioConfig.model_validate(self.meta["scenario"])
+
+    def first_informative_step(self, tol: float = 1e-3) -> int:
+        """The first explained step whose forecast differs from the reference forecast (every
+        node at the baseline) by more than ``tol``: before it every value is ~0 (the dummy
+        axiom: no node differs from the baseline yet). 0 when none differs."""
+        gaps = np.array([abs(e.prediction - e.empty_prediction) for e in self.explanations])
+        moving = np.flatnonzero(gaps > tol)
+        return int(moving[0]) if len(moving) else 0
 
     def interaction_values(self, step: int, index: str = "k-SII", order: int = 2):
         """shapiq ``InteractionValues`` of explained step number ``step`` (0-based)."""
@@ -265,23 +279,32 @@ def cache_path(scenario: ScenarioConfig, model_dir: str | Path, cache_dir: str |
     return Path(cache_dir) / f"timeline_{scenario.config_hash()}_{model_hash(model_dir)}.npz"
 
 
-def scenario_graphs(result: SimulationResult, card: dict[str, Any]) -> list[Data]:
-    """Model inputs (x, edge_attr) at every report, normalised as in training; the caller
-    adds the network's ``edge_index``."""
+def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpec) -> list[Data]:
+    """Model inputs at every report of a simulated scenario, built as in training."""
     from torch_geometric.data import Data
 
-    strength = result.config.injection_strength_mg_l
-    scale = card["data"]["flow_scale_lps"]
-    graphs = []
-    for t in range(result.n_steps):
-        flow = torch.from_numpy(result.link_flow_lps[t]) / scale
-        graphs.append(
-            Data(
-                x=torch.from_numpy(result.node_chlorine_mg_l[t] / strength).unsqueeze(-1),
-                edge_attr=torch.cat([flow, -flow]).unsqueeze(-1),
-            )
+    strength = np.full(result.n_steps, result.config.injection_strength_mg_l, dtype=np.float32)
+    x = inputs.node_inputs(result.node_chlorine_mg_l, result.node_source_mg_l, strength)
+    edge_attr = inputs.edge_inputs(result.link_flow_lps)
+    return [
+        Data(
+            x=torch.from_numpy(x[t]),
+            edge_index=network.edge_index,
+            edge_attr=torch.from_numpy(edge_attr[t]),
         )
-    return graphs
+        for t in range(result.n_steps)
+    ]
+
+
+def out_of_design(
+    scenario: ScenarioConfig, card: dict[str, Any], network: Network
+) -> list[str] | None:
+    """What of ``scenario`` lies outside the model's training design (see
+    :mod:`wdn_explain.design`); None when the card records no design."""
+    envelope = card_envelope(card)
+    if envelope is None:
+        return None
+    return envelope.outside(scenario, scenario.injection_node or network.reservoirs[0])
 
 
 def explain_scenario(
@@ -302,7 +325,6 @@ def explain_scenario(
     Returns (timeline, status) where status is ``cached`` (a matching file was reused),
     ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale).
     """
-    from .dataset import chlorinated_fraction
     from .network import load_network
     from .training import load_model
 
@@ -313,15 +335,18 @@ def explain_scenario(
             f"model '{model_dir}' was trained on network '{card['data']['network']['name']}', "
             f"the scenario runs on '{network.name}'"
         )
+    inputs = InputSpec.from_card(card)
     options = dict(explainer_options or {})
     meta = {
         "scenario": scenario.model_dump(mode="json"),
         "scenario_hash": scenario.config_hash(),
         "model_hash": model_hash(model_dir),
         "engine_version": ENGINE_VERSION,
-        "horizon": card["train"]["horizon"],
-        "threshold": card["train"]["threshold"],
+        "horizon": inputs.horizon,
+        "threshold": inputs.threshold,
+        "threshold_unit": inputs.threshold_unit,
         "explainer": options,
+        "out_of_design": out_of_design(scenario, card, network),
     }
     status = "computed"
     if out is not None and Path(out).exists():
@@ -342,24 +367,24 @@ def explain_scenario(
         scenario, network, options.get("n_layers", model.num_layers), meta, out, allow_large
     )
     result = simulate(scenario, network)
-    horizon, threshold = meta["horizon"], meta["threshold"]
+    horizon = meta["horizon"]
     if result.n_steps <= horizon:
         raise DataError(
             f"scenario has {result.n_steps} reported steps, not more than the horizon {horizon}"
         )
-    graphs = scenario_graphs(result, card)
+    graphs = scenario_graphs(result, network, inputs)
     explainer = GraphSHAPIQ(model, progress=False, **options)
     steps = np.arange(result.n_steps - horizon)
-    chlorine = result.node_chlorine_mg_l / scenario.injection_strength_mg_l
+    labels = inputs.labels(
+        result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
+    )
     explanations = []
     store = StepStore.beside(out, meta) if out is not None else None
     with progress_callback(progress, "explain timeline") as cb:
         for i, t in enumerate(steps):
             explanation = store.get(i) if store is not None else None
             if explanation is None:
-                data = graphs[t]
-                data.edge_index = network.edge_index
-                explanation = explainer.explain(data)
+                explanation = explainer.explain(graphs[t])
                 if store is not None:
                     store.put(i, explanation)
             explanations.append(explanation)
@@ -369,9 +394,9 @@ def explain_scenario(
         steps=steps,
         times_s=result.times_s[steps],
         node_ids=np.asarray(network.node_ids),
-        chlorine=chlorine[steps].astype(np.float32),
+        chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
         forecast=np.array([e.prediction for e in explanations]),
-        truth=chlorinated_fraction(chlorine[steps + horizon], threshold),
+        truth=labels[steps + horizon],
         explanations=explanations,
         meta={**meta, "baseline": "mean", "model_dir": str(model_dir)},
     )

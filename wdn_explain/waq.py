@@ -30,7 +30,7 @@ from .workers import init_worker, scratch_folder, working_directory
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-FORMAT = "wdn-explain-waq/1"
+FORMAT = "wdn-explain-waq/2"  # 2: scenario files hold node_source_mg_l
 
 Progress = Callable[[int, int], None]
 """Progress callback: ``progress(done, total)``."""
@@ -65,6 +65,7 @@ def build_manifest(config: SimulationConfig, network: Network) -> dict[str, Any]
             "n_nodes": network.n_nodes,
             "n_links": network.n_links,
             "node_ids": list(network.node_ids),
+            "reservoirs": list(network.reservoirs),
             "link_nodes": network.link_nodes.tolist(),
         },
         "versions": _versions(),
@@ -129,18 +130,39 @@ def _prepare_folder(
         tmp.write_text(json.dumps(build_manifest(config, network), indent=2))
 
 
+def check_config_nodes(config: SimulationConfig, network: Network) -> None:
+    """ConfigError naming the key when the template or design names a node the network lacks."""
+    named = [("scenario.injection_node", config.scenario.injection_node)]
+    if config.design is not None:
+        named += [
+            ("design.injection_nodes", n) for n in config.design.booster_nodes(network.junctions)
+        ]
+    for key, node in named:
+        if node is not None:
+            try:
+                network.node_index(node)
+            except ConfigError as exc:
+                raise ConfigError(f"{key}: {exc}") from None
+    config.scenario_config(0, network.junctions)
+
+
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -> None:
+def _load_worker(config_json: str, folder: str) -> None:
     config = SimulationConfig.model_validate_json(config_json)
     _WORKER.update(config=config, folder=folder, network=load_network(config.scenario.network))
+
+
+def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -> None:
+    _load_worker(config_json, folder)  # before init_worker changes the directory
     init_worker(parent_pid, scratch)
 
 
 def _run_one(index: int) -> int:
     config: SimulationConfig = _WORKER["config"]
-    result = simulate(config.scenario_config(index), _WORKER["network"])
+    network = _WORKER["network"]
+    result = simulate(config.scenario_config(index, network.junctions), network)
     result.save(scenario_path(_WORKER["folder"], index))
     return index
 
@@ -157,22 +179,23 @@ def _run_guarded(index: int) -> int:
         ) from None
 
 
-def _is_complete(path: Path, config: SimulationConfig, index: int, n_nodes: int) -> bool:
+def _is_complete(path: Path, config: SimulationConfig, index: int, network: Network) -> bool:
     """Cheap check of a finished scenario file: loadable, the expected shapes."""
     try:
         result = SimulationResult.load(path)
     except DataError:
         return False
-    return result.node_chlorine_mg_l.shape == (config.scenario_config(index).n_reports, n_nodes)
+    n_reports = config.scenario_config(index, network.junctions).n_reports
+    return result.node_chlorine_mg_l.shape == (n_reports, network.n_nodes)
 
 
-def _todo(folder: Path, config: SimulationConfig, n_nodes: int) -> list[int]:
+def _todo(folder: Path, config: SimulationConfig, network: Network) -> list[int]:
     """Scenarios still to simulate; a damaged finished file is removed and redone."""
     present = {entry.name for entry in os.scandir(folder)}
     todo = []
     for index in range(config.n_scenarios):
         path = scenario_path(folder, index)
-        if path.name in present and _is_complete(path, config, index, n_nodes):
+        if path.name in present and _is_complete(path, config, index, network):
             continue
         if path.name in present:
             logger.warning("WAQ: %s is damaged; simulating it again", path)
@@ -208,13 +231,14 @@ def generate_waq(
     """
     folder = check_output(Path(folder).absolute(), kind="dir", what="output folder")
     network = load_network(config.scenario.network)
-    injection_node(config.scenario_config(0), network)  # validate before touching the folder
+    check_config_nodes(config, network)  # before touching the folder
+    injection_node(config.scenario_config(0, network.junctions), network)  # a reservoir?
     n_workers = n_workers or os.cpu_count() or 1
     check_size(estimate_waq(config, network, n_workers), folder, allow_large=allow_large)
     new_manifest = not (folder / MANIFEST).is_file() or overwrite
     _prepare_folder(folder, config, network, overwrite)
     remove_stray_temporaries(folder, "scenario_*")
-    todo = _todo(folder, config, network.n_nodes)
+    todo = _todo(folder, config, network)
     total, done = config.n_scenarios, config.n_scenarios - len(todo)
     logger.info("WAQ: %d of %d scenarios to simulate in %s", len(todo), total, folder)
     if progress:
@@ -238,8 +262,7 @@ def _results(todo: list[int], n_workers: int, args: tuple) -> Iterator[int]:
     """Run ``_run_one`` on every index, in this process or in a pool, yielding as they end."""
     if n_workers == 1:
         config_json, folder, _, scratch = args
-        config = SimulationConfig.model_validate_json(config_json)
-        _WORKER.update(config=config, folder=folder, network=load_network(config.scenario.network))
+        _load_worker(config_json, folder)
         try:
             with working_directory(scratch):
                 yield from map(_run_guarded, todo)
