@@ -106,7 +106,7 @@ def test_resume_redoes_a_damaged_file_and_removes_stray_temporaries(tmp_path, wa
     original = SimulationResult.load(scenario_path(out, 2))
     damaged = scenario_path(out, 2)
     damaged.write_bytes(damaged.read_bytes()[:300])
-    (out / ".scenario_00004.npz.1.2.ab.tmp").write_bytes(b"half")
+    (out / ".scenario_00004.npz.4194305.2.ab.tmp").write_bytes(b"half")  # writer gone
     config = waq.SimulationConfig.model_validate(
         json.loads((out / "manifest.json").read_text())["config"]
     )
