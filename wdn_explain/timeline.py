@@ -181,16 +181,32 @@ DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "simulations" / "defaul
 DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
 
 
-def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
-    """Whether a timeline file exists and was made by this model and engine version
-    (reads only the file's metadata entry)."""
+def read_meta(path: str | Path) -> dict[str, Any] | None:
+    """A timeline file's metadata entry alone (cheap); None when unreadable."""
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
     except (OSError, ValueError, KeyError, json.JSONDecodeError):
-        return False
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def timeline_label(path: str | Path) -> str:
+    """A plain name of a cached timeline's scenario (where, how strongly, how long, seed)."""
+    meta = read_meta(path) or {}
+    try:
+        return ScenarioConfig.model_validate(meta["scenario"]).describe()
+    except (KeyError, TypeError, ValueError):
+        return f"unreadable timeline {Path(path).name}"
+
+
+def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
+    """Whether a timeline file exists and was made by this model and engine version
+    (reads only the file's metadata entry)."""
+    meta = read_meta(path)
     return (
-        meta.get("model_hash") == model_hash(model_dir)
+        meta is not None
+        and meta.get("model_hash") == model_hash(model_dir)
         and meta.get("engine_version") == ENGINE_VERSION
     )
 
