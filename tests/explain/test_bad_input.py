@@ -107,9 +107,15 @@ def test_deep_readout_fails_the_check():
     assert GraphSHAPIQ(deep, readout_check="off").explain(data).exact
 
 
-def test_too_few_layers_fails_the_check(wdn_model, small_graph):
+def test_too_few_layers(wdn_model, small_graph):
+    with pytest.raises(ExplainError, match="n_layers=1 is below the model's num_layers=2"):
+        GraphSHAPIQ(wdn_model, 1, method="masked")
+    # a model that does not say its depth is caught by the readout check
+    model = classifier("gcn", layers=2)
+    del model.num_layers
+    data = path_graph(9, seed=2, features=3, edge_features=None)
     with pytest.raises(ExplainError, match="not a linear readout of 1-hop"):
-        GraphSHAPIQ(wdn_model, 1, method="masked").explain(small_graph)
+        GraphSHAPIQ(model, 1).explain(data)
 
 
 def test_train_mode_is_restored(wdn_model, small_graph):

@@ -43,7 +43,7 @@ def test_wdn_model_matches_brute_force(wdn_model, small_graph, method):
     assert ours.exact
     for index, order in CASES:
         ref = exact(index, order or small_graph.num_nodes)
-        assert max_error(ref, ours.interaction_values(index, order or 0)) <= 1e-6, (index, order)
+        assert max_error(ref, ours.interaction_values(index, order)) <= 1e-6, (index, order)
 
 
 @pytest.mark.parametrize("kind", ["gcn", "gin", "gat"])
@@ -62,7 +62,7 @@ def test_pyg_classifiers_match_brute_force(kind):
         ("BV", 1),
     ]:
         ref = exact(index, order or data.num_nodes)
-        assert max_error(ref, ours.interaction_values(index, order or 0)) <= 1e-6, (kind, index)
+        assert max_error(ref, ours.interaction_values(index, order)) <= 1e-6, (kind, index)
 
 
 def test_other_class_and_bruteforce_method(small_graph):
