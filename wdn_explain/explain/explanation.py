@@ -38,7 +38,7 @@ class Explanation:
         meta: Free-form metadata (config and model hashes, engine version...).
     """
 
-    blocks: MoebiusBlocks
+    blocks: MoebiusBlocks = field(repr=False)
     prediction: float
     empty_prediction: float
     output_index: int
@@ -47,7 +47,7 @@ class Explanation:
     n_graph_evaluations: int
     n_node_states: int
     exact: bool
-    baseline: np.ndarray
+    baseline: np.ndarray = field(repr=False)
     meta: dict[str, Any] = field(default_factory=dict)
     budget: int | None = None
 
