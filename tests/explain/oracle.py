@@ -9,46 +9,52 @@ import numpy as np
 import torch
 from shapiq import ExactComputer
 
+Call = Callable[[torch.Tensor], torch.Tensor]
+
+
+def outputs(call: Call, x: torch.Tensor, row: np.ndarray, baseline: torch.Tensor | None = None):
+    """All outputs of ``call(x')``, x' = x with the rows of nodes outside the coalition
+    ``row`` (boolean, (n,)) replaced by ``baseline`` (default: the mean node feature)."""
+    masked = x.clone()
+    masked[~torch.as_tensor(row, dtype=torch.bool)] = (
+        x.mean(dim=0) if baseline is None else baseline
+    )
+    with torch.no_grad():
+        return call(masked).reshape(-1).double().numpy()
+
+
+def masked_game(call: Call, x, output_index, baseline=None) -> Callable[[np.ndarray], np.ndarray]:
+    """The masked game of one output, evaluated coalition by coalition."""
+
+    def game(coalitions: np.ndarray) -> np.ndarray:
+        rows = np.atleast_2d(coalitions)
+        return np.array([outputs(call, x, row, baseline)[output_index] for row in rows])
+
+    return game
+
 
 class Oracle:
-    """All 2^n values of the masked game, one unbatched ``call`` per coalition.
+    """All 2^n values of the masked game (every output), one unbatched call per coalition."""
 
-    nu_j(T) is output j of ``call(x')`` where x' has the rows of the nodes outside T replaced
-    by ``baseline`` (default: the mean node feature).
-    """
-
-    def __init__(
-        self,
-        call: Callable[[torch.Tensor], torch.Tensor],
-        x: torch.Tensor,
-        baseline: torch.Tensor | None = None,
-    ) -> None:
+    def __init__(self, call: Call, x: torch.Tensor, baseline: torch.Tensor | None = None):
         n = len(x)
-        fill = x.mean(dim=0) if baseline is None else baseline
-        rows = []
-        for mask in range(2**n):
-            masked = x.clone()
-            masked[[i for i in range(n) if not mask >> i & 1]] = fill
-            with torch.no_grad():
-                rows.append(call(masked).reshape(-1).double().numpy())
+        bits = np.arange(n)
         self.n_players = n
-        self.table = np.stack(rows)  # (2^n, outputs), row = bitmask of the coalition
-
-    def game(self, output_index: int) -> Callable[[np.ndarray], np.ndarray]:
-        weights = 1 << np.arange(self.n_players)
-
-        def game(coalitions: np.ndarray) -> np.ndarray:
-            masks = np.atleast_2d(coalitions).astype(np.int64) @ weights
-            return self.table[masks, output_index]
-
-        return game
+        self.table = np.stack(  # (2^n, outputs); row = bitmask of the coalition
+            [outputs(call, x, (mask >> bits) & 1 == 1, baseline) for mask in range(2**n)]
+        )
 
     def __call__(self, output_index: int) -> ExactComputer:
         """shapiq's brute force over all 2^n coalitions of output ``output_index``."""
-        return ExactComputer(n_players=self.n_players, game=self.game(output_index))
+        weights = 1 << np.arange(self.n_players)
+
+        def game(coalitions: np.ndarray) -> np.ndarray:
+            return self.table[np.atleast_2d(coalitions).astype(np.int64) @ weights, output_index]
+
+        return ExactComputer(n_players=self.n_players, game=game)
 
 
-def exact_computer(call, x, output_index, baseline=None) -> ExactComputer:
+def exact_computer(call: Call, x, output_index, baseline=None) -> ExactComputer:
     """shapiq's brute force of one output of the masked game."""
     return Oracle(call, x, baseline)(output_index)
 

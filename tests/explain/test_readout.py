@@ -50,7 +50,9 @@ def test_a_term_on_the_whole_graph_only_is_caught():
 def test_float32_tolerance_follows_the_precision():
     data = positive_graph(torch.float32)
     assert GraphSHAPIQ(FullGraphTerm(0.0, torch.float32), baseline="zeros").explain(data).exact
-    with pytest.raises(ExplainError, match="misses by [56].*e-05 .*tolerance 1.*e-05 for torch.float32"):
+    with pytest.raises(
+        ExplainError, match="misses by [56].*e-05 .*tolerance 1.*e-05 for torch.float32"
+    ):
         GraphSHAPIQ(FullGraphTerm(6e-5, torch.float32), baseline="zeros").explain(data)
 
 
