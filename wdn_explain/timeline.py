@@ -81,21 +81,19 @@ class Timeline:
         moving = np.flatnonzero(gaps > tol)
         return int(moving[0]) if len(moving) else 0
 
-    def interaction_values(self, step: int, index: str = "k-SII", order: int = 2):
-        """shapiq ``InteractionValues`` of explained step number ``step`` (0-based)."""
+    def interaction_values(self, step: int, index: str = "k-SII", order: int | None = None):
+        """shapiq ``InteractionValues`` of explained step number ``step`` (0-based); SV and
+        BV need no order, the others default to order 2."""
         return self.explanations[step].interaction_values(index, order)
 
-    def node_values(self, index: str = "SV", order: int = 1) -> np.ndarray:
+    def node_values(self, index: str = "SV", order: int | None = None) -> np.ndarray:
         """First-order values of ``index`` for every step and node, shape (T, n)."""
-        out = np.zeros((len(self), len(self.node_ids)))
-        for t, e in enumerate(self.explanations):
-            members, values = e.blocks.index_of_size(_base(index), _order(index, order), 1)
-            out[t, members[:, 0]] = values
-        return out
+        return np.stack([e.node_values(index, order) for e in self.explanations])
 
-    def to_frame(self, index: str = "k-SII", order: int = 2):
+    def to_frame(self, index: str = "k-SII", order: int | None = None):
         """All values of ``index`` at every step as a long table (pandas DataFrame): one row
-        per (step, interaction) with time_s, the node ids, size, value, forecast and truth."""
+        per (step, interaction) with time_s, the node ids, size, value, forecast, truth and
+        whether the value is estimated (a budget-limited approximation) rather than exact."""
         import pandas as pd
 
         rows = []
@@ -110,6 +108,7 @@ class Timeline:
                         "value": value,
                         "forecast": float(self.forecast[t]),
                         "truth": float(self.truth[t]),
+                        "estimated": not e.exact,
                     }
                 )
         return pd.DataFrame(rows)
@@ -166,14 +165,6 @@ class Timeline:
             raise DataError(f"timeline file '{path}' does not exist") from None
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
-
-
-def _base(index: str) -> str:
-    return {"SV": "k-SII", "BV": "BII"}.get(index, index)
-
-
-def _order(index: str, order: int) -> int:
-    return 1 if index in ("SV", "BV") else order
 
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "default"
