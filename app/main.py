@@ -26,6 +26,7 @@ from wdn_explain.timeline import (
     cache_path,
     explain_scenario,
     timeline_is_current,
+    timeline_label,
 )
 
 logger = logging.getLogger("wdn_explain.app")
@@ -63,12 +64,18 @@ def si_graph(path: str, mtime: float, index: str, order: int, top_k: int):
     return timeline_figure(tl, network(tl.scenario.network), index=index, order=order, top_k=top_k)
 
 
+def scenario_name(path: Path) -> str:
+    """How the scenario picker names a cached timeline: what the scenario is, plus a short
+    hash that keeps two scenarios differing only in other factors apart."""
+    return f"{timeline_label(path)} [{path.stem.split('_')[1][:6]}]"
+
+
 def available_timelines(default: Path) -> dict[str, Path]:
     found = {"default scenario": default}
     if CACHE_DIR.is_dir():
         for path in sorted(CACHE_DIR.glob(f"timeline_*_{model_hash(MODEL_DIR)}.npz")):
             if path != default:
-                found[f"scenario {path.stem.split('_')[1]}"] = path
+                found[scenario_name(path)] = path
     return found
 
 
@@ -184,7 +191,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
         st.sidebar.error(str(exc))
         return
     bar.progress(1.0, text=f"done ({status})")
-    st.session_state["scenario"] = f"scenario {out.stem.split('_')[1]}"
+    st.session_state["scenario"] = scenario_name(out)
 
 
 def design_notice(tl: Timeline) -> None:

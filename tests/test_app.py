@@ -78,7 +78,7 @@ def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
     app.number_input(key="new_duration").set_value(45)  # 10 reports, 6 explained
     app.sidebar.button[0].click().run()
     assert not app.exception
-    assert app.selectbox(key="scenario").value.startswith("scenario ")
+    assert app.selectbox(key="scenario").value.startswith("booster at 12, ")
     spec = si_graph(app)
     assert len(spec["frames"]) == 45 // 5 + 1 - 4
     assert list((tmp_path / "cache").glob("timeline_*.npz"))

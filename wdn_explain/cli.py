@@ -385,7 +385,7 @@ def report(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     out: Path = typer.Option(Path("report.html"), help="self-contained HTML file"),
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
-    order: int = typer.Option(2, help="interaction order"),
+    order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
     gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
 ) -> None:
@@ -414,7 +414,7 @@ def report(
 def export(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
-    order: int = typer.Option(2, help="interaction order"),
+    order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     csv: Path = typer.Option(None, help="one row per (step, interaction)"),
     json_dir: Path = typer.Option(None, help="one shapiq InteractionValues JSON file per step"),
 ) -> None:
@@ -440,7 +440,8 @@ def export(
                 tl.interaction_values(t, index, order).to_json_file(path)
     except WdnExplainError as exc:
         _fail(exc)
-    typer.echo(f"exported {index} (order {order}) of {len(tl)} steps")
+    label = index if order is None else f"{index} (order {order})"
+    typer.echo(f"exported {label} of {len(tl)} steps")
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m`

@@ -84,21 +84,19 @@ class Timeline:
         moving = np.flatnonzero(gaps > tol)
         return int(moving[0]) if len(moving) else 0
 
-    def interaction_values(self, step: int, index: str = "k-SII", order: int = 2):
-        """shapiq ``InteractionValues`` of explained step number ``step`` (0-based)."""
+    def interaction_values(self, step: int, index: str = "k-SII", order: int | None = None):
+        """shapiq ``InteractionValues`` of explained step number ``step`` (0-based); SV and
+        BV need no order, the others default to order 2."""
         return self.explanations[step].interaction_values(index, order)
 
-    def node_values(self, index: str = "SV", order: int = 1) -> np.ndarray:
+    def node_values(self, index: str = "SV", order: int | None = None) -> np.ndarray:
         """First-order values of ``index`` for every step and node, shape (T, n)."""
-        out = np.zeros((len(self), len(self.node_ids)))
-        for t, e in enumerate(self.explanations):
-            members, values = e.blocks.index_of_size(_base(index), _order(index, order), 1)
-            out[t, members[:, 0]] = values
-        return out
+        return np.stack([e.node_values(index, order) for e in self.explanations])
 
-    def to_frame(self, index: str = "k-SII", order: int = 2):
+    def to_frame(self, index: str = "k-SII", order: int | None = None):
         """All values of ``index`` at every step as a long table (pandas DataFrame): one row
-        per (step, interaction) with time_s, the node ids, size, value, forecast and truth."""
+        per (step, interaction) with time_s, the node ids, size, value, forecast, truth and
+        whether the value is estimated (a budget-limited approximation) rather than exact."""
         import pandas as pd
 
         rows = []
@@ -113,6 +111,7 @@ class Timeline:
                         "value": value,
                         "forecast": float(self.forecast[t]),
                         "truth": float(self.truth[t]),
+                        "estimated": not e.exact,
                     }
                 )
         return pd.DataFrame(rows)
@@ -194,7 +193,7 @@ class Timeline:
                 )
 
 
-_META_KEYS = ("scenario", "model_hash", "engine_version", "horizon", "threshold")
+_META_KEYS = ("scenario",)  # what every reader needs (Timeline.scenario)
 
 
 def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
@@ -212,27 +211,29 @@ def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
     return meta
 
 
-def _base(index: str) -> str:
-    return {"SV": "k-SII", "BV": "BII"}.get(index, index)
-
-
-def _order(index: str, order: int) -> int:
-    return 1 if index in ("SV", "BV") else order
-
-
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "default"
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "simulations" / "default_scenario.yaml"
 DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:
-    """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
+    """A timeline file's metadata entry alone (cheap); None when unreadable (also when
+    empty or truncated)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     return meta if isinstance(meta, dict) else None
+
+
+def timeline_label(path: str | Path) -> str:
+    """A plain name of a cached timeline's scenario (where, how strongly, how long, seed)."""
+    meta = read_meta(path) or {}
+    try:
+        return ScenarioConfig.model_validate(meta["scenario"]).describe()
+    except (KeyError, TypeError, ValueError):
+        return f"unreadable timeline {Path(path).name}"
 
 
 def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
