@@ -223,3 +223,28 @@ def test_a_decade_explain_is_refused_up_front(tmp_path, tiny_model_dir):
     assert result.output.startswith("error: this would take about ")
     assert "GB of memory" in result.output and "--yes to proceed" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "target", "message"),
+    [
+        (["report", "--out"], "notes.txt", "exists and is not a report file"),
+        (["report", "--gif"], "notes.txt", "exists and is not a GIF file"),
+        (["export", "--csv"], "notes.txt", "exists and is not a CSV file"),
+        (["export", "--json-dir"], "notes.txt", "JSON folder '{p}' is a file, expected a folder"),
+        (["export", "--csv"], "folder/", "CSV file '{p}' is a directory, expected a file"),
+        (["complexity", "--layers", "1", "--csv"], "notes.txt", "exists and is not a CSV file"),
+    ],
+)
+def test_outputs_of_other_kinds_are_refused_and_kept(good, tmp_path, command, target, message):
+    path = tmp_path / target.rstrip("/")
+    if target.endswith("/"):
+        path.mkdir()
+    else:
+        path.write_text("my notes")
+    source = [] if command[0] == "complexity" else ["--timeline", good]
+    result = run(command[0], *source, *command[1:], path)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and message.format(p=path) in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert path.is_dir() if target.endswith("/") else path.read_text() == "my notes"

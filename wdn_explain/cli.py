@@ -396,7 +396,7 @@ def report(
     from .timeline import Timeline
 
     try:
-        check_output(out, what="HTML report", is_output=_suffix(".html", ".htm"))
+        check_output(out, what="report file", is_output=_suffix(".html", ".htm"))
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
         tl = Timeline.load(timeline)

@@ -229,7 +229,7 @@ def generate_waq(
         ConfigError: the config names an unknown network or injection node, a scenario
             fails in the simulator, or the set is too large without ``allow_large``.
     """
-    folder = check_output(Path(folder).absolute(), kind="dir", what="output folder")
+    folder = check_output(folder, kind="dir", what="output folder")
     network = load_network(config.scenario.network)
     check_config_nodes(config, network)  # before touching the folder
     injection_node(config.scenario_config(0, network.junctions), network)  # a reservoir?
@@ -246,7 +246,8 @@ def generate_waq(
     n_workers = max(1, min(n_workers, len(todo) or 1))
     try:
         with scratch_folder() as scratch:
-            args = (config.model_dump_json(), str(folder), os.getpid(), str(scratch))
+            # workers run inside ``scratch``: they need the folder's absolute path
+            args = (config.model_dump_json(), str(folder.absolute()), os.getpid(), str(scratch))
             for _ in _results(todo, n_workers, args):
                 done += 1
                 if progress:
