@@ -248,3 +248,39 @@ def test_outputs_of_other_kinds_are_refused_and_kept(good, tmp_path, command, ta
     assert result.output.startswith("error: ") and message.format(p=path) in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert path.is_dir() if target.endswith("/") else path.read_text() == "my notes"
+
+
+def test_unwritable_timeline_output_is_refused_before_work(tmp_path, tiny_model_dir, monkeypatch):
+    from wdn_explain import files
+
+    monkeypatch.setattr(files, "_writable", lambda folder: False)
+    monkeypatch.setattr(GraphSHAPIQ, "explain", lambda *a, **k: pytest.fail("explained"))
+    out = tmp_path / "t.npz"
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert (
+        result.output.strip()
+        == f"error: cannot write timeline file '{out}': '{tmp_path}' is not writable"
+    )
+
+
+def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir, monkeypatch):
+    import errno
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    out = tmp_path / "t.npz"
+    with monkeypatch.context() as patch:
+        patch.setattr(np, "savez_compressed", disk_full)  # the timeline file, not the steps
+        result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: cannot write '{out}' (No space left on device)"
+    calls = []
+    explain = GraphSHAPIQ.explain
+    monkeypatch.setattr(
+        GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
+    )
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 0 and calls == []  # every step came from the kept ones
+    assert len(Timeline.load(out)) == 5

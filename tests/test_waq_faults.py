@@ -215,3 +215,11 @@ def test_ctrl_c_stops_cleanly_without_litter(tmp_path):
     assert tmp_path not in scratch and not any(p.exists() for p in scratch)  # removed
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("en")]
     assert not list(out.glob(".*.tmp"))
+
+
+def test_progress_moves_one_scenario_at_a_time(tmp_path):
+    """40 scenarios on 2 workers: the bar moves by one, not by chunks of tasks."""
+    config = parse_config({"n_scenarios": 40, "scenario": {"duration_s": 1800}})
+    calls = []
+    generate_waq(config, tmp_path / "w", n_workers=2, progress=lambda d, t: calls.append(d))
+    assert calls == list(range(41))  # 0 (nothing done yet), then every scenario
