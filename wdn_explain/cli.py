@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -314,7 +315,7 @@ def complexity(
         typer.echo(f"wrote {csv}")
 
 
-def _suffix(*suffixes: str):
+def _suffix(*suffixes: str) -> Callable[[Path], bool]:
     """Whether an existing file looks like an output of this kind (by its suffix)."""
     return lambda path: path.suffix.lower() in suffixes
 

@@ -409,7 +409,7 @@ def explain_scenario(
 
 def _check_size(
     scenario: ScenarioConfig,
-    network: Any,
+    network: Network,
     n_layers: int,
     meta: dict[str, Any],
     out: str | Path | None,
