@@ -6,6 +6,7 @@ work is done by the library (simulate -> forecast -> explain, cached per scenari
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from wdn_explain.timeline import (
     timeline_label,
 )
 
+logger = logging.getLogger("wdn_explain.app")
 MODEL_DIR = Path(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
 CACHE_DIR = Path(os.environ.get("WDN_EXPLAIN_CACHE", Path.home() / ".cache" / "wdn-explain"))
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
@@ -78,18 +80,28 @@ def available_timelines(default: Path) -> dict[str, Path]:
 
 
 def default_timeline() -> Path:
-    """The default scenario's timeline: shipped for the default model, cached for others;
-    recomputed when missing or made by another model or engine version."""
+    """The default scenario's timeline: the shipped one while it is readable and made by
+    this model and engine version, else one computed into the user cache (the installed
+    package is never written)."""
+    if MODEL_DIR == DEFAULT_MODEL and usable(DEFAULT_TIMELINE):
+        return DEFAULT_TIMELINE
     scenario = load_config(DEFAULT_SCENARIO).scenario_config(0)
-    path = (
-        DEFAULT_TIMELINE
-        if MODEL_DIR == DEFAULT_MODEL
-        else cache_path(scenario, MODEL_DIR, CACHE_DIR)
-    )
-    if not timeline_is_current(path, MODEL_DIR):
+    path = cache_path(scenario, MODEL_DIR, CACHE_DIR)
+    if not usable(path):
         with st.spinner("explaining the default scenario (first start with this model)..."):
             explain_scenario(scenario, MODEL_DIR, out=path)
     return path
+
+
+def usable(path: Path) -> bool:
+    """Whether a timeline file is current for this model and loads without error."""
+    if not timeline_is_current(path, MODEL_DIR):
+        return False
+    try:
+        timeline_from(str(path), path.stat().st_mtime)
+    except WdnExplainError:
+        return False
+    return True
 
 
 def _bounds(envelope: DesignEnvelope | None, name: str, default: tuple[float, float]):
@@ -245,4 +257,16 @@ def main() -> None:
             )
 
 
-main()
+def show_errors(page) -> None:
+    """Run the page; any failure reaches the user as one message, never a traceback (the
+    details of an unexpected one go to the server log)."""
+    try:
+        page()
+    except WdnExplainError as exc:
+        st.error(str(exc))
+    except Exception as exc:
+        logger.exception("app failed")
+        st.error(f"unexpected error: {type(exc).__name__}: {exc} (details in the server log)")
+
+
+show_errors(main)

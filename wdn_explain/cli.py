@@ -29,6 +29,7 @@ def simulate(
     out: Path = typer.Option(..., help="output folder (created; resumed if it holds this config)"),
     workers: int = typer.Option(0, help="worker processes (0: all cores)"),
     overwrite: bool = typer.Option(False, help="replace a folder made from another config"),
+    yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
 ) -> None:
     """Simulate the scenarios of a config (e.g. the WAQ dataset) into a folder."""
     from .progress import progress_callback
@@ -38,9 +39,19 @@ def simulate(
     try:
         cfg = load_config(config)
         with progress_callback(True, "simulate") as cb:
-            generate_waq(cfg, out, n_workers=workers or None, overwrite=overwrite, progress=cb)
+            generate_waq(
+                cfg,
+                out,
+                n_workers=workers or None,
+                overwrite=overwrite,
+                allow_large=yes,
+                progress=cb,
+            )
     except WdnExplainError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished scenarios are kept in {out}; run again to resume")
+        raise typer.Exit(130) from None
     typer.echo(f"{cfg.n_scenarios} scenarios in {out}")
 
 
@@ -143,6 +154,7 @@ def train(
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     network: str = typer.Option(None, help="refuse data simulated on another network"),
+    overwrite: bool = typer.Option(False, help="replace a model already in --out"),
 ) -> None:
     """Train the forecasting GNN; saves weights and a model card."""
     from .features import InputSpec
@@ -170,6 +182,7 @@ def train(
             ),
             device=device,
             network=network,
+            overwrite=overwrite,
             progress=True,
         )
     except WdnExplainError as exc:
@@ -262,10 +275,13 @@ def complexity(
     import csv as csv_module
 
     from .explain import complexity as compute
+    from .files import check_output
     from .network import load_network
 
     rows = []
     try:
+        if csv:
+            check_output(csv, what="CSV file", is_output=_suffix(".csv"))
         for name in network:
             net = load_network(name)
             for n_layers in layers:
@@ -298,6 +314,11 @@ def complexity(
         typer.echo(f"wrote {csv}")
 
 
+def _suffix(*suffixes: str):
+    """Whether an existing file looks like an output of this kind (by its suffix)."""
+    return lambda path: path.suffix.lower() in suffixes
+
+
 def _scenario_from(spec: str, index: int):
     """A scenario from a YAML file (scenario ``index`` of it) or an inline YAML mapping."""
     import yaml
@@ -328,18 +349,25 @@ def explain(
     model: Path = typer.Option(Path("models/default"), help="model folder"),
     out: Path = typer.Option(..., help="timeline file (.npz); reused when it matches"),
     index: int = typer.Option(0, help="which scenario of a multi-scenario file"),
+    overwrite: bool = typer.Option(False, help="replace a timeline file of another scenario"),
+    yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
 ) -> None:
-    """Simulate a scenario, then forecast and explain every time step exactly (cached).
+    """Simulate a scenario, then forecast and explain every time step exactly (cached;
+    an interrupted run resumes from the steps it finished).
 
     Warns (one line) when the scenario lies outside the model's training design."""
     from .design import UNKNOWN_DESIGN
-    from .timeline import explain_scenario
+    from .timeline import check_timeline_output, explain_scenario
 
     try:
         spec = _scenario_from(scenario, index)
-        timeline, status = explain_scenario(spec, model, out=out, progress=True)
+        check_timeline_output(out, spec, overwrite=overwrite)
+        timeline, status = explain_scenario(spec, model, out=out, progress=True, allow_large=yes)
     except WdnExplainError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: explained steps are kept beside {out}; run again to resume")
+        raise typer.Exit(130) from None
     ood = timeline.meta.get("out_of_design")
     if ood is None:
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
@@ -362,11 +390,15 @@ def report(
     gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
 ) -> None:
     """Write the animated SI-Graph of a timeline as HTML (and optionally a GIF)."""
+    from .files import check_output
     from .network import load_network
     from .plot import timeline_figure, write_gif
     from .timeline import Timeline
 
     try:
+        check_output(out, what="HTML report", is_output=_suffix(".html", ".htm"))
+        if gif:
+            check_output(gif, what="GIF file", is_output=_suffix(".gif"))
         tl = Timeline.load(timeline)
         net = load_network(tl.scenario.network)
         fig = timeline_figure(tl, net, index=index, order=order, top_k=top_k)
@@ -387,12 +419,17 @@ def export(
     json_dir: Path = typer.Option(None, help="one shapiq InteractionValues JSON file per step"),
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
+    from .files import check_output
     from .timeline import Timeline
 
     if csv is None and json_dir is None:
         typer.echo("error: give --csv and/or --json-dir", err=True)
         raise typer.Exit(1)
     try:
+        if csv:
+            check_output(csv, what="CSV file", is_output=_suffix(".csv"))
+        if json_dir:
+            check_output(json_dir, kind="dir", what="JSON folder")
         tl = Timeline.load(timeline)
         if csv:
             tl.to_frame(index, order).to_csv(csv, index=False)

@@ -19,7 +19,7 @@ from .errors import ConfigError
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     def config_hash(self) -> str:
         """Short SHA-256 of the canonical JSON form; equal configs hash equally."""
@@ -88,6 +88,12 @@ class ScenarioConfig(_Config):
                 f"quality_step_s must not exceed hydraulic_step_s (got {self.quality_step_s} > "
                 f"{self.hydraulic_step_s})"
             )
+        for name in ("reporting_step_s", "pattern_step_s"):
+            if getattr(self, name) % self.hydraulic_step_s:
+                raise ValueError(
+                    f"{name} must be a multiple of hydraulic_step_s (got {getattr(self, name)} "
+                    f"and {self.hydraulic_step_s})"
+                )
         if self.injection_pattern is not None and any(v < 0 for v in self.injection_pattern):
             raise ValueError(
                 f"injection_pattern must be non-negative (got {self.injection_pattern})"
@@ -310,6 +316,8 @@ def load_config(path: str | Path) -> SimulationConfig:
         raise ConfigError(f"config file '{path}' does not exist")
     try:
         data = yaml.safe_load(path.read_text()) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file '{path}' is not a text file") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file '{path}' is not valid YAML: {exc}") from None
     return parse_config(data, source=str(path))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataError
+from .errors import ConfigError, DataError
 from .files import atomic_write
 from .network import Network, load_network
 from .scenario import ScenarioConfig
@@ -120,6 +120,24 @@ def _demand_patterns(
     }
 
 
+def injection_node(config: ScenarioConfig, network: Network) -> str:
+    """Where chlorine enters: the configured node, else the network's first reservoir.
+
+    Raises:
+        ConfigError: the node is not in the network, or none is given and the network has
+            no reservoir.
+    """
+    if config.injection_node is not None:
+        network.node_index(config.injection_node)  # raises ConfigError for an unknown node
+        return config.injection_node
+    if not network.reservoirs:
+        raise ConfigError(
+            f"network '{network.name}' has no reservoir: give scenario.injection_node "
+            f"(one of its nodes, e.g. '{network.node_ids[0]}')"
+        )
+    return network.reservoirs[0]
+
+
 def simulate(config: ScenarioConfig, network: Network | None = None) -> SimulationResult:
     """Simulate chlorine spreading from the injection node with EPyT-Flow.
 
@@ -134,8 +152,7 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
     from epyt_flow.simulation import ScenarioSimulator
 
     network = network or load_network(config.network)
-    injection = config.injection_node or network.reservoirs[0]
-    network.node_index(injection)  # raises ConfigError for an unknown node
+    injection = injection_node(config, network)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # EPANET warns about negative pressures at peaks
         with ScenarioSimulator(f_inp_in=str(network.inp_path)) as sim:

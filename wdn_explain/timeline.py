@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,14 +21,16 @@ import torch
 
 from .design import card_envelope
 from .errors import DataError
-from .explain import Explanation, GraphSHAPIQ
+from .explain import Explanation, GraphSHAPIQ, complexity
 from .explain.graphshapiq import ENGINE_VERSION
 from .features import InputSpec
-from .files import atomic_write
+from .files import atomic_write, check_output
 from .model_folder import model_hash
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, simulate
+from .sizes import check_size, estimate_timeline
+from .stepstore import StepStore
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -138,9 +141,7 @@ class Timeline:
         """Read a timeline file; DataError names a missing, truncated or corrupt file."""
         try:
             with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                if meta.get("format") != FORMAT:
-                    raise DataError(f"timeline file '{path}' has format {meta.get('format')!r}")
+                meta = _checked_meta(json.loads(str(data["meta"])), path)
                 steps = data["steps"]
                 explanations = []
                 for t in range(len(steps)):
@@ -151,7 +152,7 @@ class Timeline:
                         for k, v in part.items()
                     }
                     explanations.append(Explanation.from_arrays(part, prefix))
-                return cls(
+                timeline = cls(
                     steps=steps,
                     times_s=data["times_s"],
                     node_ids=data["node_ids"],
@@ -163,8 +164,51 @@ class Timeline:
                 )
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
+        timeline._check_shapes(path)
+        return timeline
+
+    def _check_shapes(self, path: str | Path) -> None:
+        """DataError naming the file when arrays disagree or node indices are out of range."""
+        n_steps, n = len(self.steps), len(self.node_ids)
+        expected = {
+            "times_s": (n_steps,),
+            "chlorine": (n_steps, n),
+            "forecast": (n_steps,),
+            "truth": (n_steps,),
+        }
+        for name, shape in expected.items():
+            if getattr(self, name).shape != shape:
+                raise DataError(
+                    f"timeline file '{path}' is corrupt: {name} has shape "
+                    f"{getattr(self, name).shape}, expected {shape}"
+                )
+        for t, e in enumerate(self.explanations):
+            members = [nodes for nodes, _ in e.blocks.groups.values() if nodes.size]
+            if e.n_players != n or any(m.min() < 0 or m.max() >= n for m in members):
+                raise DataError(
+                    f"timeline file '{path}' is corrupt: step {t} refers to nodes outside "
+                    f"0..{n - 1}"
+                )
+
+
+_META_KEYS = ("scenario", "model_hash", "engine_version", "horizon", "threshold")
+
+
+def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
+    """The timeline metadata, or DataError naming the file and the problem."""
+    if not isinstance(meta, dict):
+        raise DataError(
+            f"timeline file '{path}' is corrupt: metadata is a {type(meta).__name__}, not a mapping"
+        )
+    if meta.get("format") != FORMAT:
+        raise DataError(f"timeline file '{path}' has format {meta.get('format')!r}")
+    missing = [k for k in _META_KEYS if k not in meta]
+    if missing:
+        raise DataError(f"timeline file '{path}' is corrupt: metadata lacks {', '.join(missing)}")
+    ScenarioConfig.model_validate(meta["scenario"])  # a ValueError names the bad key
+    return meta
 
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "default"
@@ -173,11 +217,11 @@ DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:
-    """A timeline file's metadata entry alone (cheap); None when unreadable."""
+    """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     return meta if isinstance(meta, dict) else None
 
@@ -200,6 +244,34 @@ def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
         and meta.get("model_hash") == model_hash(model_dir)
         and meta.get("engine_version") == ENGINE_VERSION
     )
+
+
+def _is_timeline_file(path: Path) -> bool:
+    """An ``.npz`` that is a timeline or too damaged to tell (a cache to recompute), not
+    another program's archive."""
+    if path.suffix != ".npz":
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {"meta", "steps"} <= set(data.files)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return True
+
+
+def check_timeline_output(
+    out: str | Path, scenario: ScenarioConfig, *, overwrite: bool = False
+) -> Path:
+    """Refuse, before any work, an output that is not a timeline file (a directory, a text
+    file, another archive), cannot be written, or holds another scenario's timeline (unless
+    ``overwrite``). A corrupt or stale timeline of this scenario is a cache: recomputed."""
+    out = check_output(out, what="timeline file", is_output=_is_timeline_file)
+    meta = read_meta(out) if out.is_file() else None
+    if meta is not None and meta.get("scenario_hash") != scenario.config_hash() and not overwrite:
+        raise DataError(
+            f"timeline file '{out}' holds another scenario (hash {meta.get('scenario_hash')}, "
+            f"this one {scenario.config_hash()}); use --overwrite to replace it"
+        )
+    return out
 
 
 def cache_path(scenario: ScenarioConfig, model_dir: str | Path, cache_dir: str | Path) -> Path:
@@ -242,8 +314,13 @@ def explain_scenario(
     out: str | Path | None = None,
     progress: ProgressArg = False,
     explainer_options: dict[str, Any] | None = None,
+    allow_large: bool = False,
 ) -> tuple[Timeline, str]:
     """Simulate a scenario, forecast and explain every step exactly; cache to ``out``.
+
+    Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
+    interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
+    refused before any work unless ``allow_large``.
 
     Returns (timeline, status) where status is ``cached`` (a matching file was reused),
     ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale).
@@ -286,6 +363,9 @@ def explain_scenario(
         except DataError as exc:
             status = f"recomputed: {exc}"
         logger.warning("timeline cache %s %s", out, status)
+    _check_size(
+        scenario, network, options.get("n_layers", model.num_layers), meta, out, allow_large
+    )
     result = simulate(scenario, network)
     horizon = meta["horizon"]
     if result.n_steps <= horizon:
@@ -299,9 +379,15 @@ def explain_scenario(
         result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
     )
     explanations = []
+    store = StepStore.beside(out, meta) if out is not None else None
     with progress_callback(progress, "explain timeline") as cb:
         for i, t in enumerate(steps):
-            explanations.append(explainer.explain(graphs[t]))
+            explanation = store.get(i) if store is not None else None
+            if explanation is None:
+                explanation = explainer.explain(graphs[t])
+                if store is not None:
+                    store.put(i, explanation)
+            explanations.append(explanation)
             if cb:
                 cb(i + 1, len(steps))
     timeline = Timeline(
@@ -316,4 +402,20 @@ def explain_scenario(
     )
     if out is not None:
         timeline.save(out)
+        store.remove()
     return timeline, status
+
+
+def _check_size(
+    scenario: ScenarioConfig,
+    network: Any,
+    n_layers: int,
+    meta: dict[str, Any],
+    out: str | Path | None,
+    allow_large: bool,
+) -> None:
+    """Refuse a timeline whose estimate (time, disk, memory) exceeds the limits."""
+    n_steps = max(0, scenario.n_reports - meta["horizon"])
+    fields = complexity(network.edge_index, network.n_nodes, n_layers)
+    estimate = estimate_timeline(n_steps, fields.n_interactions)
+    check_size(estimate, Path(out or ".").absolute().parent, allow_large=allow_large)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
@@ -25,9 +27,9 @@ from .dataset import WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
 from .features import DEFAULT_NODE_FEATURES
-from .files import atomic_write
+from .files import atomic_write, check_output
 from .model import ChlorineGNN, ModelConfig
-from .model_folder import CARD, WEIGHTS, read_card
+from .model_folder import CARD, WEIGHTS, file_sha256, read_card
 from .progress import ProgressArg
 
 logger = logging.getLogger(__name__)
@@ -54,8 +56,8 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "patience", "horizon"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
-        if self.lr <= 0:
-            raise ConfigError(f"lr must be positive (got {self.lr})")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ConfigError(f"lr must be a positive finite number (got {self.lr})")
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -111,12 +113,14 @@ def train(
     train_config: TrainConfig | None = None,
     device: str = "auto",
     network: str | None = None,
+    overwrite: bool = False,
     progress: ProgressArg = False,
 ) -> dict[str, Any]:
     """Train a :class:`ChlorineGNN` on a WAQ folder and save weights and card to ``out_dir``.
 
     Args:
         network: If given, refuse a data folder simulated on another network.
+        overwrite: Replace a model already in ``out_dir`` (refused otherwise, before training).
         progress: True shows a tqdm bar with the live losses; a callable gets
             ``(epoch, epochs)``.
 
@@ -130,6 +134,7 @@ def train(
     # the input width follows the node features (train_config.node_features)
     model_config = replace(model_config or ModelConfig(), in_channels=len(cfg.node_features))
     dev = resolve_device(device)
+    check_model_output(out_dir, overwrite=overwrite)
     arrays = load_waq_arrays(data_dir)
     data_net = arrays.manifest["network"]["name"]
     if network is not None and network.lower() != data_net:
@@ -240,7 +245,7 @@ def train(
         "torch_version": torch.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    save_model(model, card, out_dir)
+    _save_or_rescue(model, card, out_dir)
     return card
 
 
@@ -253,12 +258,36 @@ def training_envelope(manifest: dict[str, Any]) -> DesignEnvelope:
     return DesignEnvelope.of(config, load_network(config.scenario.network))
 
 
+def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> None:
+    """Save the trained model; if that fails late (full disk), save it to a temporary
+    folder instead and name it in the error, so the training is not lost."""
+    try:
+        save_model(model, card, out_dir)
+    except DataError as exc:
+        rescue = Path(tempfile.mkdtemp(prefix="wdn-explain-model-"))
+        save_model(model, card, rescue)
+        raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
+
+
+def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Refuse, before any work, a model folder that cannot be written or already holds a
+    model (unless ``overwrite``)."""
+    out = check_output(out_dir, kind="dir", what="model folder")
+    for name in (WEIGHTS, CARD):
+        check_output(out / name, what="model file")
+    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
+        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
+    return out
+
+
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
-    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
+    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``; the card records the
+    weights' SHA-256 (``weights_sha256``), which :func:`load_model` checks."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(out / WEIGHTS) as tmp:
         torch.save(model.state_dict(), tmp)
+        card["weights_sha256"] = file_sha256(tmp)
     with atomic_write(out / CARD) as tmp:
         tmp.write_text(json.dumps(card, indent=2))
     return out
@@ -276,6 +305,12 @@ def load_model(
         model = ChlorineGNN(ModelConfig(**card["model"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
+    recorded = card.get("weights_sha256")
+    if recorded is not None and recorded != file_sha256(folder / WEIGHTS):
+        raise DataError(
+            f"weights '{folder / WEIGHTS}' do not match the SHA-256 recorded in its card "
+            "(damaged or replaced file)"
+        )
     try:
         state = torch.load(folder / WEIGHTS, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for damaged files
