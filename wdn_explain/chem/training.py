@@ -150,7 +150,7 @@ def train_classifier(
                 loss = torch.nn.functional.cross_entropy(logits, batch.y)
                 loss.backward()
                 optimiser.step()
-                train_loss += float(loss) * len(batch.y)
+                train_loss += loss.item() * len(batch.y)
                 correct += int((logits.argmax(dim=1) == batch.y).sum())
             # running figures of the epoch (train mode), not a second pass
             train_loss, train_acc = train_loss / len(split["train"]), correct / len(split["train"])
