@@ -30,12 +30,12 @@ def random_model(architecture: str, layers: int, seed: int = 0) -> MoleculeGNN:
     return model.double().eval()
 
 
-def brute_force_moebius(model, graph, output: int) -> dict[frozenset, float]:
-    """nu(T) on all 2^n coalitions by direct model calls (mean-feature baseline), then
-    m(S) = sum_{T ⊆ S} (-1)^{|S|-|T|} nu(T) by explicit subset sums."""
+def brute_force_moebius(model, graph, output: int, mean: bool) -> dict[frozenset, float]:
+    """nu(T) on all 2^n coalitions by direct model calls (masked atoms: all-zero features or
+    the molecule's mean atom), then m(S) = sum_{T ⊆ S} (-1)^{|S|-|T|} nu(T) by subset sums."""
     x = graph.x.double()
     n = len(x)
-    baseline = x.mean(dim=0)
+    baseline = x.mean(dim=0) if mean else torch.zeros(x.shape[1], dtype=x.dtype)
     nu = {}
     with torch.no_grad():
         for size in range(n + 1):
@@ -47,13 +47,14 @@ def brute_force_moebius(model, graph, output: int) -> dict[frozenset, float]:
 
 
 @pytest.mark.parametrize(
-    ("architecture", "layers"), [("GCN", 2), ("GIN", 1), ("GIN", 3), ("GAT", 2)]
+    ("architecture", "layers", "baseline"),
+    [("GCN", 2, "zeros"), ("GIN", 1, "zeros"), ("GIN", 3, "mean"), ("GAT", 2, "zeros")],
 )
-def test_exact_sis_equal_brute_force(architecture, layers):
+def test_exact_sis_equal_brute_force(architecture, layers, baseline):
     graph, _ = smiles_to_graph("Oc1ccncc1C")  # 3-methyl-4-pyridinol, 8 atoms
     model = random_model(architecture, layers)
-    explanation = explain_molecule(model, graph, output_index=1)
-    oracle = brute_force_moebius(model, graph, 1)
+    explanation = explain_molecule(model, graph, output_index=1, baseline=baseline)
+    oracle = brute_force_moebius(model, graph, 1, mean=baseline == "mean")
     got = explanation.moebius.dict_values
     for s, value in oracle.items():
         assert got.get(tuple(sorted(s)), 0.0) == pytest.approx(value, abs=1e-9), s

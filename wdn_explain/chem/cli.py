@@ -91,6 +91,7 @@ def explain(
     si: str = typer.Option("k-SII", "--si-index", help="SV, SII, k-SII, STII, FSII, Moebius, ..."),
     order: int = typer.Option(2, help="explanation order"),
     output: int = typer.Option(1, help="class logit to explain (1: the positive class)"),
+    baseline: str = typer.Option("zeros", help="masked atoms: zeros (no atom type) or mean"),
     top: int = typer.Option(10, help="interactions to list"),
     png: Path = typer.Option(None, help="write the SI-Graph drawing here"),
     json_out: Path = typer.Option(None, "--json", help="write shapiq InteractionValues JSON"),
@@ -114,7 +115,7 @@ def explain(
             graph = data.graphs[index]
             symbols = data.symbols[index] if data.symbols else None
             name = f"{data.name} #{index} (label {int(graph.y)})"
-        result = explain_molecule(net, graph, output_index=output, progress=True)
+        result = explain_molecule(net, graph, output_index=output, baseline=baseline, progress=True)
         values = result.interaction_values(si, order)
     except WdnExplainError as exc:
         _fail(exc)

@@ -27,11 +27,17 @@ def explain_molecule(
     graph: Data,
     *,
     output_index: int = 1,
+    baseline: str | torch.Tensor = "zeros",
     progress: ProgressArg = False,
 ) -> Explanation:
     """Exact Möbius interactions of the class-``output_index`` logit (default: the positive
-    class, e.g. "mutagenic" or "contains benzene") for one molecule graph."""
-    explainer = GraphSHAPIQ(model, method="masked", progress=progress)
+    class, e.g. "mutagenic" or "contains benzene") for one molecule graph.
+
+    A masked atom gets the ``baseline`` features: ``zeros`` (default: no atom type) or the
+    engine's ``mean`` atom of the molecule -- with which a molecule of one element, such as
+    benzene, would show no contributions at all (masking would change nothing).
+    """
+    explainer = GraphSHAPIQ(model, method="masked", baseline=baseline, progress=progress)
     return explainer.explain(graph, output_index=output_index)
 
 
