@@ -93,7 +93,9 @@ def default_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "wdn_explain" / "chem"
 
 
-def load_dataset(name: str, root: str | Path | None = None, *, download: bool = True):
+def load_dataset(
+    name: str, root: str | Path | None = None, *, download: bool = True
+) -> MoleculeDataset:
     """Load a dataset by name from ``root`` (downloading what is missing when allowed).
 
     Raises:
@@ -132,7 +134,7 @@ def load_tu(name: str, root: str | Path, *, download: bool = True) -> MoleculeDa
         tu = _TU(root, name)
     except OSError as exc:  # URLError is an OSError: offline or unreachable
         raise DataError(
-            _missing(name, raw, f"{TU_URL}/{name}.zip", f"its unzipped TU files ({exc})")
+            _missing(name, raw, f"{TU_URL}/{name}.zip", "its unzipped TU files", exc)
         ) from None
     atoms = TU_DATASETS[name]
     n_labels = tu.num_node_labels
@@ -163,7 +165,7 @@ def load_smiles(name: str, root: str | Path, *, download: bool = True) -> Molecu
         try:
             download_url(url, str(path.parent), log=False)
         except OSError as exc:
-            raise DataError(_missing(name, path.parent, url, f"{filename} ({exc})")) from None
+            raise DataError(_missing(name, path.parent, url, filename, exc)) from None
     return read_smiles_csv(path, name)
 
 
@@ -284,8 +286,9 @@ def _bond_kind(bond) -> int:
     return kinds.get(bond.GetBondType(), 0)  # dative and other rare bonds count as single
 
 
-def _missing(name: str, folder: Path, url: str, what: str) -> str:
+def _missing(name: str, folder: Path, url: str, what: str, error: Exception | None = None) -> str:
+    failed = f"; the download failed ({error})" if error else ""
     return (
         f"dataset '{name}' not found: put {what} into '{folder}' "
-        f"(download path: {url}), or pass the folder that holds '{name}/' as root"
+        f"(download path: {url}), or pass the folder that holds '{name}/' as root{failed}"
     )
