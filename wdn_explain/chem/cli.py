@@ -150,7 +150,11 @@ def complexity(
     try:
         for name in dataset:
             tables = write_complexity(
-                load_dataset(name, root), layers, out, max_exact_field=max_exact_field
+                load_dataset(name, root),
+                layers,
+                out,
+                max_exact_field=max_exact_field,
+                progress=True,
             )
             for n_layers, rows in tables.items():
                 bounded = sum(not r["exact"] for r in rows)

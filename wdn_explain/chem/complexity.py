@@ -13,30 +13,40 @@ from pathlib import Path
 
 from ..explain import complexity
 from ..files import atomic_write
+from ..progress import ProgressArg, progress_callback
 from .datasets import MoleculeDataset
 
 FIELDS = ["graph_id", "n", "layers", "max_field", "interactions", "exact", "log10_calls"]
 
 
 def complexity_rows(
-    dataset: MoleculeDataset, n_layers: int, *, max_exact_field: int = 23
+    dataset: MoleculeDataset,
+    n_layers: int,
+    *,
+    max_exact_field: int = 23,
+    progress: ProgressArg = False,
 ) -> list[dict]:
     """One row per graph: its size, largest receptive field and |I| (exact or bound)."""
     rows = []
-    for graph_id, graph in zip(dataset.ids, dataset.graphs):
-        c = complexity(graph.edge_index, graph.num_nodes, n_layers, max_exact_field=max_exact_field)
-        rows.append(
-            {
-                "graph_id": graph_id,
-                "n": c.n_nodes,
-                "layers": n_layers,
-                "max_field": c.max_field,
-                "interactions": c.n_interactions,
-                "exact": c.exact,
-                "log10_calls": round(math.log10(max(c.n_interactions, 1)), 4),
-            }
-        )
+    with progress_callback(progress, f"{dataset.name} L={n_layers}") as cb:
+        for graph_id, graph in zip(dataset.ids, dataset.graphs):
+            rows.append(_row(graph_id, graph, n_layers, max_exact_field))
+            if cb:
+                cb(len(rows), len(dataset))
     return rows
+
+
+def _row(graph_id: str, graph, n_layers: int, max_exact_field: int) -> dict:
+    c = complexity(graph.edge_index, graph.num_nodes, n_layers, max_exact_field=max_exact_field)
+    return {
+        "graph_id": graph_id,
+        "n": c.n_nodes,
+        "layers": n_layers,
+        "max_field": c.max_field,
+        "interactions": c.n_interactions,
+        "exact": c.exact,
+        "log10_calls": round(math.log10(max(c.n_interactions, 1)), 4),
+    }
 
 
 def write_complexity(
@@ -45,13 +55,16 @@ def write_complexity(
     out_dir: str | Path,
     *,
     max_exact_field: int = 23,
+    progress: ProgressArg = False,
 ) -> dict[int, list[dict]]:
     """Write ``NAME_L{l}.csv`` per layer count and ``NAME_complexity.png`` into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tables = {}
     for n_layers in layers:
-        rows = complexity_rows(dataset, n_layers, max_exact_field=max_exact_field)
+        rows = complexity_rows(
+            dataset, n_layers, max_exact_field=max_exact_field, progress=progress
+        )
         with atomic_write(out / f"{dataset.name}_L{n_layers}.csv") as tmp:
             with open(tmp, "w", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=FIELDS)
