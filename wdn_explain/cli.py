@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
+from .chem.cli import app as chem_app
 from .errors import WdnExplainError
 
 app = typer.Typer(
@@ -17,6 +18,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(chem_app, name="chem")
 
 
 def _fail(exc: WdnExplainError) -> None:

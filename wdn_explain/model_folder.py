@@ -10,12 +10,7 @@ from typing import Any
 from .errors import DataError
 
 WEIGHTS, CARD = "model.pt", "card.json"
-# What every reader of a card needs: section -> keys (a card without them is corrupt).
-CARD_FIELDS = {
-    "model": (),
-    "train": ("horizon", "threshold", "split_seed"),
-    "data": ("network",),
-}
+_CARD_FIELDS = {"model": (), "train": ("horizon", "threshold", "split_seed"), "data": ("network",)}
 
 
 def model_hash(model_dir: str | Path) -> str:
@@ -31,18 +26,9 @@ def model_hash(model_dir: str | Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def file_sha256(path: str | Path) -> str:
-    """Full SHA-256 of a file (recorded in the model card as ``weights_sha256``)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def read_card(model_dir: str | Path) -> dict[str, Any]:
-    """A model folder's card as a mapping with the sections and keys in ``CARD_FIELDS``;
-    DataError names a missing or corrupt card and what it lacks."""
+    """A model folder's card as a mapping with its required sections; DataError names a
+    missing or corrupt card and what it lacks."""
     path = Path(model_dir, CARD)
     if not path.is_file():
         raise DataError(f"'{model_dir}' is not a model folder (no {CARD})")
@@ -52,22 +38,29 @@ def read_card(model_dir: str | Path) -> dict[str, Any]:
         raise DataError(f"model card '{path}' is corrupt ({exc})") from None
     if not isinstance(card, dict):
         raise DataError(f"model card '{path}' is corrupt: a {type(card).__name__}, not a mapping")
-    missing = [s for s in CARD_FIELDS if not isinstance(card.get(s), dict)]
+    missing = [s for s in _CARD_FIELDS if not isinstance(card.get(s), dict)]
     missing += [
         f"{section}.{key}"
-        for section, keys in CARD_FIELDS.items()
+        for section, keys in _CARD_FIELDS.items()
         if section not in missing
         for key in keys
         if key not in card[section]
     ]
-    if not missing and "sha256" not in _mapping(card["data"]["network"]):
-        missing = ["data.network.sha256"]
+    if not missing and not isinstance(card["data"]["network"], dict):
+        missing.append("data.network")
+    elif not missing and "sha256" not in card["data"]["network"]:
+        missing.append("data.network.sha256")
     if not missing and "inputs" not in card and "flow_scale_lps" not in card["data"]:
-        missing = ["inputs"]  # cards before ``inputs`` kept the flow scale under data
+        missing.append("inputs (or data.flow_scale_lps)")
     if missing:
         raise DataError(f"model card '{path}' is corrupt: it lacks {', '.join(missing)}")
     return card
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def file_sha256(path: str | Path) -> str:
+    """Full SHA-256 of a file (recorded in the model card as ``weights_sha256``)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -193,7 +193,7 @@ class Timeline:
                 )
 
 
-_META_KEYS = ("scenario",)  # what every reader needs (Timeline.scenario)
+_META_KEYS = ("scenario", "model_hash", "engine_version", "horizon", "threshold")
 
 
 def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
@@ -217,8 +217,7 @@ DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:
-    """A timeline file's metadata entry alone (cheap); None when unreadable (also when
-    empty or truncated)."""
+    """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))

@@ -249,6 +249,15 @@ def train(
     return card
 
 
+def training_envelope(manifest: dict[str, Any]) -> DesignEnvelope:
+    """The design envelope of a WAQ folder's config (what a model trained on it saw)."""
+    from .network import load_network
+    from .scenario import SimulationConfig
+
+    config = SimulationConfig.model_validate(manifest["config"])
+    return DesignEnvelope.of(config, load_network(config.scenario.network))
+
+
 def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> None:
     """Save the trained model; if that fails late (full disk), save it to a temporary
     folder instead and name it in the error, so the training is not lost."""
@@ -269,15 +278,6 @@ def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
     if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
         raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
     return out
-
-
-def training_envelope(manifest: dict[str, Any]) -> DesignEnvelope:
-    """The design envelope of a WAQ folder's config (what a model trained on it saw)."""
-    from .network import load_network
-    from .scenario import SimulationConfig
-
-    config = SimulationConfig.model_validate(manifest["config"])
-    return DesignEnvelope.of(config, load_network(config.scenario.network))
 
 
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:

@@ -143,7 +143,7 @@ def check_config_nodes(config: SimulationConfig, network: Network) -> None:
                 network.node_index(node)
             except ConfigError as exc:
                 raise ConfigError(f"{key}: {exc}") from None
-    config.scenario_config(0, network.junctions)
+    injection_node(config.scenario_config(0, network.junctions), network)
 
 
 _WORKER: dict[str, Any] = {}
@@ -179,14 +179,13 @@ def _run_guarded(index: int) -> int:
         ) from None
 
 
-def _is_complete(path: Path, config: SimulationConfig, index: int, network: Network) -> bool:
+def _is_complete(path: Path, config: SimulationConfig, network: Network) -> bool:
     """Cheap check of a finished scenario file: loadable, the expected shapes."""
     try:
         result = SimulationResult.load(path)
     except DataError:
         return False
-    n_reports = config.scenario_config(index, network.junctions).n_reports
-    return result.node_chlorine_mg_l.shape == (n_reports, network.n_nodes)
+    return result.node_chlorine_mg_l.shape == (config.scenario.n_reports, network.n_nodes)
 
 
 def _todo(folder: Path, config: SimulationConfig, network: Network) -> list[int]:
@@ -195,7 +194,7 @@ def _todo(folder: Path, config: SimulationConfig, network: Network) -> list[int]
     todo = []
     for index in range(config.n_scenarios):
         path = scenario_path(folder, index)
-        if path.name in present and _is_complete(path, config, index, network):
+        if path.name in present and _is_complete(path, config, network):
             continue
         if path.name in present:
             logger.warning("WAQ: %s is damaged; simulating it again", path)
@@ -232,7 +231,6 @@ def generate_waq(
     folder = check_output(folder, kind="dir", what="output folder")
     network = load_network(config.scenario.network)
     check_config_nodes(config, network)  # before touching the folder
-    injection_node(config.scenario_config(0, network.junctions), network)  # a reservoir?
     n_workers = n_workers or os.cpu_count() or 1
     check_size(estimate_waq(config, network, n_workers), folder, allow_large=allow_large)
     new_manifest = not (folder / MANIFEST).is_file() or overwrite

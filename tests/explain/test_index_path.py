@@ -67,7 +67,13 @@ def test_approximation_is_labelled_estimated_everywhere(wdn_model, small_graph, 
         forecast=np.array([approx.prediction, exact.prediction]),
         truth=np.zeros(2),
         explanations=[approx, exact],
-        meta={"scenario": {}},
+        meta={
+            "scenario": {},
+            "model_hash": "0" * 16,
+            "engine_version": "test",
+            "horizon": 4,
+            "threshold": 0.05,
+        },
     )
     loaded = Timeline.load(timeline.save(tmp_path / "t.npz"))
     frame = loaded.to_frame("k-SII")

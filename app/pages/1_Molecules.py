@@ -1,0 +1,111 @@
+"""Molecules: exact SI-Graphs of a molecule classifier (MUTAG, Benzene, ...).
+
+A page of the multipage app (``streamlit run app/main.py``, then "Molecules" in the
+sidebar). It only parses input and shows results; the chemistry module does the work.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from wdn_explain.chem.datasets import DATASETS, default_root, load_dataset, smiles_graph_for
+from wdn_explain.chem.explain import draw_si_graph, explain_molecule, top_interactions
+from wdn_explain.chem.training import check_features, load_classifier
+from wdn_explain.errors import WdnExplainError
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = REPO / "models" / "chem"
+OFFLINE = REPO.parent / "shared" / "datasets" / "chem"
+INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
+HOW_TO_READ = """
+**What you see.** The molecule as drawn by RDKit. Each atom's **halo** is its contribution to
+the explained class logit (red raises it, blue lowers it) against a molecule whose atoms are
+all replaced by the average atom. **Lines** between atoms are pairwise interactions (their
+joint effect beyond the separate ones); **shaded shapes** join three or more atoms (e.g. the
+six atoms of a benzene ring). Values are exact (GraphSHAP-IQ): the model sees L bonds far,
+so only interactions inside such neighbourhoods can be non-zero.
+"""
+
+
+@st.cache_resource(max_entries=4)
+def dataset(name: str, root: str):
+    return load_dataset(name, root)
+
+
+@st.cache_resource(max_entries=4)
+def classifier(path: str):
+    return load_classifier(path)
+
+
+@st.cache_resource(max_entries=64, show_spinner="computing exact interactions")
+def explanation(model_path: str, name: str, root: str, index: int, smiles: str, output: int):
+    model, _ = classifier(model_path)
+    graph, symbols = molecule(model_path, name, root, index, smiles)
+    return explain_molecule(model, graph, output_index=output)
+
+
+def molecule(model_path: str, name: str, root: str, index: int, smiles: str):
+    """The graph and atom symbols of a pasted SMILES or of a dataset molecule."""
+    _, card = classifier(model_path)
+    if smiles:
+        return smiles_graph_for(smiles, card.feature_names)
+    data = dataset(name, root)
+    check_features(card, data)
+    return data.graphs[index], data.symbols[index] if data.symbols else None
+
+
+def main() -> None:
+    st.title("Molecules: exact Shapley interactions of a GNN classifier")
+    models = sorted(p.parent for p in MODELS.glob("*/card.json"))
+    root = os.environ.get("WDN_EXPLAIN_CHEM_DATA") or (
+        str(OFFLINE) if OFFLINE.is_dir() else str(default_root())
+    )
+    with st.sidebar:
+        if not models:
+            st.error(f"no molecule models in {MODELS} (train one with 'wdn-explain chem train')")
+            return
+        model_path = st.selectbox("model", models, format_func=lambda p: p.name)
+        _, card = classifier(str(model_path))
+        st.caption(
+            f"{card.model.architecture}, L = {card.model.num_layers}, trained on {card.dataset}: "
+            f"test accuracy {card.accuracy['test']:.1%}"
+        )
+        root = st.text_input("dataset folder", root)
+        name = st.selectbox("dataset", DATASETS, index=DATASETS.index(card.dataset))
+        smiles = st.text_input("or paste a SMILES", "").strip()
+        index_name = st.selectbox("index", INDICES, index=1)
+        order = 1 if index_name == "SV" else st.slider("order", 1, 3, 2)
+        top_k = st.slider("interactions drawn", 5, 60, 20)
+        output = st.radio("explained class", [1, 0], format_func=lambda c: f"class {c}")
+    try:
+        index = 0
+        if not smiles:
+            data = dataset(name, root)
+            index = st.number_input("molecule", 0, len(data) - 1, 0)
+            label = int(data.graphs[index].y)
+            ident = data.smiles[index] if data.smiles else data.ids[index]
+            st.write(f"**{data.name} #{index}** ({ident}), label {label}")
+        result = explanation(str(model_path), name, root, int(index), smiles, int(output))
+        graph, symbols = molecule(str(model_path), name, root, int(index), smiles)
+        values = result.interaction_values(index_name, order)
+    except WdnExplainError as exc:
+        st.error(str(exc))
+        return
+    cols = st.columns(3)
+    cols[0].metric(f"logit of class {output}", f"{result.prediction:.3f}")
+    cols[1].metric("all atoms masked", f"{result.empty_prediction:.3f}")
+    cols[2].metric("model calls (|I|)", f"{result.n_interactions}")
+    st.caption(f"brute force would need 2^{graph.num_nodes} = {2**graph.num_nodes} model calls")
+    fig = draw_si_graph(values, graph, symbols, n_interactions=top_k)
+    st.pyplot(fig)
+    st.dataframe(
+        [{"atoms": a, index_name: v} for a, v in top_interactions(values, symbols, top_k)],
+        hide_index=True,
+    )
+    st.markdown(HOW_TO_READ)
+
+
+main()

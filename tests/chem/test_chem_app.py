@@ -1,0 +1,40 @@
+"""The "Molecules" page, driven with AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[2] / "app" / "pages" / "1_Molecules.py")
+
+
+@pytest.fixture
+def page(chem_root, monkeypatch):
+    monkeypatch.setenv("WDN_EXPLAIN_CHEM_DATA", str(chem_root))
+    return AppTest.from_file(PAGE, default_timeout=120).run()
+
+
+def test_renders_a_mutag_molecule(page):
+    assert not page.exception and not page.error
+    assert "MUTAG #0" in page.markdown[0].value
+    calls = [m for m in page.metric if m.label == "model calls (|I|)"]
+    assert int(calls[0].value) > 0
+    assert page.dataframe[0].value.shape[0] > 0
+
+
+def test_pasted_smiles_and_bad_smiles(page):
+    page.sidebar.text_input[1].input("O=[N+]([O-])c1ccccc1").run()
+    assert not page.exception and not page.error
+    assert "2^9" in page.caption[0].value
+    page.sidebar.text_input[1].input("C1CC(").run()
+    assert "unparsable SMILES 'C1CC('" in page.error[0].value
+
+
+def test_other_molecule_and_index(page):
+    page.number_input[0].set_value(3).run()
+    page.sidebar.selectbox[2].select("SV").run()
+    assert not page.exception and not page.error
+    assert "MUTAG #3" in page.markdown[0].value
+    assert list(page.dataframe[0].value.columns) == ["atoms", "SV"]

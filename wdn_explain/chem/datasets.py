@@ -1,0 +1,294 @@
+"""Molecule datasets: the TU collection through PyG's ``TUDataset`` and SMILES CSVs via RDKit.
+
+Every loader returns a :class:`MoleculeDataset`: PyG graphs with one-hot node features
+``x`` (n, F), both directions of every bond in ``edge_index`` and the bond type one-hot in
+``edge_attr`` (E, 4: single, double, triple, aromatic), class labels ``y`` (0/1) and, for
+molecules, the atom symbol of every node (``symbols``) for drawing.
+
+Real users get the files from the standard download paths; offline, point ``root`` at a
+folder that holds them (``root/MUTAG/raw/MUTAG_A.txt``, ``root/Benzene/benzene_smiles.csv``)
+-- the error for a missing folder says exactly where.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import os
+import tempfile
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.datasets import TUDataset
+
+from ..errors import DataError
+
+TU_URL = "https://www.chrsmrrs.com/graphkerneldatasets"
+SMILES_URL = "https://github.com/google-research/graph-attribution/raw/main/data"
+
+#: TU sets of the paper; atom symbols of their node labels where the set is molecular.
+TU_DATASETS: dict[str, tuple[str, ...] | None] = {
+    "MUTAG": ("C", "N", "O", "F", "I", "Cl", "Br"),
+    "Mutagenicity": ("C", "O", "Cl", "H", "N", "F", "Br", "S", "P", "I", "Na", "K", "Li", "Ca"),
+    "BZR": None,
+    "COX2": None,
+    "PROTEINS": None,
+    "ENZYMES": None,
+}
+#: SMILES sets: dataset name -> (file name, folder of the download path).
+SMILES_DATASETS = {
+    "Benzene": ("benzene_smiles.csv", "benzene"),
+    "FluorideCarbonyl": ("fluoride_carbonyl_smiles.csv", "fluoride_carbonyl"),
+    "AlkaneCarbonyl": ("alkane_carbonyl_smiles.csv", "alkane_carbonyl"),
+}
+DATASETS = (*TU_DATASETS, *SMILES_DATASETS)
+#: Atom types of the SMILES featurisation (the papers' list); anything else is ``other``.
+ATOM_TYPES = ("C", "N", "O", "S", "F", "P", "Cl", "Br", "Na", "Ca", "I", "B", "H", "other")
+#: Bond types, in the order of the edge feature one-hot (MUTAG's edge labels are reordered).
+BOND_TYPES = ("single", "double", "triple", "aromatic")
+_MUTAG_BONDS = (3, 0, 1, 2)  # MUTAG edge label (aromatic, single, double, triple) -> BOND_TYPES
+
+
+@dataclass
+class MoleculeDataset:
+    """Graphs of one dataset and what is needed to draw and check them.
+
+    Attributes:
+        name: Dataset name (one of :data:`DATASETS`).
+        graphs: PyG ``Data`` with ``x``, ``edge_index``, ``edge_attr`` (or None), ``y`` (1,).
+        feature_names: Meaning of each node feature column (atom types for molecules).
+        symbols: Atom symbol per node of every graph, or None for non-molecular sets.
+        ids: Molecule identifiers (``mol_id`` of the CSV, graph number for TU sets).
+        smiles: SMILES per graph (SMILES sets only).
+    """
+
+    name: str
+    graphs: list[Data]
+    feature_names: list[str]
+    symbols: list[list[str]] | None
+    ids: list[str]
+    smiles: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def labels(self) -> torch.Tensor:
+        return torch.cat([g.y for g in self.graphs])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.labels.max()) + 1
+
+
+def default_root() -> Path:
+    """``$WDN_EXPLAIN_CHEM_DATA``, else ``~/.cache/wdn_explain/chem`` (downloads go there)."""
+    env = os.environ.get("WDN_EXPLAIN_CHEM_DATA")
+    return Path(env) if env else Path.home() / ".cache" / "wdn_explain" / "chem"
+
+
+def load_dataset(
+    name: str, root: str | Path | None = None, *, download: bool = True
+) -> MoleculeDataset:
+    """Load a dataset by name from ``root`` (downloading what is missing when allowed).
+
+    Raises:
+        DataError: unknown name, files missing (offline), malformed CSV row or SMILES.
+    """
+    root = Path(root) if root is not None else default_root()
+    if name in TU_DATASETS:
+        return load_tu(name, root, download=download)
+    if name in SMILES_DATASETS:
+        return load_smiles(name, root, download=download)
+    raise DataError(f"unknown dataset '{name}' (choose from {', '.join(DATASETS)})")
+
+
+class _TU(TUDataset):
+    """``TUDataset`` reading ``root/NAME/raw`` but writing processed files to a private cache
+    (the raw folder may be read-only or shared)."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
+        self._cache = Path(tempfile.gettempdir()) / f"wdn_explain_tu_{os.getuid()}" / key
+        with contextlib.redirect_stderr(io.StringIO()):  # PyG prints "Processing..."
+            super().__init__(str(root), name)
+
+    @property
+    def processed_dir(self) -> str:
+        return str(self._cache / self.name / "processed")
+
+
+def load_tu(name: str, root: str | Path, *, download: bool = True) -> MoleculeDataset:
+    """A TU dataset from ``root/NAME/raw`` (downloaded from the TU collection when allowed)."""
+    root = Path(root)
+    raw = root / name / "raw"
+    if not (raw / f"{name}_A.txt").is_file() and not download:
+        raise DataError(_missing(name, raw, f"{TU_URL}/{name}.zip", "its unzipped TU files"))
+    try:
+        tu = _TU(root, name)
+    except OSError as exc:  # URLError is an OSError: offline or unreachable
+        raise DataError(
+            _missing(name, raw, f"{TU_URL}/{name}.zip", "its unzipped TU files", exc)
+        ) from None
+    atoms = TU_DATASETS[name]
+    n_labels = tu.num_node_labels
+    feature_names = list(atoms[:n_labels]) if atoms else [f"label {i}" for i in range(n_labels)]
+    feature_names += [f"attribute {i}" for i in range(tu.num_node_features - n_labels)]
+    graphs, symbols = [], [] if atoms else None
+    for data in tu:
+        edge_attr = data.edge_attr
+        if name == "MUTAG" and edge_attr is not None:
+            edge_attr = edge_attr[:, list(_MUTAG_BONDS)]
+        graphs.append(Data(x=data.x, edge_index=data.edge_index, edge_attr=edge_attr, y=data.y))
+        if atoms:
+            symbols.append([atoms[i] for i in data.x[:, :n_labels].argmax(dim=1).tolist()])
+    ids = [str(i) for i in range(len(graphs))]
+    return MoleculeDataset(name, graphs, feature_names, symbols, ids)
+
+
+def load_smiles(name: str, root: str | Path, *, download: bool = True) -> MoleculeDataset:
+    """A SMILES CSV dataset (``mol_id,smiles,label``) from ``root/NAME/``."""
+    filename, folder = SMILES_DATASETS[name]
+    path = Path(root) / name / filename
+    url = f"{SMILES_URL}/{folder}/{filename}"
+    if not path.is_file():
+        if not download:
+            raise DataError(_missing(name, path.parent, url, filename))
+        from torch_geometric.data import download_url
+
+        try:
+            download_url(url, str(path.parent), log=False)
+        except OSError as exc:
+            raise DataError(_missing(name, path.parent, url, filename, exc)) from None
+    return read_smiles_csv(path, name)
+
+
+def read_smiles_csv(path: str | Path, name: str | None = None) -> MoleculeDataset:
+    """Parse a ``mol_id,smiles,label`` CSV into molecule graphs.
+
+    Atoms outside :data:`ATOM_TYPES` become ``other`` (counted in one warning).
+
+    Raises:
+        DataError: a row without three fields or a non-numeric label (its line number), an
+            unparsable SMILES (its ``mol_id`` and line).
+    """
+    path = Path(path)
+    graphs, symbols, ids, smiles, other = [], [], [], [], Counter()
+    with open(path, newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header != ["mol_id", "smiles", "label"]:
+            raise DataError(
+                f"{path}: line 1 must be the header 'mol_id,smiles,label' (got {header})"
+            )
+        for row in reader:
+            line = reader.line_num
+            if len(row) != 3:
+                raise DataError(f"{path}: line {line} is malformed: 3 fields expected (got {row})")
+            mol_id, smi, label = row
+            try:
+                y = int(float(label))
+            except ValueError:
+                raise DataError(
+                    f"{path}: line {line} is malformed: label '{label}' is not a number"
+                ) from None
+            graph, atoms = smiles_to_graph(smi, ATOM_TYPES, other)
+            if graph is None:
+                raise DataError(f"{path}: line {line}: unparsable SMILES '{smi}' of '{mol_id}'")
+            graph.y = torch.tensor([y])
+            graphs.append(graph)
+            symbols.append(atoms)
+            ids.append(mol_id)
+            smiles.append(smi)
+    if other:
+        listed = ", ".join(f"{s} x{c}" for s, c in sorted(other.items()))
+        warnings.warn(
+            f"{path}: {sum(other.values())} atoms outside the featurisation mapped to 'other' "
+            f"({listed})",
+            stacklevel=2,
+        )
+    return MoleculeDataset(name or path.stem, graphs, list(ATOM_TYPES), symbols, ids, smiles)
+
+
+def smiles_to_graph(
+    smiles: str, atom_types: tuple[str, ...] | list[str] = ATOM_TYPES, other: Counter | None = None
+) -> tuple[Data | None, list[str]]:
+    """One molecule graph from SMILES (None if RDKit cannot parse it) and its atom symbols.
+
+    Node features one-hot encode ``atom_types``; a symbol outside them becomes ``other``
+    (counted in ``other``) when ``other`` is one of the types, else it is refused.
+
+    Raises:
+        DataError: an atom outside ``atom_types`` when there is no ``other`` type.
+    """
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    mol = Chem.MolFromSmiles(smiles) if smiles.strip() else None
+    if mol is None or mol.GetNumAtoms() == 0:
+        return None, []
+    atoms = [a.GetSymbol() for a in mol.GetAtoms()]
+    types = []
+    for symbol in atoms:
+        if symbol in atom_types and symbol != "other":
+            types.append(atom_types.index(symbol))
+        elif "other" in atom_types:
+            types.append(atom_types.index("other"))
+            if other is not None:
+                other[symbol] += 1
+        else:
+            raise DataError(
+                f"atom '{symbol}' of SMILES '{smiles}' is not one of the atom types "
+                f"[{', '.join(atom_types)}]"
+            )
+    x = torch.nn.functional.one_hot(torch.tensor(types), len(atom_types)).float()
+    src, dst, kinds = [], [], []
+    for bond in mol.GetBonds():
+        i, j = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
+        kind = _bond_kind(bond)
+        src += [i, j]
+        dst += [j, i]
+        kinds += [kind, kind]
+    edge_index = torch.tensor([src, dst], dtype=torch.long).reshape(2, -1)
+    edge_attr = torch.nn.functional.one_hot(
+        torch.tensor(kinds, dtype=torch.long), len(BOND_TYPES)
+    ).float()
+    return Data(x=x, edge_index=edge_index, edge_attr=edge_attr.reshape(-1, len(BOND_TYPES))), atoms
+
+
+def smiles_graph_for(smiles: str, atom_types: list[str]) -> tuple[Data, list[str]]:
+    """A pasted SMILES featurised for a model trained on ``atom_types`` (its card's features).
+
+    Raises:
+        DataError: unparsable SMILES or an atom the model has no feature for.
+    """
+    graph, symbols = smiles_to_graph(smiles, atom_types)
+    if graph is None:
+        raise DataError(f"unparsable SMILES '{smiles}'")
+    return graph, symbols
+
+
+def _bond_kind(bond) -> int:
+    from rdkit import Chem
+
+    kinds = {
+        Chem.BondType.SINGLE: 0,
+        Chem.BondType.DOUBLE: 1,
+        Chem.BondType.TRIPLE: 2,
+        Chem.BondType.AROMATIC: 3,
+    }
+    return kinds.get(bond.GetBondType(), 0)  # dative and other rare bonds count as single
+
+
+def _missing(name: str, folder: Path, url: str, what: str, error: Exception | None = None) -> str:
+    failed = f"; the download failed ({error})" if error else ""
+    return (
+        f"dataset '{name}' not found: put {what} into '{folder}' "
+        f"(download path: {url}), or pass the folder that holds '{name}/' as root{failed}"
+    )

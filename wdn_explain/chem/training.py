@@ -1,0 +1,238 @@
+"""Train, save and load molecule classifiers.
+
+Training: a stratified 80/10/10 split (seeded), Adam on cross-entropy, early stopping on the
+validation accuracy (ties: lower validation loss), the best epoch's weights kept, GPU when
+present. A model folder holds ``model.pt`` (a state_dict, loaded with ``weights_only=True``)
+and ``card.json`` (a typed :class:`ChemCard`: dataset and its features, architecture,
+training config, split sizes, accuracies, history).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sklearn.model_selection import train_test_split
+from torch_geometric.loader import DataLoader
+
+from ..errors import ConfigError, DataError
+from ..files import atomic_write
+from ..model_folder import CARD, WEIGHTS
+from ..progress import ProgressArg, progress_callback
+from .datasets import MoleculeDataset
+from .models import ChemModelConfig, MoleculeGNN
+
+
+class ChemTrainConfig(BaseModel):
+    """Optimisation settings (stored in the model card)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    epochs: int = Field(100, ge=1)
+    patience: int = Field(20, ge=1)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(3e-3, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    seed: int = 0
+    max_graphs: int | None = Field(None, ge=10)
+
+
+class ChemCard(BaseModel):
+    """What a model folder's ``card.json`` holds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dataset: str
+    feature_names: list[str]
+    model: ChemModelConfig
+    train: ChemTrainConfig
+    split_sizes: dict[str, int]
+    accuracy: dict[str, float]
+    best_epoch: int
+    epochs_run: int
+    seconds: float
+    device: str
+    history: list[dict[str, float]]
+    torch_version: str
+    date: str
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` -> CUDA when available, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.split(":")[0] not in ("cpu", "cuda"):
+        raise ConfigError(f"unknown device '{device}' (use auto, cpu, cuda or cuda:N)")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device '{device}' asked for, but no CUDA GPU is available")
+    return torch.device(device)
+
+
+def stratified_split(labels: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
+    """Indices of a stratified 80/10/10 train/val/test split."""
+    index = np.arange(len(labels))
+    train, rest = train_test_split(index, test_size=0.2, stratify=labels, random_state=seed)
+    val, test = train_test_split(rest, test_size=0.5, stratify=labels[rest], random_state=seed)
+    return {"train": np.sort(train), "val": np.sort(val), "test": np.sort(test)}
+
+
+def subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
+    """A stratified subset of ``size`` graph indices."""
+    if size >= len(labels):
+        return np.arange(len(labels))
+    keep, _ = train_test_split(
+        np.arange(len(labels)), train_size=size, stratify=labels, random_state=seed
+    )
+    return np.sort(keep)
+
+
+@torch.no_grad()
+def accuracy_and_loss(model: MoleculeGNN, loader: DataLoader, device: torch.device):
+    """Accuracy and mean cross-entropy of a model on a loader (eval mode)."""
+    model.eval()
+    correct = total = 0
+    loss = 0.0
+    for batch in loader:
+        batch = batch.to(device)
+        logits = model(batch.x, batch.edge_index, batch=batch.batch)
+        loss += float(torch.nn.functional.cross_entropy(logits, batch.y, reduction="sum"))
+        correct += int((logits.argmax(dim=1) == batch.y).sum())
+        total += len(batch.y)
+    return correct / max(total, 1), loss / max(total, 1)
+
+
+def train_classifier(
+    dataset: MoleculeDataset,
+    model_config: ChemModelConfig,
+    config: ChemTrainConfig | None = None,
+    out_dir: str | Path | None = None,
+    *,
+    device: str = "auto",
+    progress: ProgressArg = False,
+) -> tuple[MoleculeGNN, ChemCard]:
+    """Train a classifier on a dataset; write the model folder when ``out_dir`` is given."""
+    config = config or ChemTrainConfig()
+    if model_config.in_channels != len(dataset.feature_names):
+        raise ConfigError(
+            f"in_channels {model_config.in_channels} does not match the {len(dataset.feature_names)} "
+            f"node features of '{dataset.name}'"
+        )
+    dev = resolve_device(device)
+    torch.manual_seed(config.seed)
+    labels = dataset.labels.numpy()
+    pool = subset(labels, config.max_graphs or len(labels), config.seed)
+    split = {k: pool[v] for k, v in stratified_split(labels[pool], config.seed).items()}
+    loaders = {
+        k: DataLoader(
+            [dataset.graphs[i] for i in v],
+            batch_size=config.batch_size,
+            shuffle=k == "train",
+            generator=torch.Generator().manual_seed(config.seed),
+        )
+        for k, v in split.items()
+    }
+    model = MoleculeGNN(model_config).to(dev)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    best, best_state, best_epoch, history = (-1.0, np.inf), None, 0, []
+    start = time.perf_counter()
+    with progress_callback(progress, f"train {model_config.architecture}") as cb:
+        for epoch in range(1, config.epochs + 1):
+            model.train()
+            train_loss = correct = 0.0
+            for batch in loaders["train"]:
+                batch = batch.to(dev)
+                optimiser.zero_grad()
+                logits = model(batch.x, batch.edge_index, batch=batch.batch)
+                loss = torch.nn.functional.cross_entropy(logits, batch.y)
+                loss.backward()
+                optimiser.step()
+                train_loss += loss.item() * len(batch.y)
+                correct += int((logits.argmax(dim=1) == batch.y).sum())
+            # running figures of the epoch (train mode), not a second pass
+            train_loss, train_acc = train_loss / len(split["train"]), correct / len(split["train"])
+            val_acc, val_loss = accuracy_and_loss(model, loaders["val"], dev)
+            history.append(
+                {
+                    "epoch": epoch,
+                    "train_loss": train_loss,
+                    "train_acc": train_acc,
+                    "val_acc": val_acc,
+                }
+            )
+            if val_acc > best[0] or (val_acc == best[0] and val_loss < best[1]):
+                best, best_epoch = (val_acc, val_loss), epoch
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            if cb:
+                cb(epoch, config.epochs)
+            if epoch - best_epoch >= config.patience:
+                break
+    model.load_state_dict(best_state)
+    accuracy = {k: accuracy_and_loss(model, loader, dev)[0] for k, loader in loaders.items()}
+    card = ChemCard(
+        dataset=dataset.name,
+        feature_names=dataset.feature_names,
+        model=model_config,
+        train=config,
+        split_sizes={k: len(v) for k, v in split.items()},
+        accuracy=accuracy,
+        best_epoch=best_epoch,
+        epochs_run=len(history),
+        seconds=round(time.perf_counter() - start, 1),
+        device=str(dev),
+        history=history,
+        torch_version=torch.__version__,
+        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    model = model.cpu().eval()
+    if out_dir is not None:
+        save_classifier(model, card, out_dir)
+    return model, card
+
+
+def save_classifier(model: MoleculeGNN, card: ChemCard, out_dir: str | Path) -> Path:
+    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_write(out / WEIGHTS) as tmp:
+        torch.save(model.state_dict(), tmp)
+    with atomic_write(out / CARD) as tmp:
+        tmp.write_text(card.model_dump_json(indent=2))
+    return out
+
+
+def load_classifier(model_dir: str | Path) -> tuple[MoleculeGNN, ChemCard]:
+    """Load a model folder (CPU, eval mode).
+
+    Raises:
+        DataError: missing files, a corrupt card or weights that do not fit the card.
+    """
+    folder = Path(model_dir)
+    if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
+        raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
+    try:
+        card = ChemCard.model_validate_json((folder / CARD).read_text())
+    except ValidationError as exc:
+        raise DataError(
+            f"model card '{folder / CARD}' is not a molecule model card ({exc})"
+        ) from None
+    model = MoleculeGNN(card.model)
+    try:
+        state = torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
+        model.load_state_dict(state)
+    except Exception as exc:  # torch raises many types for damaged or mismatched files
+        raise DataError(f"weights '{folder / WEIGHTS}' do not fit the card ({exc})") from None
+    return model.eval(), card
+
+
+def check_features(card: ChemCard, dataset: MoleculeDataset) -> None:
+    """Refuse a dataset whose node features are not the ones the model was trained on."""
+    if card.feature_names != dataset.feature_names:
+        raise DataError(
+            f"the model was trained on '{card.dataset}' with node features "
+            f"[{', '.join(card.feature_names)}]; '{dataset.name}' has "
+            f"[{', '.join(dataset.feature_names)}]"
+        )
