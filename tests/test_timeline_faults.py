@@ -195,7 +195,8 @@ def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, go
         GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
     )
     timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
-    assert status == "computed" and len(calls) == len(timeline) - 3
+    assert status == "computed (resumed: 3 of 5 steps kept from an interrupted run)"
+    assert len(calls) == len(timeline) - 3
     np.testing.assert_array_equal(
         Timeline.load(out).node_values("k-SII", 2), Timeline.load(good).node_values("k-SII", 2)
     )
@@ -283,4 +284,5 @@ def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir
     )
     result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 0 and calls == []  # every step came from the kept ones
+    assert "(resumed: 5 of 5 steps kept from an interrupted run)" in result.output
     assert len(Timeline.load(out)) == 5
