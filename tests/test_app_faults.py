@@ -1,8 +1,10 @@
 """The app under faults: every failure is a message, never a traceback, and the installed
 package is never written."""
 
+import json
 import shutil
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -27,10 +29,12 @@ def start():
     return AppTest.from_file(APP, default_timeout=180).run()
 
 
-def test_damaged_cached_scenario_is_a_message(env):
-    env.mkdir()
-    bad = env / f"timeline_0123456789abcdef_{model_hash(timeline_module.DEFAULT_MODEL)}.npz"
-    bad.write_bytes(timeline_module.DEFAULT_TIMELINE.read_bytes()[:5000])
+def test_damaged_cached_scenario_is_a_message(env, tiny_model_dir, monkeypatch):
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(tiny_model_dir))
+    assert not start().exception  # computes the default scenario into the cache
+    (default,) = env.glob("timeline_*.npz")
+    bad = env / f"timeline_0123456789abcdef_{model_hash(tiny_model_dir)}.npz"
+    bad.write_bytes(default.read_bytes()[:5000])
     at = start()
     assert not at.exception
     at.selectbox(key="scenario").select("unreadable timeline " + bad.name + " [012345]").run()
@@ -66,7 +70,8 @@ def test_stale_shipped_timeline_is_never_rewritten(env, tmp_path, tiny_model_dir
     package = tmp_path / "package" / "default"
     shutil.copytree(tiny_model_dir, package)
     shipped = package / "default_timeline.npz"
-    shutil.copy(timeline_module.DEFAULT_TIMELINE, shipped)  # made by another model: stale
+    meta = {"format": timeline_module.FORMAT, "model_hash": "another model"}
+    np.savez(shipped, meta=np.array(json.dumps(meta)), steps=np.arange(3))
     before = shipped.read_bytes()
     monkeypatch.setattr(timeline_module, "DEFAULT_MODEL", package)
     monkeypatch.setattr(timeline_module, "DEFAULT_TIMELINE", shipped)

@@ -59,11 +59,14 @@ def test_read_only_file_system_gives_one_error(tmp_path, monkeypatch):
             tmp.write_text("x")
 
 
-def test_stray_temporaries_are_removed(tmp_path):
-    (tmp_path / ".scenario_00001.npz.123.456.abcd.tmp").write_text("x")
+def test_stray_temporaries_of_ended_writers_are_removed(tmp_path):
+    dead = 4194305  # above Linux's largest pid_max: no such process
+    (tmp_path / f".scenario_00001.npz.{dead}.456.abcd.tmp").write_text("x")
+    live = tmp_path / f".scenario_00002.npz.{os.getpid()}.456.abcd.tmp"  # a writer at work
+    live.write_text("x")
     (tmp_path / "scenario_00001.npz").write_text("kept")
     assert remove_stray_temporaries(tmp_path, "scenario_*") == 1
-    assert os.listdir(tmp_path) == ["scenario_00001.npz"]
+    assert sorted(os.listdir(tmp_path)) == sorted([live.name, "scenario_00001.npz"])
 
 
 @pytest.mark.parametrize(

@@ -195,7 +195,8 @@ def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, go
         GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
     )
     timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
-    assert status == "computed" and len(calls) == len(timeline) - 3
+    assert status == "computed (resumed: 3 of 5 steps kept from an interrupted run)"
+    assert len(calls) == len(timeline) - 3
     np.testing.assert_array_equal(
         Timeline.load(out).node_values("k-SII", 2), Timeline.load(good).node_values("k-SII", 2)
     )
@@ -215,13 +216,73 @@ def test_ctrl_c_in_explain_is_one_line(tmp_path, tiny_model_dir, monkeypatch):
     )
 
 
-def test_a_one_year_explain_is_refused_up_front(tmp_path):
-    from wdn_explain.timeline import DEFAULT_MODEL
-
-    out = tmp_path / "year.npz"
-    year = "{duration_s: 31536000}"
-    result = run("explain", "--scenario", year, "--model", DEFAULT_MODEL, "--out", out)
+def test_a_decade_explain_is_refused_up_front(tmp_path, tiny_model_dir):
+    out = tmp_path / "decade.npz"
+    decade = "{duration_s: 315360000}"  # 1 051 201 reports
+    result = run("explain", "--scenario", decade, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 1
     assert result.output.startswith("error: this would take about ")
     assert "GB of memory" in result.output and "--yes to proceed" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "target", "message"),
+    [
+        (["report", "--out"], "notes.txt", "exists and is not a report file"),
+        (["report", "--gif"], "notes.txt", "exists and is not a GIF file"),
+        (["export", "--csv"], "notes.txt", "exists and is not a CSV file"),
+        (["export", "--json-dir"], "notes.txt", "JSON folder '{p}' is a file, expected a folder"),
+        (["export", "--csv"], "folder/", "CSV file '{p}' is a directory, expected a file"),
+        (["complexity", "--layers", "1", "--csv"], "notes.txt", "exists and is not a CSV file"),
+    ],
+)
+def test_outputs_of_other_kinds_are_refused_and_kept(good, tmp_path, command, target, message):
+    path = tmp_path / target.rstrip("/")
+    if target.endswith("/"):
+        path.mkdir()
+    else:
+        path.write_text("my notes")
+    source = [] if command[0] == "complexity" else ["--timeline", good]
+    result = run(command[0], *source, *command[1:], path)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and message.format(p=path) in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert path.is_dir() if target.endswith("/") else path.read_text() == "my notes"
+
+
+def test_unwritable_timeline_output_is_refused_before_work(tmp_path, tiny_model_dir, monkeypatch):
+    from wdn_explain import files
+
+    monkeypatch.setattr(files, "_writable", lambda folder: False)
+    monkeypatch.setattr(GraphSHAPIQ, "explain", lambda *a, **k: pytest.fail("explained"))
+    out = tmp_path / "t.npz"
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert (
+        result.output.strip()
+        == f"error: cannot write timeline file '{out}': '{tmp_path}' is not writable"
+    )
+
+
+def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir, monkeypatch):
+    import errno
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    out = tmp_path / "t.npz"
+    with monkeypatch.context() as patch:
+        patch.setattr(np, "savez_compressed", disk_full)  # the timeline file, not the steps
+        result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: cannot write '{out}' (No space left on device)"
+    calls = []
+    explain = GraphSHAPIQ.explain
+    monkeypatch.setattr(
+        GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
+    )
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 0 and calls == []  # every step came from the kept ones
+    assert "(resumed: 5 of 5 steps kept from an interrupted run)" in result.output
+    assert len(Timeline.load(out)) == 5

@@ -13,6 +13,8 @@ from wdn_explain.errors import DataError
 from wdn_explain.model_folder import file_sha256
 from wdn_explain.training import load_model
 
+from conftest import ROOT
+
 runner = CliRunner()
 
 
@@ -157,3 +159,10 @@ def test_late_write_error_keeps_the_trained_model(tmp_path, waq_dir, monkeypatch
     model, card = load_model(rescue)
     assert card["model"]["hidden_channels"] == 4
     shutil.rmtree(rescue)
+
+
+def test_shipped_default_model_records_its_weight_hash():
+    folder = ROOT / "models" / "default"
+    card = json.loads((folder / "card.json").read_text())
+    assert card["weights_sha256"] == file_sha256(folder / "model.pt")
+    load_model(folder)  # the check at load passes

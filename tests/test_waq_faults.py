@@ -87,7 +87,7 @@ def test_simulator_failure_leaves_no_manifest(tmp_path, tiny_config, monkeypatch
     ("content", "message"),
     [
         ("[1, 2]", "a list, not a mapping"),
-        ('{"format": "wdn-explain-waq/2"}', "it lacks config, config_hash, n_scenarios, network"),
+        (json.dumps({"format": waq.FORMAT}), "it lacks config, config_hash, n_scenarios, network"),
         (b"\x80\x81\xfe", "is corrupt"),
     ],
 )
@@ -106,7 +106,7 @@ def test_resume_redoes_a_damaged_file_and_removes_stray_temporaries(tmp_path, wa
     original = SimulationResult.load(scenario_path(out, 2))
     damaged = scenario_path(out, 2)
     damaged.write_bytes(damaged.read_bytes()[:300])
-    (out / ".scenario_00004.npz.1.2.ab.tmp").write_bytes(b"half")
+    (out / ".scenario_00004.npz.4194305.2.ab.tmp").write_bytes(b"half")  # writer gone
     config = waq.SimulationConfig.model_validate(
         json.loads((out / "manifest.json").read_text())["config"]
     )
@@ -215,3 +215,11 @@ def test_ctrl_c_stops_cleanly_without_litter(tmp_path):
     assert tmp_path not in scratch and not any(p.exists() for p in scratch)  # removed
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("en")]
     assert not list(out.glob(".*.tmp"))
+
+
+def test_progress_moves_one_scenario_at_a_time(tmp_path):
+    """40 scenarios on 2 workers: the bar moves by one, not by chunks of tasks."""
+    config = parse_config({"n_scenarios": 40, "scenario": {"duration_s": 1800}})
+    calls = []
+    generate_waq(config, tmp_path / "w", n_workers=2, progress=lambda d, t: calls.append(d))
+    assert calls == list(range(41))  # 0 (nothing done yet), then every scenario

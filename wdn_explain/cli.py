@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -316,7 +317,7 @@ def complexity(
         typer.echo(f"wrote {csv}")
 
 
-def _suffix(*suffixes: str):
+def _suffix(*suffixes: str) -> Callable[[Path], bool]:
     """Whether an existing file looks like an output of this kind (by its suffix)."""
     return lambda path: path.suffix.lower() in suffixes
 
@@ -398,7 +399,7 @@ def report(
     from .timeline import Timeline
 
     try:
-        check_output(out, what="HTML report", is_output=_suffix(".html", ".htm"))
+        check_output(out, what="report file", is_output=_suffix(".html", ".htm"))
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
         tl = Timeline.load(timeline)

@@ -41,13 +41,30 @@ def atomic_write(path: str | Path) -> Iterator[Path]:
 
 
 def remove_stray_temporaries(folder: str | Path, pattern: str) -> int:
-    """Delete temporary files left by interrupted writes (``.NAME.*.tmp``); return how many."""
+    """Delete temporary files left by interrupted writes (``.NAME.<pid>.*.tmp``) whose
+    process is gone (a live writer's file is left alone); return how many were removed."""
     removed = 0
     for tmp in Path(folder).glob(f".{pattern}.*.tmp"):
+        if _writer_alive(tmp):
+            continue
         with contextlib.suppress(OSError):
             tmp.unlink()
             removed += 1
     return removed
+
+
+def _writer_alive(tmp: Path) -> bool:
+    """Whether the process named in a temporary file's name still runs."""
+    parts = tmp.name.split(".")  # "", NAME (may hold dots), pid, thread, random, "tmp"
+    if len(parts) < 6 or not parts[-4].isdigit():
+        return False
+    try:
+        os.kill(int(parts[-4]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def check_output(

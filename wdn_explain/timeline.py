@@ -323,7 +323,8 @@ def explain_scenario(
     refused before any work unless ``allow_large``.
 
     Returns (timeline, status) where status is ``cached`` (a matching file was reused),
-    ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale).
+    ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale), followed by
+    `` (resumed: k of n steps ...)`` when steps of an interrupted run were reused.
     """
     from .network import load_network
     from .training import load_model
@@ -380,9 +381,11 @@ def explain_scenario(
     )
     explanations = []
     store = StepStore.beside(out, meta) if out is not None else None
+    kept = 0
     with progress_callback(progress, "explain timeline") as cb:
         for i, t in enumerate(steps):
             explanation = store.get(i) if store is not None else None
+            kept += explanation is not None
             if explanation is None:
                 explanation = explainer.explain(graphs[t])
                 if store is not None:
@@ -390,6 +393,8 @@ def explain_scenario(
             explanations.append(explanation)
             if cb:
                 cb(i + 1, len(steps))
+    if kept:
+        status += f" (resumed: {kept} of {len(steps)} steps kept from an interrupted run)"
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
@@ -408,7 +413,7 @@ def explain_scenario(
 
 def _check_size(
     scenario: ScenarioConfig,
-    network: Any,
+    network: Network,
     n_layers: int,
     meta: dict[str, Any],
     out: str | Path | None,

@@ -149,9 +149,13 @@ def check_config_nodes(config: SimulationConfig, network: Network) -> None:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -> None:
+def _load_worker(config_json: str, folder: str) -> None:
     config = SimulationConfig.model_validate_json(config_json)
     _WORKER.update(config=config, folder=folder, network=load_network(config.scenario.network))
+
+
+def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -> None:
+    _load_worker(config_json, folder)  # before init_worker changes the directory
     init_worker(parent_pid, scratch)
 
 
@@ -175,22 +179,22 @@ def _run_guarded(index: int) -> int:
         ) from None
 
 
-def _is_complete(path: Path, config: SimulationConfig, index: int, n_nodes: int) -> bool:
+def _is_complete(path: Path, config: SimulationConfig, network: Network) -> bool:
     """Cheap check of a finished scenario file: loadable, the expected shapes."""
     try:
         result = SimulationResult.load(path)
     except DataError:
         return False
-    return result.node_chlorine_mg_l.shape == (config.scenario.n_reports, n_nodes)
+    return result.node_chlorine_mg_l.shape == (config.scenario.n_reports, network.n_nodes)
 
 
-def _todo(folder: Path, config: SimulationConfig, n_nodes: int) -> list[int]:
+def _todo(folder: Path, config: SimulationConfig, network: Network) -> list[int]:
     """Scenarios still to simulate; a damaged finished file is removed and redone."""
     present = {entry.name for entry in os.scandir(folder)}
     todo = []
     for index in range(config.n_scenarios):
         path = scenario_path(folder, index)
-        if path.name in present and _is_complete(path, config, index, n_nodes):
+        if path.name in present and _is_complete(path, config, network):
             continue
         if path.name in present:
             logger.warning("WAQ: %s is damaged; simulating it again", path)
@@ -224,7 +228,7 @@ def generate_waq(
         ConfigError: the config names an unknown network or injection node, a scenario
             fails in the simulator, or the set is too large without ``allow_large``.
     """
-    folder = check_output(Path(folder).absolute(), kind="dir", what="output folder")
+    folder = check_output(folder, kind="dir", what="output folder")
     network = load_network(config.scenario.network)
     check_config_nodes(config, network)  # before touching the folder
     n_workers = n_workers or os.cpu_count() or 1
@@ -232,7 +236,7 @@ def generate_waq(
     new_manifest = not (folder / MANIFEST).is_file() or overwrite
     _prepare_folder(folder, config, network, overwrite)
     remove_stray_temporaries(folder, "scenario_*")
-    todo = _todo(folder, config, network.n_nodes)
+    todo = _todo(folder, config, network)
     total, done = config.n_scenarios, config.n_scenarios - len(todo)
     logger.info("WAQ: %d of %d scenarios to simulate in %s", len(todo), total, folder)
     if progress:
@@ -240,7 +244,8 @@ def generate_waq(
     n_workers = max(1, min(n_workers, len(todo) or 1))
     try:
         with scratch_folder() as scratch:
-            args = (config.model_dump_json(), str(folder), os.getpid(), str(scratch))
+            # workers run inside ``scratch``: they need the folder's absolute path
+            args = (config.model_dump_json(), str(folder.absolute()), os.getpid(), str(scratch))
             for _ in _results(todo, n_workers, args):
                 done += 1
                 if progress:
@@ -256,8 +261,7 @@ def _results(todo: list[int], n_workers: int, args: tuple) -> Iterator[int]:
     """Run ``_run_one`` on every index, in this process or in a pool, yielding as they end."""
     if n_workers == 1:
         config_json, folder, _, scratch = args
-        config = SimulationConfig.model_validate_json(config_json)
-        _WORKER.update(config=config, folder=folder, network=load_network(config.scenario.network))
+        _load_worker(config_json, folder)
         try:
             with working_directory(scratch):
                 yield from map(_run_guarded, todo)
