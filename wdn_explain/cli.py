@@ -382,6 +382,9 @@ def explain(
     )
 
 
+REFERENCE_HELP = "values relative to: mean (the network average, the paper's) or none (no chlorine)"
+
+
 @app.command()
 def report(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
@@ -389,22 +392,25 @@ def report(
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
+    reference: str = typer.Option("mean", help=REFERENCE_HELP),
     gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
 ) -> None:
-    """Write the animated SI-Graph of a timeline as HTML (and optionally a GIF)."""
-    from .files import check_output
+    """Write a self-contained HTML report of a timeline (title, how to read it, the animated
+    SI-Graph, forecast against simulated truth) and optionally a GIF."""
+    from .files import atomic_write, check_output
     from .network import load_network
-    from .plot import timeline_figure, write_gif
+    from .report import report_html, write_gif
     from .timeline import Timeline
 
     try:
         check_output(out, what="HTML report", is_output=_suffix(".html", ".htm"))
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
-        tl = Timeline.load(timeline)
+        tl = Timeline.load(timeline).relative_to(reference)
         net = load_network(tl.scenario.network)
-        fig = timeline_figure(tl, net, index=index, order=order, top_k=top_k)
-        fig.write_html(out, include_plotlyjs=True, auto_play=False)
+        page = report_html(tl, net, index=index, order=order, top_k=top_k)
+        with atomic_write(out) as tmp:
+            tmp.write_text(page, encoding="utf-8")
         if gif:
             write_gif(tl, net, gif, index=index, order=order)
     except WdnExplainError as exc:
@@ -417,8 +423,11 @@ def export(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
-    csv: Path = typer.Option(None, help="one row per (step, interaction)"),
-    json_dir: Path = typer.Option(None, help="one shapiq InteractionValues JSON file per step"),
+    reference: str = typer.Option("mean", help=REFERENCE_HELP),
+    csv: Path = typer.Option(None, help="one row per (step, interaction), nodes by id"),
+    json_dir: Path = typer.Option(
+        None, help="one shapiq InteractionValues JSON file per step (with player -> node id)"
+    ),
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
     from .files import check_output
@@ -432,14 +441,11 @@ def export(
             check_output(csv, what="CSV file", is_output=_suffix(".csv"))
         if json_dir:
             check_output(json_dir, kind="dir", what="JSON folder")
-        tl = Timeline.load(timeline)
+        tl = Timeline.load(timeline).relative_to(reference)
         if csv:
             tl.to_frame(index, order).to_csv(csv, index=False)
         if json_dir:
-            json_dir.mkdir(parents=True, exist_ok=True)
-            for t in range(len(tl)):
-                path = json_dir / f"step_{int(tl.steps[t]):04d}.json"
-                tl.interaction_values(t, index, order).to_json_file(path)
+            tl.write_json(json_dir, index, order)
     except WdnExplainError as exc:
         _fail(exc)
     label = index if order is None else f"{index} (order {order})"

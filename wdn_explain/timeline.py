@@ -158,9 +158,34 @@ class Timeline:
                         "forecast": float(self.forecast[t]),
                         "truth": float(self.truth[t]),
                         "estimated": not e.exact,
+                        "reference": self.reference,
                     }
                 )
         return pd.DataFrame(rows)
+
+    def write_json(
+        self, folder: str | Path, index: str = "k-SII", order: int | None = None
+    ) -> list[Path]:
+        """One shapiq ``InteractionValues`` JSON file per step (``step_NNNN.json``, loadable
+        with ``InteractionValues.from_json_file``) into ``folder``; shapiq's players are
+        positions 0..n-1, so each file's ``parameters`` map them to node ids (``node_ids``)
+        and name the reference, time, forecast and simulated truth."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for t in range(len(self)):
+            path = folder / f"step_{int(self.steps[t]):04d}.json"
+            self.interaction_values(t, index, order).to_json_file(
+                path,
+                desc=f"{index} at {int(self.times_s[t])} s of {self.scenario.describe()}",
+                node_ids=[str(n) for n in self.node_ids],
+                reference=self.reference,
+                time_s=int(self.times_s[t]),
+                forecast=float(self.forecast[t]),
+                truth=float(self.truth[t]),
+            )
+            paths.append(path)
+        return paths
 
     def save(self, path: str | Path) -> Path:
         """Write atomically (temporary name, then rename)."""
