@@ -37,13 +37,14 @@ from wdn_explain.timeline import (
     REFERENCES,
     Timeline,
     cache_path,
+    default_model,
     explain_scenario,
     timeline_is_current,
     timeline_label,
 )
 
 logger = logging.getLogger("wdn_explain.app")
-MODEL_DIR = Path(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
+MODEL_DIR = default_model()
 CACHE_DIR = Path(os.environ.get("WDN_EXPLAIN_CACHE", Path.home() / ".cache" / "wdn-explain"))
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
 MAX_DURATION_S = 12 * 3600

@@ -27,7 +27,9 @@ def _fail(exc: WdnExplainError) -> None:
 
 @app.command()
 def simulate(
-    config: Path = typer.Option(Path("simulations/waq.yaml"), help="simulation YAML file"),
+    config: Path = typer.Option(
+        Path("simulations/waq.yaml"), help="simulation YAML file (shipped ones found anywhere)"
+    ),
     out: Path = typer.Option(..., help="output folder (created; resumed if it holds this config)"),
     workers: int = typer.Option(0, help="worker processes (0: all cores)"),
     overwrite: bool = typer.Option(False, help="replace a folder made from another config"),
@@ -36,10 +38,11 @@ def simulate(
     """Simulate the scenarios of a config (e.g. the WAQ dataset) into a folder."""
     from .progress import progress_callback
     from .scenario import load_config
+    from .timeline import shipped
     from .waq import generate_waq
 
     try:
-        cfg = load_config(config)
+        cfg = load_config(shipped(config))
         with progress_callback(True, "simulate") as cb:
             generate_waq(
                 cfg,
@@ -206,7 +209,9 @@ def train(
 
 @app.command()
 def evaluate(
-    model: Path = typer.Option(Path("models/default"), help="model folder"),
+    model: Path = typer.Option(
+        None, help="model folder [default: $WDN_EXPLAIN_MODEL, else the shipped models/default]"
+    ),
     data: Path = typer.Option(..., help="WAQ folder"),
     split: str = typer.Option("test", help="train, val, test or all"),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
@@ -215,9 +220,11 @@ def evaluate(
     overall, per scenario factor and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
     from .features import InputSpec
+    from .timeline import default_model, shipped
     from .training import check_data_matches, load_model
     from .training import evaluate as run_evaluation
 
+    model = default_model() if model is None else shipped(model)
     try:
         net, card = load_model(model)
         arrays = load_waq_arrays(data)
@@ -327,8 +334,9 @@ def _scenario_from(spec: str, index: int):
 
     from .errors import ConfigError
     from .scenario import load_config, parse_config
+    from .timeline import shipped
 
-    path = Path(spec)
+    path = shipped(spec)
     if path.suffix in (".yaml", ".yml") or path.is_file():
         return load_config(path).scenario_config(index)
     try:
@@ -348,7 +356,9 @@ def explain(
     scenario: str = typer.Option(
         "simulations/default_scenario.yaml", help="scenario YAML file or inline YAML mapping"
     ),
-    model: Path = typer.Option(Path("models/default"), help="model folder"),
+    model: Path = typer.Option(
+        None, help="model folder [default: $WDN_EXPLAIN_MODEL, else the shipped models/default]"
+    ),
     out: Path = typer.Option(..., help="timeline file (.npz); reused when it matches"),
     index: int = typer.Option(0, help="which scenario of a multi-scenario file"),
     overwrite: bool = typer.Option(False, help="replace a timeline file of another scenario"),
@@ -359,8 +369,9 @@ def explain(
 
     Warns (one line) when the scenario lies outside the model's training design."""
     from .design import UNKNOWN_DESIGN
-    from .timeline import check_timeline_output, explain_scenario
+    from .timeline import check_timeline_output, default_model, explain_scenario, shipped
 
+    model = default_model() if model is None else shipped(model)
     try:
         spec = _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)

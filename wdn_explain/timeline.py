@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -299,9 +300,26 @@ def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
     return meta
 
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "default"
-DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "simulations" / "default_scenario.yaml"
+SHIPPED_ROOT = Path(__file__).resolve().parents[1]  # holds models/ and simulations/
+DEFAULT_MODEL = SHIPPED_ROOT / "models" / "default"
+DEFAULT_SCENARIO = SHIPPED_ROOT / "simulations" / "default_scenario.yaml"
 DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
+
+
+def shipped(path: str | Path) -> Path:
+    """``path`` itself when it exists (or is absolute), else the shipped file or folder of
+    that relative name (``models/default``, ``simulations/waq.yaml``), so that the defaults
+    work from any working directory."""
+    path = Path(path)
+    if path.exists() or path.is_absolute() or not (SHIPPED_ROOT / path).exists():
+        return path
+    return SHIPPED_ROOT / path
+
+
+def default_model() -> Path:
+    """The model the app and CLI use unless told otherwise: ``WDN_EXPLAIN_MODEL`` or the
+    shipped default."""
+    return shipped(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:
