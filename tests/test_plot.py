@@ -99,9 +99,10 @@ def test_titles_units_and_the_time_they_show(tl, hanoi):
     step = 8  # made at 40 min, for 60 min (horizon 4 reports of 5 min)
     assert forecast_time(tl, step) == "forecast made at 40 min for 60 min"
     title = si_graph_figure(tl, hanoi, step, index="SV", order=None).layout.title.text
-    assert title.startswith("SV, forecast made at 40 min for 60 min: ")
-    assert f"{tl.forecast[step]:.2f} share of nodes chlorinated" in title
-    assert f"simulated {tl.truth[step]:.2f}" in title and "the network average" in title
+    assert title.startswith("SV, forecast made at 40 min for 60 min<br>")
+    assert f"forecast {tl.forecast[step]:.2f}, simulated {tl.truth[step]:.2f}" in title
+    reference = tl.explanations[step].empty_prediction
+    assert f"reference {reference:.2f} (the network average)" in title
     forecast = forecast_figure(tl, step)
     names = [tr.name for tr in forecast.data]
     assert names[:3] == ["simulated", "forecast", "reference forecast (the network average)"]

@@ -253,12 +253,13 @@ def value_scale(timeline: Timeline, index: str, order: int | None) -> float:
 
 
 def frame_title(timeline: Timeline, step: int, index: str, order: int | None) -> str:
+    """Two short lines: what and when, then forecast, truth and reference forecast."""
     order = resolved_order(timeline, index, order)
     e = timeline.explanations[step]
     return (
-        f"{index_label(index, order)}, {forecast_time(timeline, step)}: "
-        f"{e.prediction:.2f} {UNIT} (simulated {timeline.truth[step]:.2f}; "
-        f"reference {e.empty_prediction:.2f}: {reference_label(timeline.reference)})"
+        f"{index_label(index, order)}, {forecast_time(timeline, step)}<br><sup>"
+        f"forecast {e.prediction:.2f}, simulated {timeline.truth[step]:.2f}, reference "
+        f"{e.empty_prediction:.2f} ({reference_label(timeline.reference)}) — {UNIT}</sup>"
     )
 
 
@@ -379,7 +380,7 @@ def timeline_figure(
     return go.Figure(dict(data=frames[start]["data"], layout=layout, frames=frames))
 
 
-def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 280) -> go.Figure:
+def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
     """Forecast, simulated truth and reference forecast (share of nodes chlorinated at
     t + horizon) over the time the forecast is made; a marker at ``step``."""
     made = timeline.times_s / 60
