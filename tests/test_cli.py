@@ -171,6 +171,9 @@ def test_explain_inline_spec_and_report(tmp_path, tiny_model_dir):
     html = (tmp_path / "r.html").read_text()
     assert "plotly" in html and "FSII" in html
     assert (tmp_path / "r.gif").read_bytes()[:6] == b"GIF89a"
+    import imageio.v2 as imageio
+
+    assert len(imageio.mimread(tmp_path / "r.gif")) == 5  # one frame per explained step
 
 
 def test_explain_bad_scenarios(tmp_path, tiny_model_dir):

@@ -166,3 +166,35 @@ def test_driver_names(hanoi):
     assert driver_name(hanoi, (hanoi.node_index("1"),)) == "reservoir 1"
     pair = tuple(sorted((hanoi.node_index("4"), hanoi.node_index("20"))))
     assert driver_name(hanoi, pair) == "the pair 4–20"
+
+
+def test_shapiq_zip_holds_every_step_with_node_ids(tl):
+    import io
+    import json
+    import zipfile
+
+    from wdn_explain.report import shapiq_zip
+
+    none = tl.relative_to("none")
+    with zipfile.ZipFile(io.BytesIO(shapiq_zip(none, "FSII", 2))) as archive:
+        names = archive.namelist()
+        assert names == [f"step_{int(s):04d}.json" for s in tl.steps]
+        text = archive.read("step_0009.json").decode()
+    params = json.loads(text)["parameters"]
+    assert params["node_ids"] == [str(n) for n in tl.node_ids] and params["reference"] == "none"
+    assert params["forecast"] == pytest.approx(tl.forecast[9])
+    k = params["node_ids"].index("20")
+    values = json.loads(text)["data"]
+    expected = none.interaction_values(9, "FSII", 2)[(k,)]
+    assert any(v == pytest.approx(expected) for v in values.values())
+
+
+def test_report_html_has_title_reading_guide_and_both_figures(tl, hanoi):
+    from wdn_explain.report import report_html
+
+    page = report_html(tl, hanoi, index="SV")
+    assert page.count("<h1>") == 1 and tl.scenario.describe() in page
+    assert "How to read this" in page and "<b>SV</b> values relative to" in page
+    assert page.count('class="plotly-graph-div"') == 2
+    step = tl.first_informative_step()
+    assert summary(tl, hanoi, step, "SV", None).split(":")[0] in page
