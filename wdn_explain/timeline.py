@@ -423,7 +423,8 @@ def explain_scenario(
     explainer_options: dict[str, Any] | None = None,
     allow_large: bool = False,
 ) -> tuple[Timeline, str]:
-    """Simulate a scenario, forecast and explain every step exactly; cache to ``out``.
+    """Simulate a scenario, forecast and explain every step exactly, relative to every
+    reference in :data:`REFERENCES` (the network average and no chlorine); cache to ``out``.
 
     Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
     interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
