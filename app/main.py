@@ -8,44 +8,51 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+from pydantic import ValidationError
 
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope, card_envelope
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.features import InputSpec
 from wdn_explain.model_folder import model_hash, read_card
+from wdn_explain.narrative import HOW_TO_READ, reference_label, summary, threshold_text
 from wdn_explain.network import load_network
-from wdn_explain.plot import chlorine_figure, forecast_figure, timeline_figure, value_figure
+from wdn_explain.plot import (
+    chlorine_figure,
+    forecast_figure,
+    si_graph_figure,
+    value_figure,
+    value_over_time,
+    value_scale,
+)
+from wdn_explain.report import report_html, shapiq_zip
 from wdn_explain.scenario import ScenarioConfig, load_config
 from wdn_explain.timeline import (
     DEFAULT_MODEL,
     DEFAULT_SCENARIO,
     DEFAULT_TIMELINE,
+    REFERENCES,
     Timeline,
     cache_path,
+    default_model,
     explain_scenario,
     timeline_is_current,
     timeline_label,
 )
 
 logger = logging.getLogger("wdn_explain.app")
-MODEL_DIR = Path(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
+MODEL_DIR = default_model()
 CACHE_DIR = Path(os.environ.get("WDN_EXPLAIN_CACHE", Path.home() / ".cache" / "wdn-explain"))
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
-HOW_TO_READ = """
-**What you see.** The model forecasts which fraction of the network will carry chlorine a
-few time steps ahead. The map explains that forecast: each node's **colour and size** is
-its contribution (red raises the forecast, blue lowers it) relative to a network where
-every node's chlorine is replaced by the network average. **Lines** between two nodes are
-pairwise interactions: their joint effect beyond their separate ones (red: reinforce,
-blue: compete), also between nodes that are not directly connected. **Shaded shapes**
-are interactions of three or more nodes.
-
-**Why exact.** The values are computed exactly (GraphSHAP-IQ): the model only looks a few
-pipes away from each node, so only interactions inside such neighbourhoods can be non-zero.
-The square marks the reservoir; a thick outline marks the injection node.
-"""
+MAX_DURATION_S = 12 * 3600
+DURATION_HELP = (
+    "simulated time; the first forecast is made at 0 min, the last one horizon before the end"
+)
+PLAY_S = 0.8  # seconds per frame while playing
+CHART = {"displayModeBar": False}  # no Plotly toolbar over the titles
 
 
 @st.cache_resource
@@ -58,10 +65,19 @@ def timeline_from(path: str, mtime: float) -> Timeline:
     return Timeline.load(path)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
-def si_graph(path: str, mtime: float, index: str, order: int, top_k: int):
-    tl = timeline_from(path, mtime)
-    return timeline_figure(tl, network(tl.scenario.network), index=index, order=order, top_k=top_k)
+def shown(path: str, mtime: float, reference: str) -> Timeline:
+    """The timeline with its values relative to ``reference``."""
+    return timeline_from(path, mtime).relative_to(reference)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def scale_of(path: str, mtime: float, reference: str, index: str, order: int) -> float:
+    return value_scale(shown(path, mtime, reference), index, order)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def followed(path: str, mtime: float, reference: str, members, index: str, order: int):
+    return value_over_time(shown(path, mtime, reference), members, index, order)
 
 
 def scenario_name(path: Path) -> str:
@@ -71,7 +87,7 @@ def scenario_name(path: Path) -> str:
 
 
 def available_timelines(default: Path) -> dict[str, Path]:
-    found = {"default scenario": default}
+    found = {f"default: {timeline_label(default)}": default}
     if CACHE_DIR.is_dir():
         for path in sorted(CACHE_DIR.glob(f"timeline_*_{model_hash(MODEL_DIR)}.npz")):
             if path != default:
@@ -153,13 +169,22 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
             "bulk decay (/day)", _bounds(envelope, "bulk_decay_per_day", (0.0, 0.0)), 0.1, low=True
         )
         duration_min = st.number_input(
-            "duration (min)", min_value=30, max_value=720, value=180, step=30, key="new_duration"
+            "duration (min)", value=180, step=30, key="new_duration", help=DURATION_HELP
         )
         seed = st.number_input("seed", min_value=0, value=1, step=1, key="new_seed")
         submitted = st.form_submit_button("simulate, forecast, explain")
     if not submitted:
         return
     template = load_config(DEFAULT_SCENARIO).scenario
+    horizon = InputSpec.from_card(read_card(MODEL_DIR)).horizon
+    shortest = (horizon + 2) * template.reporting_step_s
+    if not shortest <= duration_min * 60 <= MAX_DURATION_S:
+        st.sidebar.error(
+            f"duration must be between {shortest // 60} and {MAX_DURATION_S // 60} min "
+            f"(got {duration_min:g} min): the model forecasts {horizon} reports "
+            f"({horizon * template.reporting_step_s // 60} min) ahead"
+        )
+        return
     try:
         spec = ScenarioConfig.model_validate(
             template.model_dump()
@@ -175,8 +200,10 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
                 seed=int(seed),
             )
         )
-    except ValueError as exc:
-        st.sidebar.error(f"invalid scenario: {exc}")
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "scenario"
+        st.sidebar.error(f"invalid scenario: {field}: {err['msg']} (got {err.get('input')!r})")
         return
     bar = st.sidebar.progress(0.0, text="simulating and explaining...")
     try:
@@ -216,6 +243,14 @@ def main() -> None:
     new_scenario_form(net, card_envelope(read_card(MODEL_DIR)))
     timelines = available_timelines(default)
     choice = controls.selectbox("scenario", list(timelines), key="scenario")
+    reference = controls.radio(
+        "values relative to",
+        list(REFERENCES),
+        format_func=reference_label,
+        key="reference",
+        help="the forecast every value is compared with: the model's forecast when every node "
+        "is at the network average (the paper's choice) or when no node has chlorine",
+    )
     index = controls.selectbox("index", INDICES, index=1, key="index")
     order = 1 if index == "SV" else controls.slider("order", 1, 3, 2, key="order")
     top_k = controls.slider("strongest interactions shown", 0, 30, 8, key="top_k")
@@ -223,38 +258,159 @@ def main() -> None:
         st.markdown(HOW_TO_READ)
     path = timelines[choice]
     mtime = path.stat().st_mtime
-    tl = timeline_from(str(path), mtime)
-    fig = si_graph(str(path), mtime, index, order, top_k)
+    tl = shown(str(path), mtime, reference)
     design_notice(tl)
+    time_cursor(tl)
+    view = View(str(path), mtime, reference, index, order, top_k)
+    st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
+    downloads(view, net)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the page shows: which timeline file, reference, index, order and top-k."""
+
+    path: str
+    mtime: float
+    reference: str
+    index: str
+    order: int
+    top_k: int
+
+    @property
+    def timeline(self) -> Timeline:
+        return shown(self.path, self.mtime, self.reference)
+
+
+def time_cursor(tl: Timeline) -> None:
+    """One time cursor for the whole page, in minutes (session state ``time_min``): it opens
+    on the first step whose explanation says something and survives every control change;
+    play/pause move it (see :func:`page`)."""
+    times = [int(t // 60) for t in tl.times_s]
+    if st.session_state.get("time_min") not in times:
+        st.session_state["time_min"] = times[tl.first_informative_step()]
+    play, pause, _ = st.columns([1, 1, 6])
+    play.button("▶ play", key="play", on_click=_set_playing, args=(True,))
+    pause.button("❚❚ pause", key="pause", on_click=_set_playing, args=(False,))
+
+
+def _set_playing(on: bool) -> None:
+    st.session_state["playing"] = on
+
+
+def _advance(times: list[int]) -> None:
+    """While playing, move the cursor one step on; stop at the last step."""
+    if not st.session_state.get("playing"):
+        return
+    i = times.index(st.session_state["time_min"])
+    if i + 1 >= len(times):
+        st.session_state["playing"] = False
+        st.rerun()
+    st.session_state["time_min"] = times[i + 1]
+
+
+def page(view: View, net) -> None:
+    """The time slider and every panel at the cursor's time: summary, SI-Graph, forecast
+    against truth (a marker), chlorine map and the followed node (a fragment: while playing
+    it reruns alone every PLAY_S seconds)."""
+    tl = view.timeline
+    times = [int(t // 60) for t in tl.times_s]
+    _advance(times)
+    st.select_slider(
+        "forecast made at (min)",
+        options=times,
+        key="time_min",
+        format_func=lambda m: f"{m} min",
+    )
+    step = times.index(st.session_state["time_min"])
+    st.markdown(summary(tl, net, step, view.index, view.order))
     left, right = st.columns([3, 2])
     with left:
-        st.plotly_chart(fig, width="stretch", key="si_graph")
+        scale = scale_of(view.path, view.mtime, view.reference, view.index, view.order)
+        fig = si_graph_figure(
+            tl, net, step, index=view.index, order=view.order, top_k=view.top_k, scale=scale
+        )
+        st.plotly_chart(fig, width="stretch", key="si_graph", config=CHART)
         s = tl.scenario
         st.caption(
-            f"{len(tl)} forecasts, every {s.reporting_step_s // 60} min; injection at node "
-            f"{s.injection_node or net.reservoirs[0]} ({s.injection_strength_mg_l} mg/L); "
-            f"model {tl.meta['model_hash']}, exact GraphSHAP-IQ"
+            f"{tl.scenario.describe()}; a forecast every {s.reporting_step_s // 60} min; "
+            f"chlorinated: {threshold_text(tl)}; values relative to "
+            f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, exact GraphSHAP-IQ"
         )
     with right:
-        step = st.slider(
-            "time step for the panels", 0, len(tl) - 1, tl.first_informative_step(), key="step"
+        st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
+        st.plotly_chart(
+            chlorine_figure(tl, net, step), width="stretch", key="chlorine", config=CHART
         )
-        st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast")
-        st.plotly_chart(chlorine_figure(tl, net, step), width="stretch", key="chlorine")
-        picked = st.multiselect(
-            "node (or pair) to follow",
-            list(net.node_ids),
-            default=[net.node_ids[0]],
-            max_selections=2,
-            key="follow",
+        follow_panel(view, net, step)
+
+
+def follow_panel(view: View, net, step: int) -> None:
+    """A node's or pair's value over time, or a message saying why there is none."""
+    picked = st.multiselect(
+        "node (or pair) to follow",
+        list(net.node_ids),
+        default=[net.node_ids[0]],
+        max_selections=2,
+        key="follow",
+    )
+    if not picked:
+        st.info("Pick a node, or two nodes for their pairwise interaction, to follow over time.")
+        return
+    if len(picked) > view.order:
+        st.info(
+            f"{view.index} of order {view.order} has no pair values: choose an order of 2 or "
+            f"more (or an index other than SV) to follow the pair {' and '.join(picked)}."
         )
-        if picked:
-            members = tuple(sorted(net.node_index(p) for p in picked))
-            st.plotly_chart(
-                value_figure(tl, net, members, index, max(order, len(members))),
-                width="stretch",
-                key="value",
-            )
+        return
+    members = tuple(sorted(net.node_index(p) for p in picked))
+    values = followed(view.path, view.mtime, view.reference, members, view.index, view.order)
+    if not values.any():
+        what = (
+            f"nodes {' and '.join(picked)} never interact"
+            if len(picked) == 2
+            else (f"node {picked[0]} never moves the forecast")
+        )
+        st.info(
+            f"{what} in this scenario ({view.index}, relative to "
+            f"{reference_label(view.reference)}): the value is 0 at every step. Nodes further "
+            "apart than the model's receptive field never interact."
+        )
+        return
+    fig = value_figure(
+        view.timeline, net, members, view.index, view.order, step=step, values=values
+    )
+    st.plotly_chart(fig, width="stretch", key="value", config=CHART)
+
+
+def downloads(view: View, net) -> None:
+    """Downloads of what is shown (all steps): CSV, shapiq JSON files with node ids, the HTML
+    report; each is made only when its button is pressed."""
+    tl = view.timeline
+    stem = f"{Path(view.path).stem}_{view.index}_{view.order}_{view.reference}"
+    with st.expander("download what is shown (all time steps)"):
+        cols = st.columns(3)
+        cols[0].download_button(
+            "values (CSV, node ids)",
+            lambda: tl.to_frame(view.index, view.order).to_csv(index=False),
+            file_name=f"{stem}.csv",
+            mime="text/csv",
+            key="download_csv",
+        )
+        cols[1].download_button(
+            "shapiq JSON (zip)",
+            lambda: shapiq_zip(tl, view.index, view.order),
+            file_name=f"{stem}_shapiq.zip",
+            mime="application/zip",
+            key="download_json",
+        )
+        cols[2].download_button(
+            "HTML report",
+            lambda: report_html(tl, net, index=view.index, order=view.order, top_k=view.top_k),
+            file_name=f"{stem}.html",
+            mime="text/html",
+            key="download_html",
+        )
 
 
 def show_errors(page) -> None:

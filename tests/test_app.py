@@ -1,12 +1,22 @@
 """The Streamlit app, driven with AppTest (and once in a real browser, see test_browser.py)."""
 
+import json
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from wdn_explain.narrative import summary
+from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+
 from conftest import ROOT
 
 APP = str(ROOT / "app" / "main.py")
+
+
+@pytest.fixture(scope="module")
+def tl():
+    return Timeline.load(DEFAULT_TIMELINE)
 
 
 @pytest.fixture
@@ -15,11 +25,8 @@ def app(tmp_path, monkeypatch):
     return AppTest.from_file(APP, default_timeout=180).run()
 
 
-def si_graph(at):
-    import json
-
-    charts = [c for c in at.get("plotly_chart")]
-    return json.loads(charts[0].proto.spec)
+def specs(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def as_array(value):
@@ -31,46 +38,111 @@ def as_array(value):
     return np.asarray(value, dtype=float)
 
 
-def node_colours(spec, frame=None):
-    data = spec["frames"][frame]["data"] if frame is not None else spec["data"]
-    return as_array(data[-1]["marker"]["color"])
+def trace(spec, name):
+    return next(tr for tr in spec["data"] if tr.get("name") == name)
 
 
-def test_renders_on_defaults(app):
+def panel_minutes(at) -> dict[str, float]:
+    """The time each panel shows, read from the panel itself (title, marker, outlined bar)."""
+    si, forecast, chlorine, *value = specs(at)
+    out = {
+        "map": int(si["layout"]["title"]["text"].split("forecast made at ")[1].split(" min")[0]),
+        "forecast": as_array(trace(forecast, "now")["x"])[0],
+        "chlorine": int(chlorine["layout"]["title"]["text"].split("chlorine at ")[1].split()[0]),
+    }
+    if value:
+        bar = value[0]["data"][0]
+        widths = as_array(bar["marker"]["line"]["width"])
+        out["followed"] = as_array(bar["x"])[int(np.argmax(widths))]
+    return out
+
+
+def cursor(at) -> int:
+    return at.select_slider(key="time_min").value
+
+
+def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert not app.exception
     assert app.title[0].value.startswith("Why does the model expect chlorine")
-    spec = si_graph(app)
-    assert len(spec["frames"]) == 33
-    assert spec["layout"]["sliders"] and spec["layout"]["updatemenus"]
-    assert app.selectbox(key="scenario").value == "default scenario"
+    assert app.selectbox(key="scenario").value.startswith("default: booster at 20, 1.5 mg/L")
     assert len(app.get("plotly_chart")) == 4  # SI-Graph, forecast, chlorine map, node value
+    step = tl.first_informative_step()
+    assert step > 0 and cursor(app) == tl.times_s[step] // 60
+    assert set(panel_minutes(app).values()) == {tl.times_s[step] // 60}
+    text = summary(tl, hanoi, step, "k-SII", 2)
+    assert any(m.value == text for m in app.markdown)
+    si = specs(app)[0]
+    colours = as_array(trace(si, "nodes")["marker"]["color"])
+    np.testing.assert_allclose(colours, tl.node_values("k-SII", 2)[step])
+    assert np.abs(colours).max() > 0  # not the blank first frame
+    caption = app.caption[0].value
+    assert "chlorinated: at least 0.05 mg/L" in caption and "network average" in caption
 
 
-def test_controls_change_the_chart(app):
-    before = si_graph(app)
+def test_controls_keep_the_time_and_every_panel_follows(app, tl):
+    app.select_slider(key="time_min").set_value(45).run()
+    for change in (
+        lambda: app.selectbox(key="index").set_value("SV"),
+        lambda: app.selectbox(key="index").set_value("FSII"),
+        lambda: app.slider(key="order").set_value(3),
+        lambda: app.slider(key="top_k").set_value(0),
+        lambda: app.radio(key="reference").set_value("none"),
+    ):
+        change().run()
+        assert not app.exception
+        assert cursor(app) == 45
+        assert set(panel_minutes(app).values()) == {45}
+    si = specs(app)[0]
+    assert si["layout"]["title"]["text"].startswith("FSII of order 3, forecast made at 45 min")
+    assert "no chlorine" in si["layout"]["title"]["text"]
+    step = 45 // 5
+    np.testing.assert_allclose(
+        as_array(trace(si, "nodes")["marker"]["color"]),
+        tl.relative_to("none").node_values("FSII", 3)[step],
+    )
+
+
+def test_play_moves_every_panel_together_and_stops_at_the_end(app, tl):
+    start = cursor(app)
+    app.button(key="play").click().run()
+    assert cursor(app) == start + 5
+    app.run()  # one more tick
+    assert cursor(app) == start + 10
+    assert set(panel_minutes(app).values()) == {start + 10}
+    app.selectbox(key="index").set_value("STII").run()  # a change while playing keeps going
+    assert set(panel_minutes(app).values()) == {cursor(app)}
+    app.button(key="pause").click().run()
+    paused = cursor(app)
+    app.run()
+    assert cursor(app) == paused
+    last = int(tl.times_s[-1] // 60)
+    app.select_slider(key="time_min").set_value(last - 5).run()
+    app.button(key="play").click().run()
+    assert cursor(app) == last
+    app.run()  # at the end: stops there
+    assert cursor(app) == last
+    app.run()
+    assert cursor(app) == last
+
+
+def test_follow_messages(app):
+    app.multiselect(key="follow").set_value([]).run()
+    assert "Pick a node" in app.info[0].value
+    app.multiselect(key="follow").set_value(["2", "13"]).run()
+    assert "nodes 2 and 13 never interact" in app.info[0].value
+    assert "0 at every step" in app.info[0].value
+    assert len(app.get("plotly_chart")) == 3
     app.selectbox(key="index").set_value("SV").run()
-    sv = si_graph(app)
-    assert "SV" in sv["layout"]["title"]["text"]
-    assert not np.allclose(node_colours(before, 10), node_colours(sv, 10))
+    assert "SV of order 1 has no pair values" in app.info[0].value
     app.selectbox(key="index").set_value("k-SII").run()
-    app.slider(key="order").set_value(3).run()
-    third = si_graph(app)
-    assert "order 3" in third["layout"]["title"]["text"]
-    hulls = [tr for tr in third["frames"][10]["data"] if tr["name"].startswith("hyperedges")]
-    assert any(np.isfinite(as_array(tr["x"])).any() for tr in hulls)
-    app.slider(key="top_k").set_value(0).run()
-    none = si_graph(app)
-    pairs = [tr for tr in none["frames"][10]["data"] if tr["name"].startswith("pairs")]
-    assert not any(np.isfinite(as_array(tr["x"])).any() for tr in pairs)
+    app.multiselect(key="follow").set_value(["20", "21"]).run()
+    assert not app.info and len(app.get("plotly_chart")) == 4
+    assert specs(app)[3]["layout"]["title"]["text"] == "k-SII of {20, 21} over time"
 
 
-def test_step_slider_moves_the_panels(app):
-    app.slider(key="step").set_value(12).run()
-    forecast = [c for c in app.get("plotly_chart")][1]
-    import json
-
-    shapes = json.loads(forecast.proto.spec)["layout"]["shapes"]
-    assert shapes[0]["x0"] == pytest.approx(12 * 5)
+def test_download_buttons(app):
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels == ["values (CSV, node ids)", "shapiq JSON (zip)", "HTML report"]
 
 
 def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
@@ -79,15 +151,24 @@ def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
     app.sidebar.button[0].click().run()
     assert not app.exception
     assert app.selectbox(key="scenario").value.startswith("booster at 12, ")
-    spec = si_graph(app)
-    assert len(spec["frames"]) == 45 // 5 + 1 - 4
+    assert len(specs(app)) == 4
     assert list((tmp_path / "cache").glob("timeline_*.npz"))
     assert not app.warning  # inside the design: no notice
+    assert set(panel_minutes(app).values()) == {cursor(app)}
+
+
+@pytest.mark.parametrize("minutes", [0, 20, 100000])
+def test_new_scenario_form_names_a_bad_duration(app, tmp_path, minutes):
+    app.number_input(key="new_duration").set_value(minutes)
+    app.sidebar.button[0].click().run()
+    assert not app.exception
+    (error,) = app.sidebar.error
+    assert error.value.startswith("duration must be between 30 and 720 min")
+    assert f"(got {minutes} min)" in error.value
+    assert not list((tmp_path / "cache").glob("timeline_*.npz"))
 
 
 def test_form_offers_what_the_design_covers(app):
-    import json
-
     card = json.loads((ROOT / "models" / "default" / "card.json").read_text())
     design = card["design"]
     shown = [o.split(" (")[0] for o in app.selectbox(key="new_node").options]
@@ -96,6 +177,14 @@ def test_form_offers_what_the_design_covers(app):
     strength = app.slider(key="new_strength")
     assert [strength.min, strength.max] == design["ranges"]["injection_strength_mg_l"]
     assert not app.warning and not app.info  # the default scenario lies inside the design
+
+
+def test_runs_from_another_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 4
 
 
 def test_notice_names_what_is_outside_the_design(tmp_path, monkeypatch, tiny_model_dir):

@@ -1,9 +1,13 @@
-"""One real-browser check: `streamlit run app/main.py` in headless Chromium shows the map
-and the time slider. A screenshot is kept in artifacts/ for a person to look at."""
+"""One real-browser check of the app as a water engineer uses it: `streamlit run app/main.py`
+(from the repository root, so `.streamlit/config.toml` applies) in headless Chromium at
+1280 px. It opens the first view, plays the animation, switches every index, runs a new
+scenario and an error case, and asserts on what the page shows: the summary sentence and
+every panel's time equal to the map's. Screenshots go to artifacts/ (git-ignored)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -18,6 +22,21 @@ from conftest import ROOT
 pytestmark = pytest.mark.browser
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+SHOTS = ROOT / "artifacts"
+
+PANELS_JS = """
+const plots = [...document.querySelectorAll('.js-plotly-plot')];
+return plots.map(p => {
+  const data = p._fullData || [];
+  return {
+    title: p._fullLayout && p._fullLayout.title ? (p._fullLayout.title.text || '') : '',
+    now: data.filter(t => t.name === 'now').map(t => Array.from(t.x)[0]),
+    bars: data.filter(t => t.type === 'bar').map(t => {
+      const w = Array.from(t.marker.line.width); const x = Array.from(t.x);
+      return x[w.indexOf(Math.max(...w))]; }),
+  };
+});
+"""
 
 
 def free_port() -> int:
@@ -29,19 +48,18 @@ def free_port() -> int:
 @pytest.fixture
 def server(tmp_path):
     port = free_port()
-    env = {**os.environ, "WDN_EXPLAIN_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "WDN_EXPLAIN_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "streamlit",
             "run",
-            str(ROOT / "app" / "main.py"),
-            "--server.headless=true",
+            "app/main.py",
             f"--server.port={port}",
             "--server.address=127.0.0.1",
-            "--browser.gatherUsageStats=false",
         ],
+        cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -60,12 +78,108 @@ def server(tmp_path):
         proc.wait(timeout=20)
 
 
+def panel_minutes(driver) -> dict[str, float]:
+    """The time each panel shows, read from Plotly's own data in the page."""
+    si, forecast, chlorine, *value = driver.execute_script(PANELS_JS)
+    out = {
+        "map": float(re.search(r"forecast made at (\d+) min", si["title"]).group(1)),
+        "forecast": float(forecast["now"][0]),
+        "chlorine": float(re.search(r"chlorine at (\d+) min", chlorine["title"]).group(1)),
+    }
+    if value:
+        out["followed"] = float(value[0]["bars"][0])
+    return out
+
+
+def read_minutes(driver) -> dict[str, float] | None:
+    """:func:`panel_minutes`, or None while a panel is being redrawn."""
+    from selenium.common.exceptions import WebDriverException
+
+    try:
+        return panel_minutes(driver)
+    except (TypeError, AttributeError, IndexError, KeyError, ValueError, WebDriverException):
+        return None
+
+
+def summary_text(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    texts = [
+        e.text
+        for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMarkdownContainer"]')
+        if e.text.startswith("Forecast made at")
+    ]
+    return texts[0] if texts else ""
+
+
+def settled(driver, wait, condition=lambda d: True) -> dict[str, float]:
+    """Wait until all four panels are drawn, agree on one time and ``condition`` holds."""
+
+    def agree(d):
+        times = read_minutes(d)
+        return times is not None and len(set(times.values())) == 1 and condition(d) and times
+
+    return wait.until(agree)
+
+
+def still(driver, wait, pause_s: float = 2.5) -> dict[str, float]:
+    """The panels' times once they stop moving (a tick already on its way may land after
+    pause is pressed); fails by timeout when they never stop."""
+    end = time.monotonic() + wait._timeout
+    before = settled(driver, wait)
+    while time.monotonic() < end:
+        time.sleep(pause_s)
+        after = settled(driver, wait)
+        if after == before:
+            return after
+        before = after
+    raise AssertionError(f"the time cursor keeps moving after pause ({before})")
+
+
+def pick(driver, label: str, option: str) -> None:
+    """Choose ``option`` in the selectbox labelled ``label`` (a combobox with a listbox)."""
+    from selenium.webdriver.common.by import By
+
+    box = driver.find_element(By.CSS_SELECTOR, f'input[role="combobox"][aria-label="{label}"]')
+    box.find_element(By.XPATH, "..").find_element(By.CSS_SELECTOR, "button").click()
+    time.sleep(0.5)
+    for item in driver.find_elements(By.CSS_SELECTOR, '[role="option"]'):
+        if item.text.strip() == option:
+            item.click()
+            return
+    raise AssertionError(f"no option {option!r} in {label!r}")
+
+
+def click_button(driver, text: str) -> None:
+    """Click the button labelled ``text`` (in one script: the page may redraw meanwhile)."""
+    clicked = driver.execute_script(
+        "const b = [...document.querySelectorAll('button')]"
+        ".find(b => b.innerText.trim() === arguments[0]); if (b) { b.click(); } return !!b;",
+        text,
+    )
+    assert clicked, f"no button {text!r}"
+
+
+def set_duration(driver, minutes: int) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    field = next(
+        e
+        for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stNumberInput"]')
+        if e.text.startswith("duration (min)")
+    )
+    box = field.find_element(By.CSS_SELECTOR, "input")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(str(minutes), Keys.TAB)
+    time.sleep(0.5)
+
+
 @pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian chromium and chromium-driver")
 def test_app_in_headless_chromium(server):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     options = webdriver.ChromeOptions()
@@ -78,24 +192,66 @@ def test_app_in_headless_chromium(server):
         "--no-first-run",
         "--disable-component-update",
         "--disable-sync",
-        "--window-size=1400,1000",
+        "--window-size=1280,1000",
     ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    SHOTS.mkdir(exist_ok=True)
     try:
         driver.get(server)
-        wait = WebDriverWait(driver, 120)
-        wait.until(
-            ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot .scatterlayer"))
-        )
-        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")) >= 3)
-        time.sleep(1.0)
-        maps = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
-        # the SI-Graph: node markers over the pipes, and Plotly's animation slider
-        assert maps[0].find_elements(By.CSS_SELECTOR, ".scatterlayer .trace .points path")
-        assert maps[0].find_elements(By.CSS_SELECTOR, ".slider-container")
-        assert "Why does the model expect chlorine there?" in driver.page_source
-        (ROOT / "artifacts").mkdir(exist_ok=True)
-        driver.save_screenshot(str(ROOT / "artifacts" / "app.png"))
+        wait = WebDriverWait(driver, 180, poll_frequency=0.5)
+        first = settled(driver, wait, lambda d: summary_text(d))
+        # the first view: an informative frame, its sentence naming drivers, no toolbars
+        minute = first["map"]
+        assert minute > 0
+        text = summary_text(driver)
+        assert text.startswith(f"Forecast made at {minute:.0f} min for {minute + 20:.0f} min: ")
+        assert "raise" in text and "share of nodes chlorinated" in text
+        assert not driver.find_elements(By.CSS_SELECTOR, ".modebar")
+        assert "Deploy" not in driver.find_element(By.TAG_NAME, "header").text
+        driver.save_screenshot(str(SHOTS / "app_first_view.png"))
+
+        # play: every panel moves with the map; pause keeps the time
+        click_button(driver, "▶ play")
+        wait.until(lambda d: (read_minutes(d) or {"map": 0})["map"] >= minute + 10)
+        click_button(driver, "❚❚ pause")
+        played = still(driver, wait)
+        assert played["map"] >= minute + 10
+        assert summary_text(driver).startswith(f"Forecast made at {played['map']:.0f} min")
+        driver.save_screenshot(str(SHOTS / "app_after_play.png"))
+
+        # every index keeps the time
+        for index, label in (
+            ("SV", "SV, "),
+            ("STII", "STII of order 2"),
+            ("FSII", "FSII of order 2"),
+            ("Moebius", "Moebius of order 2"),
+            ("k-SII", "k-SII of order 2"),
+        ):
+            pick(driver, "index", index)
+            times = settled(
+                driver,
+                wait,
+                lambda d, label=label: label in d.execute_script(PANELS_JS)[0]["title"],
+            )
+            assert times["map"] == played["map"], index
+            assert summary_text(driver).startswith(f"Forecast made at {played['map']:.0f} min")
+
+        # an error case: a zero duration names the field, nothing is simulated
+        set_duration(driver, 0)
+        click_button(driver, "simulate, forecast, explain")
+        wait.until(lambda d: "duration must be between" in d.page_source)
+        driver.save_screenshot(str(SHOTS / "app_error.png"))
+
+        # a new scenario: simulated, explained, selected, shown with one time for all panels
+        set_duration(driver, 45)
+        click_button(driver, "simulate, forecast, explain")
+        wait.until(lambda d: "done (computed)" in d.page_source)
+        settled(driver, wait, lambda d: summary_text(d))
+        scenario = driver.find_element(
+            By.CSS_SELECTOR, 'input[role="combobox"][aria-label="scenario"]'
+        ).get_attribute("value")
+        assert "default:" not in scenario and ", 0.75 h, seed 1" in scenario
+        driver.save_screenshot(str(SHOTS / "app_new_scenario.png"))
     finally:
         driver.quit()

@@ -171,6 +171,9 @@ def test_explain_inline_spec_and_report(tmp_path, tiny_model_dir):
     html = (tmp_path / "r.html").read_text()
     assert "plotly" in html and "FSII" in html
     assert (tmp_path / "r.gif").read_bytes()[:6] == b"GIF89a"
+    import imageio.v2 as imageio
+
+    assert len(imageio.mimread(tmp_path / "r.gif")) == 5  # one frame per explained step
 
 
 def test_explain_bad_scenarios(tmp_path, tiny_model_dir):
@@ -257,3 +260,66 @@ def test_data_stats_shows_each_drawn_factor(monitoring_dir):
     assert [float(v) for v in line.split()[1:]] == pytest.approx(
         [min(strengths), np.mean(strengths), max(strengths)], abs=5e-4
     )
+
+
+def test_shipped_files_are_found_from_another_directory(tmp_path, monkeypatch):
+    """Relative names of shipped files (`models/default`, `simulations/...`) and the default
+    model work outside the repository root; a config error stays one line."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WDN_EXPLAIN_MODEL", raising=False)
+    spec = "{injection_node: 20, duration_s: 2400}"  # an unquoted numeric node id
+    result = run("explain", "--scenario", spec, "--out", "t.npz")
+    assert result.exit_code == 0, result.output
+    assert "computed: 5 steps explained" in result.output
+    again = run("explain", "--scenario", spec, "--model", "models/default", "--out", "t.npz")
+    assert again.exit_code == 0 and "cached: 5 steps" in again.output  # the same model
+    from wdn_explain.cli import _scenario_from
+
+    assert _scenario_from("simulations/injection_node12.yaml", 0).injection_node == "12"
+    missing = run("simulate", "--config", "simulations/nothing.yaml", "--out", "w")
+    assert missing.exit_code == 1 and "simulations/nothing.yaml" in missing.output
+    bad = run("explain", "--scenario", "{reporting_step_s: 60}", "--out", "x.npz")
+    assert bad.exit_code == 1
+    assert bad.output.strip() == (
+        "error: --scenario: scenario: reporting_step_s must be a multiple of "
+        "hydraulic_step_s (got 60 and 300)"
+    )
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_report_reads_as_a_report(tmp_path):
+    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+
+    tl = Timeline.load(DEFAULT_TIMELINE)
+    out = tmp_path / "r.html"
+    result = run("report", "--timeline", DEFAULT_TIMELINE, "--out", out, "--reference", "none")
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert f"<title>Why the model expects chlorine there: {tl.scenario.describe()}</title>" in page
+    assert "How to read this" in page and "no chlorine" in page
+    assert "at least 0.05 mg/L" in page and "share of nodes chlorinated" in page
+    assert "forecast made at 10 min for 30 min" in page  # the first informative step
+    bad = run("report", "--timeline", DEFAULT_TIMELINE, "--out", out, "--reference", "zero")
+    assert bad.exit_code == 1
+    assert "no explanations relative to 'zero' (it holds: mean, none)" in bad.output
+
+
+def test_exported_json_maps_players_to_node_ids(tmp_path):
+    import json
+
+    from shapiq import InteractionValues
+
+    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+
+    result = run(
+        "export", "--timeline", DEFAULT_TIMELINE, "--reference", "none", "--json-dir", tmp_path
+    )
+    assert result.exit_code == 0, result.output
+    tl = Timeline.load(DEFAULT_TIMELINE).relative_to("none")
+    path = tmp_path / "step_0012.json"
+    params = json.loads(path.read_text())["parameters"]
+    assert params["node_ids"] == [str(n) for n in tl.node_ids]
+    assert params["reference"] == "none" and params["time_s"] == 12 * 300
+    back = InteractionValues.from_json_file(path)
+    k = params["node_ids"].index("20")
+    assert back[(k,)] == pytest.approx(tl.interaction_values(12, "k-SII", 2)[(k,)], abs=1e-9)

@@ -1,17 +1,31 @@
-import numpy as np
+"""Figures, plain-language texts and reports of the shipped default timeline."""
 
+import numpy as np
+import pytest
+
+from wdn_explain.narrative import driver_name, forecast_time, summary
 from wdn_explain.plot import (
     chlorine_figure,
     forecast_figure,
     frame_data,
+    si_graph_figure,
     timeline_figure,
+    value_figure,
     value_over_time,
 )
 from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
 
 
-def test_figure_holds_expected_traces(hanoi):
-    tl = Timeline.load(DEFAULT_TIMELINE)
+@pytest.fixture(scope="module")
+def tl():
+    return Timeline.load(DEFAULT_TIMELINE)
+
+
+def traces(fig, name):
+    return [tr for tr in fig.data if tr.name == name]
+
+
+def test_figure_holds_expected_traces(tl, hanoi):
     fig = timeline_figure(tl, hanoi, index="k-SII", order=3, top_k=5)
     assert len(fig.frames) == len(tl)
     step = 8
@@ -26,19 +40,161 @@ def test_figure_holds_expected_traces(hanoi):
     # one colour scale for all frames
     scale = np.abs(tl.node_values("k-SII", 3)).max()
     assert {f.data[-1].marker.cmax for f in fig.frames} == {scale}
-    # the strongest pair of this frame is drawn, between its two nodes
-    data = frame_data(tl, step, "k-SII", 3, 5)
-    (i, j), value = max(data.pairs, key=lambda kv: abs(kv[1]))
-    sign = "+" if value > 0 else "-"
-    xs = [x for tr in frame.data if tr.name == f"pairs {sign}" for x in tr.x]
-    assert hanoi.coordinates[i, 0] in xs and hanoi.coordinates[j, 0] in xs
     assert len(fig.layout.sliders[0].steps) == len(tl)
     assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["▶ play", "❚❚ pause"]
+    assert fig.layout.sliders[0].active == tl.first_informative_step()
 
 
-def test_side_panels(hanoi):
-    tl = Timeline.load(DEFAULT_TIMELINE)
-    assert len(forecast_figure(tl, 3).data) == 2
-    assert len(chlorine_figure(tl, hanoi, 3).data) == 2
-    series = value_over_time(tl, (hanoi.node_index("2"),), "SV", 1)
-    np.testing.assert_allclose(series, tl.node_values("SV")[:, hanoi.node_index("2")])
+def test_pairs_are_arcs_off_the_pipes_and_hover_names_the_node(tl, hanoi):
+    step = 8
+    fig = si_graph_figure(tl, hanoi, step, index="k-SII", order=2, top_k=5)
+    data = frame_data(tl, step, "k-SII", 2, 5)
+    (i, j), value = max(data.pairs, key=lambda kv: abs(kv[1]))
+    lines = [tr for tr in fig.data if tr.name == f"pairs {'+' if value > 0 else '-'}"]
+    xs = np.concatenate([np.asarray(tr.x) for tr in lines])
+    ys = np.concatenate([np.asarray(tr.y) for tr in lines])
+    pts = np.column_stack([xs, ys])
+    a, b = hanoi.coordinates[i], hanoi.coordinates[j]
+    assert np.isclose(pts, a).all(axis=1).any() and np.isclose(pts, b).all(axis=1).any()
+    # the arc's middle lies off the straight segment between its two nodes (the pipe's line)
+    mid = (a + b) / 2
+    nearest = np.nanmin(np.linalg.norm(pts - mid, axis=1))
+    assert nearest > 0.1 * np.linalg.norm(b - a)
+    # lines carry no hover; each pair's value hovers at its arc's middle, with the unit
+    assert all(tr.hoverinfo == "skip" for tr in lines)
+    (mids,) = traces(fig, "pair values")
+    label = f"pair {{{hanoi.node_ids[i]}, {hanoi.node_ids[j]}}}<br>k-SII {value:+.4f}"
+    assert any(t.startswith(label) for t in mids.hovertext)
+    # a node's hover starts with the node, then chlorine in mg/L, then its value and unit
+    (nodes,) = traces(fig, "nodes")
+    k = hanoi.node_index("20")
+    assert nodes.hovertext[k].startswith("<b>node 20</b> (junction)<br>chlorine ")
+    assert (
+        f"k-SII {tl.node_values('k-SII', 2)[step, k]:+.4f} (share of nodes)" in nodes.hovertext[k]
+    )
+    assert nodes.textfont.size >= 12
+    assert "share of" in nodes.marker.colorbar.title.text
+    # every node lies inside the drawn area (node 12 was clipped)
+    x0, x1 = fig.layout.xaxis.range
+    y0, y1 = fig.layout.yaxis.range
+    xy = hanoi.coordinates
+    assert (x0 < xy[:, 0]).all() and (xy[:, 0] < x1).all()
+    assert (y0 < xy[:, 1]).all() and (xy[:, 1] < y1).all()
+
+
+def test_higher_orders_name_their_members(tl, hanoi):
+    step = 10
+    fig = si_graph_figure(tl, hanoi, step, index="k-SII", order=3, top_k=4)
+    data = frame_data(tl, step, "k-SII", 3, 4)
+    assert data.higher
+    (groups,) = traces(fig, "group values")
+    texts = list(groups.hovertext)
+    for members, value in data.higher:
+        ids = ", ".join(hanoi.node_ids[m] for m in members)
+        assert any(t.startswith(f"order 3: {{{ids}}}<br>k-SII {value:+.4f}") for t in texts)
+    assert len(texts) == len(data.higher)
+
+
+def test_titles_units_and_the_time_they_show(tl, hanoi):
+    step = 8  # made at 40 min, for 60 min (horizon 4 reports of 5 min)
+    assert forecast_time(tl, step) == "forecast made at 40 min for 60 min"
+    title = si_graph_figure(tl, hanoi, step, index="SV", order=None).layout.title.text
+    assert title.startswith("SV, forecast made at 40 min for 60 min<br>")
+    assert f"forecast {tl.forecast[step]:.2f}, simulated {tl.truth[step]:.2f}" in title
+    reference = tl.explanations[step].empty_prediction
+    assert f"reference {reference:.2f} (the network average)" in title
+    forecast = forecast_figure(tl, step)
+    names = [tr.name for tr in forecast.data]
+    assert names[:3] == ["simulated", "forecast", "reference forecast (the network average)"]
+    np.testing.assert_allclose(forecast.data[2].y, [e.empty_prediction for e in tl.explanations])
+    (now,) = traces(forecast, "now")
+    assert now.x == (40.0,) and now.y == (pytest.approx(tl.forecast[step]),)
+    assert forecast.layout.title.text == "share of nodes chlorinated, 20 min ahead"
+    chlorine = chlorine_figure(tl, hanoi, step)
+    assert chlorine.layout.title.text == "chlorine at 40 min (chlorinated: at least 0.05 mg/L)"
+    assert "mg/L" in chlorine.data[1].marker.colorbar.title.text
+
+
+def test_value_over_time_and_its_cursor(tl, hanoi):
+    k = hanoi.node_index("2")
+    series = value_over_time(tl, (k,), "SV", 1)
+    np.testing.assert_allclose(series, tl.node_values("SV")[:, k])
+    fig = value_figure(tl, hanoi, (k,), "SV", 1, step=5)
+    widths = np.asarray(fig.data[0].marker.line.width)
+    assert widths[5] > 0 and (np.delete(widths, 5) == 0).all()
+    assert fig.layout.yaxis.title.text == "share of nodes"
+
+
+@pytest.mark.parametrize("reference", ["mean", "none"])
+@pytest.mark.parametrize(("index", "order"), [("SV", None), ("k-SII", 2), ("FSII", 3)])
+def test_summary_names_the_strongest_drivers(tl, hanoi, reference, index, order):
+    """The sentence against the values: recomputed here from shapiq InteractionValues."""
+    tl = tl.relative_to(reference)
+    step = 12
+    e = tl.explanations[step]
+    iv = tl.interaction_values(step, index, order)
+    items = [(k, v) for k, v in iv.dict_values.items() if len(k) >= 1 and v]
+    up = sorted((kv for kv in items if kv[1] > 0), key=lambda kv: -kv[1])[:2]
+    down = sorted((kv for kv in items if kv[1] < 0), key=lambda kv: kv[1])[:1]
+    text = summary(tl, hanoi, step, index, order)
+    assert text.startswith(f"Forecast made at 60 min for 80 min: {e.prediction:.2f} share of")
+    assert f"(simulated: {tl.truth[step]:.2f})" in text
+    assert f"reference forecast {e.empty_prediction:.2f}" in text
+    assert f"that is {e.prediction - e.empty_prediction:+.2f}" in text
+
+    def first_upper(words):
+        return words[:1].upper() + words[1:]
+
+    raised = " and ".join(driver_name(hanoi, k) for k, _ in up)
+    raised += " raises" if len(up) == 1 else " raise"
+    if up:
+        assert f". {first_upper(raised)} the forecast most" in text
+    if down:
+        lowered = f"{driver_name(hanoi, down[0][0])} lowers it most"
+        assert (f"; {lowered}" if up else f". {first_upper(lowered)}") in text
+
+
+def test_summary_before_anything_moves(tl, hanoi):
+    assert tl.first_informative_step() > 0
+    assert summary(tl, hanoi, 0, "SV", None).endswith(
+        "No node differs from the reference enough to move the forecast."
+    )
+
+
+def test_driver_names(hanoi):
+    assert driver_name(hanoi, (hanoi.node_index("20"),)) == "junction 20"
+    assert driver_name(hanoi, (hanoi.node_index("1"),)) == "reservoir 1"
+    pair = tuple(sorted((hanoi.node_index("4"), hanoi.node_index("20"))))
+    assert driver_name(hanoi, pair) == "the pair 4–20"
+
+
+def test_shapiq_zip_holds_every_step_with_node_ids(tl):
+    import io
+    import json
+    import zipfile
+
+    from wdn_explain.report import shapiq_zip
+
+    none = tl.relative_to("none")
+    with zipfile.ZipFile(io.BytesIO(shapiq_zip(none, "FSII", 2))) as archive:
+        names = archive.namelist()
+        assert names == [f"step_{int(s):04d}.json" for s in tl.steps]
+        text = archive.read("step_0009.json").decode()
+    params = json.loads(text)["parameters"]
+    assert params["node_ids"] == [str(n) for n in tl.node_ids] and params["reference"] == "none"
+    assert params["forecast"] == pytest.approx(tl.forecast[9])
+    k = params["node_ids"].index("20")
+    values = json.loads(text)["data"]
+    expected = none.interaction_values(9, "FSII", 2)[(k,)]
+    assert any(v == pytest.approx(expected) for v in values.values())
+
+
+def test_report_html_has_title_reading_guide_and_both_figures(tl, hanoi):
+    from wdn_explain.report import report_html
+
+    page = report_html(tl, hanoi, index="SV")
+    assert page.count("<h1>") == 1 and tl.scenario.describe() in page
+    assert "How to read this" in page and "<b>SV</b> values relative to" in page
+    assert page.count('class="plotly-graph-div"') == 2
+    step = tl.first_informative_step()
+    assert summary(tl, hanoi, step, "SV", None).split(":")[0] in page

@@ -64,3 +64,18 @@ def test_plain_scenario_names():
         injection_node="20", injection_strength_mg_l=1.5, injection_mode="failure", duration_s=5400
     )
     assert spec.describe() == "booster at 20, 1.5 mg/L, failure, 1.5 h, seed 0"
+
+
+def test_numeric_node_ids_are_accepted(tmp_path):
+    """`injection_node: 12` unquoted in YAML is node "12", in scenarios and designs alike."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "scenario: {injection_node: 12, duration_s: 3600}\n"
+        "design: {injection_nodes: [12, 13], reservoir_share: 0}\nn_scenarios: 2\n"
+    )
+    cfg = load_config(path)
+    assert cfg.scenario.injection_node == "12"
+    assert cfg.design.injection_nodes == ("12", "13")
+    assert ScenarioConfig.model_validate({"injection_node": 12}) == ScenarioConfig(
+        injection_node="12"
+    )

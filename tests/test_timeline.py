@@ -81,3 +81,35 @@ def test_shipped_default_timeline_is_current():
     from wdn_explain.timeline import DEFAULT_MODEL, DEFAULT_TIMELINE, timeline_is_current
 
     assert timeline_is_current(DEFAULT_TIMELINE, DEFAULT_MODEL)
+
+
+def test_no_chlorine_reference(computed, tiny_model_dir, tmp_path):
+    """The 'none' reference: the same forecasts explained against a network without chlorine
+    and without a source (every node feature 0), kept through save and load."""
+    import torch
+
+    from wdn_explain.features import InputSpec
+    from wdn_explain.network import load_network
+    from wdn_explain.simulation import simulate
+    from wdn_explain.timeline import scenario_graphs
+    from wdn_explain.training import load_model
+
+    _, tl, _ = computed
+    assert tl.references == ["mean", "none"]
+    none = Timeline.load(tl.save(tmp_path / "again.npz")).relative_to("none")
+    assert none.reference == "none" and none.references == ["none", "mean"]
+    np.testing.assert_allclose(none.forecast, tl.forecast)
+    model, card = load_model(tiny_model_dir)
+    net = load_network("hanoi")
+    graphs = scenario_graphs(simulate(SPEC, net), net, InputSpec.from_card(card))
+    for t, e in enumerate(none.explanations):
+        np.testing.assert_array_equal(e.baseline, 0.0)
+        dry = graphs[t].clone()
+        dry.x = torch.zeros_like(dry.x)
+        with torch.no_grad():
+            expected = float(model(dry.x, dry.edge_index, edge_attr=dry.edge_attr).reshape(-1)[0])
+        assert none.reference_forecast[t] == pytest.approx(expected, abs=1e-5)
+        assert e.node_values("SV").sum() == pytest.approx(tl.forecast[t] - expected, abs=1e-4)
+    assert none.relative_to("mean").reference == "mean"
+    with pytest.raises(DataError, match="no explanations relative to 'zero'"):
+        tl.relative_to("zero")

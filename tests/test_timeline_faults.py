@@ -13,7 +13,7 @@ from wdn_explain.cli import app
 from wdn_explain.errors import DataError
 from wdn_explain.explain import GraphSHAPIQ
 from wdn_explain.scenario import ScenarioConfig
-from wdn_explain.timeline import Timeline, explain_scenario
+from wdn_explain.timeline import REFERENCES, Timeline, explain_scenario
 
 SPEC = ScenarioConfig(duration_s=2400, reporting_step_s=300, seed=7)
 INLINE = "{duration_s: 2400, seed: 7}"
@@ -195,8 +195,8 @@ def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, go
         GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
     )
     timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
-    assert status == "computed (resumed: 3 of 5 steps kept from an interrupted run)"
-    assert len(calls) == len(timeline) - 3
+    assert status == "computed (resumed: 3 of 10 steps kept from an interrupted run)"
+    assert len(calls) == len(timeline) * len(REFERENCES) - 3
     np.testing.assert_array_equal(
         Timeline.load(out).node_values("k-SII", 2), Timeline.load(good).node_values("k-SII", 2)
     )
@@ -284,5 +284,5 @@ def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir
     )
     result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 0 and calls == []  # every step came from the kept ones
-    assert "(resumed: 5 of 5 steps kept from an interrupted run)" in result.output
+    assert "(resumed: 10 of 10 steps kept from an interrupted run)" in result.output  # 2 references
     assert len(Timeline.load(out)) == 5

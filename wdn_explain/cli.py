@@ -28,7 +28,9 @@ def _fail(exc: WdnExplainError) -> None:
 
 @app.command()
 def simulate(
-    config: Path = typer.Option(Path("simulations/waq.yaml"), help="simulation YAML file"),
+    config: Path = typer.Option(
+        Path("simulations/waq.yaml"), help="simulation YAML file (shipped ones found anywhere)"
+    ),
     out: Path = typer.Option(..., help="output folder (created; resumed if it holds this config)"),
     workers: int = typer.Option(0, help="worker processes (0: all cores)"),
     overwrite: bool = typer.Option(False, help="replace a folder made from another config"),
@@ -37,10 +39,11 @@ def simulate(
     """Simulate the scenarios of a config (e.g. the WAQ dataset) into a folder."""
     from .progress import progress_callback
     from .scenario import load_config
+    from .timeline import shipped
     from .waq import generate_waq
 
     try:
-        cfg = load_config(config)
+        cfg = load_config(shipped(config))
         with progress_callback(True, "simulate") as cb:
             generate_waq(
                 cfg,
@@ -207,7 +210,9 @@ def train(
 
 @app.command()
 def evaluate(
-    model: Path = typer.Option(Path("models/default"), help="model folder"),
+    model: Path = typer.Option(
+        None, help="model folder [default: $WDN_EXPLAIN_MODEL, else the shipped models/default]"
+    ),
     data: Path = typer.Option(..., help="WAQ folder"),
     split: str = typer.Option("test", help="train, val, test or all"),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
@@ -216,9 +221,11 @@ def evaluate(
     overall, per scenario factor and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
     from .features import InputSpec
+    from .timeline import default_model, shipped
     from .training import check_data_matches, load_model
     from .training import evaluate as run_evaluation
 
+    model = default_model() if model is None else shipped(model)
     try:
         net, card = load_model(model)
         arrays = load_waq_arrays(data)
@@ -328,8 +335,9 @@ def _scenario_from(spec: str, index: int):
 
     from .errors import ConfigError
     from .scenario import load_config, parse_config
+    from .timeline import shipped
 
-    path = Path(spec)
+    path = shipped(spec)
     if path.suffix in (".yaml", ".yml") or path.is_file():
         return load_config(path).scenario_config(index)
     try:
@@ -349,7 +357,9 @@ def explain(
     scenario: str = typer.Option(
         "simulations/default_scenario.yaml", help="scenario YAML file or inline YAML mapping"
     ),
-    model: Path = typer.Option(Path("models/default"), help="model folder"),
+    model: Path = typer.Option(
+        None, help="model folder [default: $WDN_EXPLAIN_MODEL, else the shipped models/default]"
+    ),
     out: Path = typer.Option(..., help="timeline file (.npz); reused when it matches"),
     index: int = typer.Option(0, help="which scenario of a multi-scenario file"),
     overwrite: bool = typer.Option(False, help="replace a timeline file of another scenario"),
@@ -360,8 +370,9 @@ def explain(
 
     Warns (one line) when the scenario lies outside the model's training design."""
     from .design import UNKNOWN_DESIGN
-    from .timeline import check_timeline_output, explain_scenario
+    from .timeline import check_timeline_output, default_model, explain_scenario, shipped
 
+    model = default_model() if model is None else shipped(model)
     try:
         spec = _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
@@ -383,6 +394,9 @@ def explain(
     )
 
 
+REFERENCE_HELP = "values relative to: mean (the network average, the paper's) or none (no chlorine)"
+
+
 @app.command()
 def report(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
@@ -390,22 +404,25 @@ def report(
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
+    reference: str = typer.Option("mean", help=REFERENCE_HELP),
     gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
 ) -> None:
-    """Write the animated SI-Graph of a timeline as HTML (and optionally a GIF)."""
-    from .files import check_output
+    """Write a self-contained HTML report of a timeline (title, how to read it, the animated
+    SI-Graph, forecast against simulated truth) and optionally a GIF."""
+    from .files import atomic_write, check_output
     from .network import load_network
-    from .plot import timeline_figure, write_gif
+    from .report import report_html, write_gif
     from .timeline import Timeline
 
     try:
         check_output(out, what="report file", is_output=_suffix(".html", ".htm"))
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
-        tl = Timeline.load(timeline)
+        tl = Timeline.load(timeline).relative_to(reference)
         net = load_network(tl.scenario.network)
-        fig = timeline_figure(tl, net, index=index, order=order, top_k=top_k)
-        fig.write_html(out, include_plotlyjs=True, auto_play=False)
+        page = report_html(tl, net, index=index, order=order, top_k=top_k)
+        with atomic_write(out) as tmp:
+            tmp.write_text(page, encoding="utf-8")
         if gif:
             write_gif(tl, net, gif, index=index, order=order)
     except WdnExplainError as exc:
@@ -418,8 +435,11 @@ def export(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
-    csv: Path = typer.Option(None, help="one row per (step, interaction)"),
-    json_dir: Path = typer.Option(None, help="one shapiq InteractionValues JSON file per step"),
+    reference: str = typer.Option("mean", help=REFERENCE_HELP),
+    csv: Path = typer.Option(None, help="one row per (step, interaction), nodes by id"),
+    json_dir: Path = typer.Option(
+        None, help="one shapiq InteractionValues JSON file per step (with player -> node id)"
+    ),
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
     from .files import check_output
@@ -433,14 +453,11 @@ def export(
             check_output(csv, what="CSV file", is_output=_suffix(".csv"))
         if json_dir:
             check_output(json_dir, kind="dir", what="JSON folder")
-        tl = Timeline.load(timeline)
+        tl = Timeline.load(timeline).relative_to(reference)
         if csv:
             tl.to_frame(index, order).to_csv(csv, index=False)
         if json_dir:
-            json_dir.mkdir(parents=True, exist_ok=True)
-            for t in range(len(tl)):
-                path = json_dir / f"step_{int(tl.steps[t]):04d}.json"
-                tl.interaction_values(t, index, order).to_json_file(path)
+            tl.write_json(json_dir, index, order)
     except WdnExplainError as exc:
         _fail(exc)
     label = index if order is None else f"{index} (order {order})"

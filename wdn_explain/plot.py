@@ -1,9 +1,12 @@
-"""SI-Graphs over the network map (Plotly) and a GIF of a timeline (matplotlib).
+"""SI-Graphs over the network map and the side panels (Plotly); reports live in
+:mod:`.report`.
 
-Node colour and size show the first-order value of the chosen index; pairwise interactions
-are lines between the two nodes (red positive, blue negative, width by magnitude, also for
-nodes that are not adjacent); higher-order interactions are translucent hulls over their
-nodes. One colour scale is fixed across all frames so that frames compare.
+Node colour and size show the first-order value of the chosen index, in the forecast's unit
+(share of nodes chlorinated); pairwise interactions are curved arcs between the two nodes
+(red positive, blue negative, width by magnitude, also for nodes that are not adjacent) over
+light grey straight pipes; higher-order interactions are translucent dashed hulls with a ▲
+marker naming their members. One colour scale is fixed across all frames so that frames
+compare.
 """
 
 from __future__ import annotations
@@ -14,6 +17,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .explain.indices import check_index
+from .narrative import (
+    UNIT,
+    forecast_time,
+    horizon_s,
+    index_label,
+    minutes,
+    reference_label,
+    resolved_order,
+    threshold_text,
+)
 from .network import Network
 from .timeline import Timeline
 
@@ -53,6 +66,7 @@ def frame_data(
 
 
 def _pipe_trace(network: Network) -> dict:
+    """The pipes as thin, light grey straight segments (interactions are drawn curved)."""
     xy = network.coordinates
     xs, ys = [], []
     for u, v in network.link_nodes:
@@ -63,53 +77,82 @@ def _pipe_trace(network: Network) -> dict:
         x=np.array(xs),
         y=np.array(ys),
         mode="lines",
-        line=dict(color="#bbbbbb", width=3),
+        line=dict(color=PIPE, width=2),
         hoverinfo="skip",
         name="pipes",
     )
 
 
+PIPE = "#d4d4d4"
 WIDTHS = (1.5, 4.0, 8.0)  # pair lines are drawn in three width classes by magnitude
+BEND = 0.2  # a pair's arc bulges sideways by this share of the distance between its nodes
+
+
+def _arc(a: np.ndarray, b: np.ndarray, n: int = 16) -> np.ndarray:
+    """Points of a quadratic Bézier arc from ``a`` to ``b`` bent to one side, shape (n, 2),
+    so that an interaction never lies on the pipe between the same two nodes."""
+    control = (a + b) / 2 + BEND * np.array([-(b - a)[1], (b - a)[0]])
+    u = np.linspace(0, 1, n)[:, None]
+    return (1 - u) ** 2 * a + 2 * u * (1 - u) * control + u**2 * b
 
 
 def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
-    """Six traces (sign x width class), each a set of None-separated segments."""
+    """Six line traces (sign x width class) of curved arcs, hover-free so that hovering a
+    node shows the node, plus one trace of arc midpoints carrying each pair's hover text."""
     xy = network.coordinates
     top = max((abs(v) for _, v in pairs), default=0.0) or 1.0
-    traces = []
+    traces, mids, text, colours = [], [], [], []
     for colour, sign in ((POSITIVE, 1), (NEGATIVE, -1)):
         for c, width in enumerate(WIDTHS):
-            xs, ys, text = [], [], []
+            xs, ys = [], []
             for (i, j), value in pairs:
                 cls = min(int(3 * abs(value) / top), 2)
                 if np.sign(value) != sign or cls != c:
                     continue
-                label = f"{index} {{{network.node_ids[i]}, {network.node_ids[j]}}} = {value:+.4g}"
-                xs += [xy[i, 0], xy[j, 0], np.nan]
-                ys += [xy[i, 1], xy[j, 1], np.nan]
-                text += [label, label, ""]
+                arc = _arc(xy[i], xy[j])
+                xs += [*arc[:, 0], np.nan]
+                ys += [*arc[:, 1], np.nan]
+                mids.append(arc[len(arc) // 2])
+                colours.append(colour)
+                text.append(
+                    f"pair {{{network.node_ids[i]}, {network.node_ids[j]}}}<br>"
+                    f"{index} {value:+.4f} (share of nodes)"
+                )
             traces.append(
                 dict(
                     type="scatter",
                     x=np.array(xs or [np.nan]),  # NaN separates segments; arrays validate fast
                     y=np.array(ys or [np.nan]),
                     mode="lines",
-                    opacity=0.75,
+                    opacity=0.7,
                     line=dict(color=colour, width=width),
-                    hovertext=text or [""],
-                    hoverinfo="text",
+                    hoverinfo="skip",
                     name=f"pairs {'+' if sign > 0 else '-'}",
                 )
             )
+    mids_xy = np.array(mids).reshape(-1, 2)
+    traces.append(
+        dict(
+            type="scatter",
+            x=mids_xy[:, 0] if len(mids) else np.array([np.nan]),
+            y=mids_xy[:, 1] if len(mids) else np.array([np.nan]),
+            mode="markers",
+            marker=dict(size=7, color=colours or ["#000"], symbol="circle-open"),
+            hovertext=text or [""],
+            hoverinfo="text",
+            name="pair values",
+        )
+    )
     return traces
 
 
 def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
-    """Two filled traces (sign): translucent hulls around each higher-order set."""
+    """Two filled traces (sign) of translucent hulls with dashed outlines around each set of
+    three or more nodes, and one trace of ▲ markers at their centres naming the members."""
     xy = network.coordinates
-    traces = []
+    traces, centres, text, colours = [], [], [], []
     for colour, sign in ((POSITIVE, 1), (NEGATIVE, -1)):
-        xs, ys, text = [], [], []
+        xs, ys = [], []
         for members, value in higher:
             if np.sign(value) != sign:
                 continue
@@ -117,10 +160,12 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
             centre = pts.mean(axis=0)
             ring = pts[np.argsort(np.arctan2(pts[:, 1] - centre[1], pts[:, 0] - centre[0]))]
             ring = centre + 1.15 * (ring - centre)
-            label = f"{index} {{{', '.join(network.node_ids[m] for m in members)}}} = {value:+.4g}"
             xs += [*ring[:, 0], ring[0, 0], np.nan]
             ys += [*ring[:, 1], ring[0, 1], np.nan]
-            text += [label] * (len(ring) + 1) + [""]
+            centres.append(centre)
+            colours.append(colour)
+            ids = ", ".join(network.node_ids[m] for m in members)
+            text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} (share of nodes)")
         traces.append(
             dict(
                 type="scatter",
@@ -129,13 +174,25 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
                 mode="lines",
                 fill="toself",
                 fillcolor=colour,
-                opacity=0.18,
-                line=dict(width=0),
-                hovertext=text or [""],
-                hoverinfo="text",
+                opacity=0.3,
+                line=dict(width=1.5, color=colour, dash="dash"),
+                hoverinfo="skip",
                 name=f"hyperedges {'+' if sign > 0 else '-'}",
             )
         )
+    xy_c = np.array(centres).reshape(-1, 2)
+    traces.append(
+        dict(
+            type="scatter",
+            x=xy_c[:, 0] if centres else np.array([np.nan]),
+            y=xy_c[:, 1] if centres else np.array([np.nan]),
+            mode="markers",
+            marker=dict(size=11, color=colours or ["#000"], symbol="triangle-up"),
+            hovertext=text or [""],
+            hoverinfo="text",
+            name="group values",
+        )
+    )
     return traces
 
 
@@ -146,7 +203,7 @@ def _node_trace(
     roles = np.array(network.node_roles)
     injection = timeline.scenario.injection_node or network.reservoirs[0]
     hover = [
-        f"node {nid} ({role})<br>chlorine {c:.3f} mg/L<br>{index} {v:+.4g}"
+        f"<b>node {nid}</b> ({role})<br>chlorine {c:.3f} mg/L<br>{index} {v:+.4f} (share of nodes)"
         for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)
     ]
     return dict(
@@ -155,18 +212,20 @@ def _node_trace(
         y=xy[:, 1],
         mode="markers+text",
         text=list(network.node_ids),
-        textposition="top center",
-        textfont=dict(size=9),
+        textposition="top right",
+        textfont=dict(size=12, color="#222"),
         hovertext=hover,
         hoverinfo="text",
         name="nodes",
         marker=dict(
-            size=10 + 30 * np.abs(values) / (scale or 1.0),
+            size=9 + 22 * np.abs(values) / (scale or 1.0),
             color=values,
             colorscale=COLORSCALE,
             cmin=-scale,
             cmax=scale,
-            colorbar=dict(title=dict(text=index), thickness=14),
+            colorbar=dict(
+                title=dict(text=f"{index}<br>(share of<br>nodes)", side="top"), thickness=14
+            ),
             symbol=np.where(
                 roles == "reservoir", "square", np.where(roles == "tank", "diamond", "circle")
             ),
@@ -178,13 +237,68 @@ def _node_trace(
 def frame_traces(
     network: Network, timeline: Timeline, step: int, data: FrameData, scale: float, index: str
 ) -> list[dict]:
-    """The ten traces of one frame: pipes, six pair classes, two hyperedge signs, nodes."""
+    """The traces of one frame, nodes last (on top): pipes, six pair classes and the pair
+    values, two hyperedge signs and the group values, nodes."""
     return [
         _pipe_trace(network),
         *_pair_traces(network, data.pairs, index),
         *_hyperedge_traces(network, data.higher, index),
         _node_trace(network, timeline, step, data.node_values, scale, index),
     ]
+
+
+def value_scale(timeline: Timeline, index: str, order: int | None) -> float:
+    """One colour scale for every frame: the largest first-order magnitude of the timeline."""
+    return float(np.abs(timeline.node_values(index, order)).max()) or 1.0
+
+
+def frame_title(timeline: Timeline, step: int, index: str, order: int | None) -> str:
+    """Two short lines: what and when, then forecast, truth and reference forecast."""
+    order = resolved_order(timeline, index, order)
+    e = timeline.explanations[step]
+    return (
+        f"{index_label(index, order)}, {forecast_time(timeline, step)}<br><sup>"
+        f"forecast {e.prediction:.2f}, simulated {timeline.truth[step]:.2f}, reference "
+        f"{e.empty_prediction:.2f} ({reference_label(timeline.reference)}) — {UNIT}</sup>"
+    )
+
+
+def _map_layout(network: Network, height: int, title: str) -> dict:
+    """A map layout with room around the nodes (labels and big markers are not clipped) and
+    the title at the left, clear of any toolbar at the right."""
+    xy = network.coordinates
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    pad = 0.08 * (hi - lo)
+    return dict(
+        height=height,
+        margin=dict(l=10, r=10, t=60, b=10),
+        plot_bgcolor="white",
+        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
+        xaxis=dict(visible=False, range=[lo[0] - pad[0], hi[0] + 1.5 * pad[0]]),
+        yaxis=dict(visible=False, range=[lo[1] - pad[1], hi[1] + pad[1]], scaleanchor="x"),
+        showlegend=False,
+        hovermode="closest",
+    )
+
+
+def si_graph_figure(
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    *,
+    index: str = "k-SII",
+    order: int | None = 2,
+    top_k: int = 10,
+    scale: float | None = None,
+    height: int = 620,
+) -> go.Figure:
+    """The SI-Graph of one step (the app draws the step of its time cursor)."""
+    scale = value_scale(timeline, index, order) if scale is None else scale
+    data = frame_data(timeline, step, index, order, top_k)
+    layout = _map_layout(network, height, frame_title(timeline, step, index, order))
+    return go.Figure(
+        dict(data=frame_traces(network, timeline, step, data, scale, index), layout=layout)
+    )
 
 
 def timeline_figure(
@@ -194,171 +308,114 @@ def timeline_figure(
     index: str = "k-SII",
     order: int | None = 2,
     top_k: int = 10,
-    height: int = 620,
+    height: int = 680,
     start: int | None = None,
 ) -> go.Figure:
-    """Animated SI-Graph: one frame per explained step, play/pause and a time slider.
+    """Animated SI-Graph: one frame per explained step, play/pause and a time slider (the
+    HTML report's figure).
 
     The figure opens on frame ``start`` (default: the first step whose explanation is not
     all zero, :meth:`Timeline.first_informative_step`)."""
     start = timeline.first_informative_step() if start is None else start
-    frames_data = [frame_data(timeline, t, index, order, top_k) for t in range(len(timeline))]
-    scale = max(float(np.abs(f.node_values).max()) for f in frames_data) or 1.0
-    minutes = [f"{s / 60:.0f} min" for s in timeline.times_s]
-    order = check_index(index, order, timeline.explanations[0].blocks.max_size)[1]
-    label = index if index in ("SV", "BV") else f"{index} order {order}"
-    titles = [
-        f"{label} — forecast at {minutes[t]}: {timeline.forecast[t]:.3f} (simulated {timeline.truth[t]:.3f})"
-        for t in range(len(timeline))
-    ]
+    scale = value_scale(timeline, index, order)
     frames = [
         dict(
             name=str(t),
-            data=frame_traces(network, timeline, t, d, scale, index),
-            layout=dict(title=dict(text=titles[t])),
+            data=frame_traces(
+                network, timeline, t, frame_data(timeline, t, index, order, top_k), scale, index
+            ),
+            layout=dict(title=dict(text=frame_title(timeline, t, index, order))),
         )
-        for t, d in enumerate(frames_data)
+        for t in range(len(timeline))
     ]
-    layout = dict(
-        height=height,
-        margin=dict(l=10, r=10, t=40, b=10),
-        plot_bgcolor="white",
-        title=dict(text=titles[start]),
-        xaxis=dict(visible=False),
-        yaxis=dict(visible=False, scaleanchor="x"),
-        showlegend=False,
-        updatemenus=[
-            dict(
-                type="buttons",
-                direction="left",
-                x=0.0,
-                y=-0.02,
-                xanchor="left",
-                yanchor="top",
-                buttons=[
-                    dict(
-                        label="▶ play",
-                        method="animate",
-                        args=[
-                            None,
-                            dict(
-                                frame=dict(duration=600, redraw=True),
-                                fromcurrent=True,
-                                transition=dict(duration=0),
-                            ),
-                        ],
-                    ),
-                    dict(
-                        label="❚❚ pause",
-                        method="animate",
-                        args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")],
-                    ),
-                ],
-            )
-        ],
-        sliders=[
-            dict(
-                active=start,
-                x=0.2,
-                len=0.8,
-                y=-0.02,
-                currentvalue=dict(prefix="forecast made at "),
-                steps=[
-                    dict(
-                        label=minutes[t],
-                        method="animate",
-                        args=[
-                            [str(t)],
-                            dict(mode="immediate", frame=dict(duration=0, redraw=True)),
-                        ],
-                    )
-                    for t in range(len(frames))
-                ],
-            )
-        ],
-    )
+    layout = _map_layout(network, height, frame_title(timeline, start, index, order))
+    layout["margin"]["b"] = 90
+    layout["updatemenus"] = [
+        dict(
+            type="buttons",
+            direction="left",
+            x=0.0,
+            y=-0.02,
+            xanchor="left",
+            yanchor="top",
+            buttons=[
+                dict(
+                    label="▶ play",
+                    method="animate",
+                    args=[
+                        None,
+                        dict(
+                            frame=dict(duration=600, redraw=True),
+                            fromcurrent=True,
+                            transition=dict(duration=0),
+                        ),
+                    ],
+                ),
+                dict(
+                    label="❚❚ pause",
+                    method="animate",
+                    args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")],
+                ),
+            ],
+        )
+    ]
+    layout["sliders"] = [
+        dict(
+            active=start,
+            x=0.22,
+            len=0.78,
+            y=-0.02,
+            pad=dict(t=30),
+            currentvalue=dict(prefix="forecast made at ", xanchor="left"),
+            steps=[
+                dict(
+                    label=minutes(timeline.times_s[t]),
+                    method="animate",
+                    args=[[str(t)], dict(mode="immediate", frame=dict(duration=0, redraw=True))],
+                )
+                for t in range(len(frames))
+            ],
+        )
+    ]
     return go.Figure(dict(data=frames[start]["data"], layout=layout, frames=frames))
 
 
-def write_gif(
-    timeline: Timeline,
-    network: Network,
-    path,
-    *,
-    index: str = "SV",
-    order: int | None = None,
-    fps: int = 3,
-) -> None:
-    """An animated GIF of node values over time (for slides), drawn with matplotlib."""
-    import imageio.v2 as imageio
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    values = np.stack(
-        [frame_data(timeline, t, index, order, 0).node_values for t in range(len(timeline))]
-    )
-    scale = float(np.abs(values).max()) or 1.0
-    xy = network.coordinates
-    images = []
-    for t in range(len(timeline)):
-        fig, ax = plt.subplots(figsize=(6, 5), dpi=80)
-        for u, v in network.link_nodes:
-            ax.plot(xy[[u, v], 0], xy[[u, v], 1], color="#bbbbbb", lw=2, zorder=1)
-        sc = ax.scatter(
-            xy[:, 0],
-            xy[:, 1],
-            c=values[t],
-            cmap="RdBu_r",
-            vmin=-scale,
-            vmax=scale,
-            s=40 + 300 * np.abs(values[t]) / scale,
-            edgecolors="black",
-            zorder=2,
-        )
-        fig.colorbar(sc, ax=ax, label=index)
-        ax.set_title(
-            f"{index} at {timeline.times_s[t] / 60:.0f} min: forecast {timeline.forecast[t]:.3f}"
-        )
-        ax.set_axis_off()
-        fig.canvas.draw()
-        images.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
-        plt.close(fig)
-    imageio.mimsave(path, images, duration=1000 / fps, loop=0)
-
-
-def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 260) -> go.Figure:
-    """Forecast vs simulated truth (fraction chlorinated at t + horizon) over time."""
-    minutes = timeline.times_s / 60
-    fig = go.Figure(
-        [
-            go.Scatter(
-                x=minutes,
-                y=timeline.truth,
-                name="simulated",
-                mode="lines+markers",
-                line=dict(color="#444"),
-            ),
-            go.Scatter(
-                x=minutes,
-                y=timeline.forecast,
-                name="forecast",
-                mode="lines+markers",
-                line=dict(color=POSITIVE),
-            ),
-        ]
-    )
+def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
+    """Forecast, simulated truth and reference forecast (share of nodes chlorinated at
+    t + horizon) over the time the forecast is made; a marker at ``step``."""
+    made = timeline.times_s / 60
+    ref = reference_label(timeline.reference)
+    traces = [
+        go.Scatter(x=made, y=timeline.truth, name="simulated", line=dict(color="#444")),
+        go.Scatter(x=made, y=timeline.forecast, name="forecast", line=dict(color=POSITIVE)),
+        go.Scatter(
+            x=made,
+            y=timeline.reference_forecast,
+            name=f"reference forecast ({ref})",
+            line=dict(color="#999", dash="dash"),
+        ),
+    ]
     if step is not None:
-        fig.add_vline(x=float(minutes[step]), line=dict(color="#999", dash="dot"))
-    h = timeline.meta.get("horizon", "?")
+        traces.append(
+            go.Scatter(
+                x=[made[step]],
+                y=[timeline.forecast[step]],
+                name="now",
+                mode="markers",
+                marker=dict(size=13, color=POSITIVE, line=dict(width=2, color="black")),
+                showlegend=False,
+            )
+        )
+    fig = go.Figure(traces)
+    if step is not None:
+        fig.add_vline(x=float(made[step]), line=dict(color="#999", dash="dot"))
     fig.update_layout(
         height=height,
-        margin=dict(l=10, r=10, t=30, b=10),
-        title=f"fraction chlorinated {h} steps ahead",
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text=f"{UNIT}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"),
         xaxis_title="forecast made at (min)",
-        yaxis=dict(range=[-0.05, 1.05]),
-        legend=dict(orientation="h", y=-0.35),
+        yaxis=dict(range=[-0.05, 1.05], title="share of nodes"),
+        legend=dict(orientation="h", y=-0.3),
     )
     return fig
 
@@ -382,10 +439,10 @@ def chlorine_figure(
                     cmin=0,
                     cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
                     line=dict(width=1, color="black"),
-                    colorbar=dict(title="Cl mg/L", thickness=10),
+                    colorbar=dict(title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10),
                 ),
                 hovertext=[
-                    f"node {n}: {c:.3f} mg/L"
+                    f"<b>node {n}</b><br>chlorine {c:.3f} mg/L"
                     for n, c in zip(network.node_ids, timeline.chlorine[step])
                 ],
                 hoverinfo="text",
@@ -394,14 +451,14 @@ def chlorine_figure(
         ]
     )
     fig.update_layout(
-        height=height,
-        margin=dict(l=10, r=10, t=30, b=10),
-        showlegend=False,
-        plot_bgcolor="white",
-        title=f"chlorine at {timeline.times_s[step] / 60:.0f} min",
-        xaxis=dict(visible=False),
-        yaxis=dict(visible=False, scaleanchor="x"),
+        _map_layout(
+            network,
+            height,
+            f"chlorine at {minutes(timeline.times_s[step])} "
+            f"(chlorinated: {threshold_text(timeline)})",
+        )
     )
+    fig.update_layout(margin=dict(t=40), title_font_size=13)
     return fig
 
 
@@ -423,21 +480,33 @@ def value_figure(
     members: tuple[int, ...],
     index: str,
     order: int,
+    step: int | None = None,
     height: int = 260,
+    values: np.ndarray | None = None,
 ) -> go.Figure:
-    """A node's (or pair's) value over time."""
+    """A node's (or pair's) value over time (``values``: precomputed
+    :func:`value_over_time`); the bar at ``step`` is outlined."""
     label = ", ".join(network.node_ids[m] for m in members)
+    if values is None:
+        values = value_over_time(timeline, members, index, order)
+    outline = np.zeros(len(timeline))
+    if step is not None:
+        outline[step] = 3
     fig = go.Figure(
         go.Bar(
             x=timeline.times_s / 60,
-            y=value_over_time(timeline, members, index, order),
-            marker_color=POSITIVE,
+            y=values,
+            marker=dict(
+                color=np.where(values >= 0, POSITIVE, NEGATIVE),
+                line=dict(width=outline, color="black"),
+            ),
         )
     )
     fig.update_layout(
         height=height,
-        margin=dict(l=10, r=10, t=30, b=10),
-        title=f"{index} of {{{label}}} over time",
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text=f"{index} of {{{label}}} over time", x=0.01, xanchor="left"),
         xaxis_title="forecast made at (min)",
+        yaxis_title="share of nodes",
     )
     return fig

@@ -19,7 +19,10 @@ from .errors import ConfigError
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # numbers where a string is expected become strings: `injection_node: 12` is node "12"
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, coerce_numbers_to_str=True
+    )
 
     def config_hash(self) -> str:
         """Short SHA-256 of the canonical JSON form; equal configs hash equally."""

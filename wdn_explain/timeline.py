@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,14 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "wdn-explain-timeline/2"  # 2: chlorine in mg/L, out_of_design in meta
 
+# What a masked node is replaced by (the reference the values are relative to): the
+# engine's baseline and the plain name the app and reports show. "none" zeroes every node
+# feature: chlorine 0 mg/L and no source (the source feature is 0 wherever nothing enters).
+REFERENCES: dict[str, tuple[str, str]] = {
+    "mean": ("mean", "the network average (every node at the mean of the inputs, the paper's)"),
+    "none": ("zeros", "no chlorine (every node without chlorine and without a source)"),
+}
+
 
 @dataclass
 class Timeline:
@@ -55,9 +64,12 @@ class Timeline:
         forecast: Model output at each step (fraction chlorinated at t + horizon), (T,).
         truth: Simulated fraction chlorinated at t + horizon, shape (T,).
         explanations: One :class:`~wdn_explain.explain.Explanation` per step.
-        meta: scenario config, model hash, horizon, threshold, engine version, baseline, and
+        meta: scenario config, model hash, horizon, threshold, engine version, baseline,
+            ``references`` (the names in :data:`REFERENCES` explained), and
             ``out_of_design``: sentences naming what of the scenario lies outside the model's
             training design (empty: inside; ``None``: the card records no design).
+        alternatives: Explanations of the same forecasts relative to other references, by
+            name (``none``: no chlorine), one per step each.
     """
 
     steps: np.ndarray
@@ -68,6 +80,7 @@ class Timeline:
     truth: np.ndarray
     explanations: list[Explanation]
     meta: dict[str, Any]
+    alternatives: dict[str, list[Explanation]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -75,6 +88,40 @@ class Timeline:
     @property
     def scenario(self) -> ScenarioConfig:
         return ScenarioConfig.model_validate(self.meta["scenario"])
+
+    @property
+    def reference(self) -> str:
+        """The name (see :data:`REFERENCES`) of the reference ``explanations`` are relative to."""
+        return self.meta.get("reference", "mean")
+
+    @property
+    def references(self) -> list[str]:
+        """Every reference this timeline holds explanations for."""
+        return [self.reference, *self.alternatives]
+
+    def relative_to(self, reference: str) -> Timeline:
+        """The same timeline with ``explanations`` relative to ``reference`` (no copy of the
+        values); DataError when the file holds no such explanations."""
+        if reference == self.reference:
+            return self
+        if reference not in self.alternatives:
+            raise DataError(
+                f"timeline holds no explanations relative to '{reference}' "
+                f"(it holds: {', '.join(self.references)})"
+            )
+        others = {self.reference: self.explanations} | self.alternatives
+        explanations = others.pop(reference)
+        return replace(
+            self,
+            explanations=explanations,
+            alternatives=others,
+            meta={**self.meta, "reference": reference},
+        )
+
+    @property
+    def reference_forecast(self) -> np.ndarray:
+        """The forecast with every node at the reference, per step, shape (T,)."""
+        return np.array([e.empty_prediction for e in self.explanations])
 
     def first_informative_step(self, tol: float = 1e-3) -> int:
         """The first explained step whose forecast differs from the reference forecast (every
@@ -112,16 +159,43 @@ class Timeline:
                         "forecast": float(self.forecast[t]),
                         "truth": float(self.truth[t]),
                         "estimated": not e.exact,
+                        "reference": self.reference,
                     }
                 )
         return pd.DataFrame(rows)
+
+    def write_json(
+        self, folder: str | Path, index: str = "k-SII", order: int | None = None
+    ) -> list[Path]:
+        """One shapiq ``InteractionValues`` JSON file per step (``step_NNNN.json``, loadable
+        with ``InteractionValues.from_json_file``) into ``folder``; shapiq's players are
+        positions 0..n-1, so each file's ``parameters`` map them to node ids (``node_ids``)
+        and name the reference, time, forecast and simulated truth."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for t in range(len(self)):
+            path = folder / f"step_{int(self.steps[t]):04d}.json"
+            self.interaction_values(t, index, order).to_json_file(
+                path,
+                desc=f"{index} at {int(self.times_s[t])} s of {self.scenario.describe()}",
+                node_ids=[str(n) for n in self.node_ids],
+                reference=self.reference,
+                time_s=int(self.times_s[t]),
+                forecast=float(self.forecast[t]),
+                truth=float(self.truth[t]),
+            )
+            paths.append(path)
+        return paths
 
     def save(self, path: str | Path) -> Path:
         """Write atomically (temporary name, then rename)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays: dict[str, np.ndarray] = {
-            "meta": np.array(json.dumps({**self.meta, "format": FORMAT})),
+            "meta": np.array(
+                json.dumps({**self.meta, "alternatives": list(self.alternatives), "format": FORMAT})
+            ),
             "steps": self.steps,
             "times_s": self.times_s,
             "node_ids": self.node_ids,
@@ -129,9 +203,13 @@ class Timeline:
             "forecast": self.forecast,
             "truth": self.truth,
         }
-        for t, e in enumerate(self.explanations):
-            for key, value in e.to_arrays(prefix=f"s{t}_").items():
-                arrays[key] = value.astype(np.float32) if key.startswith(f"s{t}_mi_") else value
+        series = {"s": self.explanations} | {f"r_{k}_": v for k, v in self.alternatives.items()}
+        for head, explanations in series.items():
+            for t, e in enumerate(explanations):
+                prefix = f"{head}{t}_"
+                for key, value in e.to_arrays(prefix=prefix).items():
+                    mi = key.startswith(f"{prefix}mi_")
+                    arrays[key] = value.astype(np.float32) if mi else value
         with atomic_write(path) as tmp, open(tmp, "wb") as handle:
             np.savez_compressed(handle, **arrays)  # MIs of nearby steps compress ~5x
         return path
@@ -143,15 +221,11 @@ class Timeline:
             with np.load(path, allow_pickle=False) as data:
                 meta = _checked_meta(json.loads(str(data["meta"])), path)
                 steps = data["steps"]
-                explanations = []
-                for t in range(len(steps)):
-                    prefix = f"s{t}_"
-                    part = {k: data[k] for k in data.files if k.startswith(prefix)}
-                    part = {
-                        k: v.astype(np.float64) if k.startswith(f"{prefix}mi_") else v
-                        for k, v in part.items()
-                    }
-                    explanations.append(Explanation.from_arrays(part, prefix))
+                explanations = _load_series(data, "s", len(steps))
+                alternatives = {
+                    k: _load_series(data, f"r_{k}_", len(steps))
+                    for k in meta.get("alternatives", [])
+                }
                 timeline = cls(
                     steps=steps,
                     times_s=data["times_s"],
@@ -161,6 +235,7 @@ class Timeline:
                     truth=data["truth"],
                     explanations=explanations,
                     meta=meta,
+                    alternatives=alternatives,
                 )
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None
@@ -184,13 +259,27 @@ class Timeline:
                     f"timeline file '{path}' is corrupt: {name} has shape "
                     f"{getattr(self, name).shape}, expected {shape}"
                 )
-        for t, e in enumerate(self.explanations):
+        series = [self.explanations, *self.alternatives.values()]
+        for t, e in ((t, e) for es in series for t, e in enumerate(es)):
             members = [nodes for nodes, _ in e.blocks.groups.values() if nodes.size]
             if e.n_players != n or any(m.min() < 0 or m.max() >= n for m in members):
                 raise DataError(
                     f"timeline file '{path}' is corrupt: step {t} refers to nodes outside "
                     f"0..{n - 1}"
                 )
+
+
+def _load_series(data: Any, head: str, n_steps: int) -> list[Explanation]:
+    """The explanations stored under ``{head}{t}_`` for t < n_steps (MIs back to float64)."""
+    out = []
+    for t in range(n_steps):
+        prefix = f"{head}{t}_"
+        part = {k: data[k] for k in data.files if k.startswith(prefix)}
+        part = {
+            k: v.astype(np.float64) if k.startswith(f"{prefix}mi_") else v for k, v in part.items()
+        }
+        out.append(Explanation.from_arrays(part, prefix))
+    return out
 
 
 _META_KEYS = ("scenario", "model_hash", "engine_version", "horizon", "threshold")
@@ -211,9 +300,26 @@ def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
     return meta
 
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "default"
-DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "simulations" / "default_scenario.yaml"
+SHIPPED_ROOT = Path(__file__).resolve().parents[1]  # holds models/ and simulations/
+DEFAULT_MODEL = SHIPPED_ROOT / "models" / "default"
+DEFAULT_SCENARIO = SHIPPED_ROOT / "simulations" / "default_scenario.yaml"
 DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
+
+
+def shipped(path: str | Path) -> Path:
+    """``path`` itself when it exists (or is absolute), else the shipped file or folder of
+    that relative name (``models/default``, ``simulations/waq.yaml``), so that the defaults
+    work from any working directory."""
+    path = Path(path)
+    if path.exists() or path.is_absolute() or not (SHIPPED_ROOT / path).exists():
+        return path
+    return SHIPPED_ROOT / path
+
+
+def default_model() -> Path:
+    """The model the app and CLI use unless told otherwise: ``WDN_EXPLAIN_MODEL`` or the
+    shipped default."""
+    return shipped(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:
@@ -236,13 +342,14 @@ def timeline_label(path: str | Path) -> str:
 
 
 def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
-    """Whether a timeline file exists and was made by this model and engine version
-    (reads only the file's metadata entry)."""
+    """Whether a timeline file exists and was made by this model and engine version, with
+    every reference (reads only the file's metadata entry)."""
     meta = read_meta(path)
     return (
         meta is not None
         and meta.get("model_hash") == model_hash(model_dir)
         and meta.get("engine_version") == ENGINE_VERSION
+        and meta.get("references") == list(REFERENCES)
     )
 
 
@@ -316,7 +423,8 @@ def explain_scenario(
     explainer_options: dict[str, Any] | None = None,
     allow_large: bool = False,
 ) -> tuple[Timeline, str]:
-    """Simulate a scenario, forecast and explain every step exactly; cache to ``out``.
+    """Simulate a scenario, forecast and explain every step exactly, relative to every
+    reference in :data:`REFERENCES` (the network average and no chlorine); cache to ``out``.
 
     Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
     interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
@@ -347,6 +455,7 @@ def explain_scenario(
         "threshold": inputs.threshold,
         "threshold_unit": inputs.threshold_unit,
         "explainer": options,
+        "references": list(REFERENCES),
         "out_of_design": out_of_design(scenario, card, network),
     }
     status = "computed"
@@ -355,7 +464,13 @@ def explain_scenario(
             cached = Timeline.load(out)
             stale = [
                 k
-                for k in ("scenario_hash", "model_hash", "engine_version", "explainer")
+                for k in (
+                    "scenario_hash",
+                    "model_hash",
+                    "engine_version",
+                    "explainer",
+                    "references",
+                )
                 if cached.meta.get(k) != meta[k]
             ]
             if not stale:
@@ -374,27 +489,34 @@ def explain_scenario(
             f"scenario has {result.n_steps} reported steps, not more than the horizon {horizon}"
         )
     graphs = scenario_graphs(result, network, inputs)
-    explainer = GraphSHAPIQ(model, progress=False, **options)
     steps = np.arange(result.n_steps - horizon)
     labels = inputs.labels(
         result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
     )
-    explanations = []
+    series: dict[str, list[Explanation]] = {}
     store = StepStore.beside(out, meta) if out is not None else None
     kept = 0
     with progress_callback(progress, "explain timeline") as cb:
-        for i, t in enumerate(steps):
-            explanation = store.get(i) if store is not None else None
-            kept += explanation is not None
-            if explanation is None:
-                explanation = explainer.explain(graphs[t])
-                if store is not None:
-                    store.put(i, explanation)
-            explanations.append(explanation)
-            if cb:
-                cb(i + 1, len(steps))
+        for r, reference in enumerate(meta["references"]):
+            explainer = GraphSHAPIQ(
+                model, progress=False, **(options | {"baseline": REFERENCES[reference][0]})
+            )
+            series[reference] = []
+            for i, t in enumerate(steps):
+                key = r * len(steps) + i  # one store for every reference
+                explanation = store.get(key) if store is not None else None
+                kept += explanation is not None
+                if explanation is None:
+                    explanation = explainer.explain(graphs[t])
+                    if store is not None:
+                        store.put(key, explanation)
+                series[reference].append(explanation)
+                if cb:
+                    cb(key + 1, len(steps) * len(meta["references"]))
+    explanations = series.pop("mean")
     if kept:
-        status += f" (resumed: {kept} of {len(steps)} steps kept from an interrupted run)"
+        total = len(steps) * len(meta["references"])
+        status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
@@ -403,7 +525,8 @@ def explain_scenario(
         forecast=np.array([e.prediction for e in explanations]),
         truth=labels[steps + horizon],
         explanations=explanations,
-        meta={**meta, "baseline": "mean", "model_dir": str(model_dir)},
+        meta={**meta, "baseline": "mean", "reference": "mean", "model_dir": str(model_dir)},
+        alternatives=series,
     )
     if out is not None:
         timeline.save(out)

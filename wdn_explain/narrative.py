@@ -1,0 +1,129 @@
+"""Plain-language texts for a timeline, shared by the app and the reports: what a forecast
+is (made when, for when, in which unit), what the values are relative to, and one sentence
+per step naming the strongest drivers."""
+
+from __future__ import annotations
+
+from .explain.indices import check_index
+from .network import Network
+from .timeline import REFERENCES, Timeline
+
+UNIT = "share of nodes chlorinated"
+
+HOW_TO_READ = """
+**What the model forecasts.** The share of the network's nodes that will carry chlorine
+(at least the threshold) a fixed time ahead: "forecast made at 40 min for 60 min" uses the
+network's state at 40 min to forecast the share at 60 min.
+
+**What the map says.** Each node's **colour and size** is how much it moves that forecast,
+in the same unit (share of nodes), compared with the **reference**: the forecast the model
+makes when every node is replaced by the reference (the network average, as in the paper,
+or no chlorine at all). Red raises the forecast, blue lowers it; the values add up to the
+forecast minus the reference forecast. **Curved lines** between two nodes are pairwise
+interactions: their joint effect beyond their separate ones (red: reinforce, blue:
+compete), also between nodes that are not directly connected; straight grey lines are the
+pipes. **Shaded shapes with a ▲ marker** are interactions of three or more nodes (hover the
+marker for its members).
+
+**Why exact.** The values are computed exactly (GraphSHAP-IQ): the model only looks a few
+pipes away from each node, so only interactions inside such neighbourhoods can be non-zero.
+The square marks the reservoir; a thick outline marks the injection node.
+"""
+
+
+def reference_label(reference: str) -> str:
+    """The short plain name of a reference (``mean`` -> ``the network average``)."""
+    return REFERENCES[reference][1].split(" (")[0]
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min"
+
+
+def horizon_s(timeline: Timeline) -> int:
+    """How far ahead the forecasts look, in s."""
+    return int(timeline.meta["horizon"]) * timeline.scenario.reporting_step_s
+
+
+def forecast_time(timeline: Timeline, step: int) -> str:
+    """``forecast made at 40 min for 60 min``."""
+    made = float(timeline.times_s[step])
+    return f"forecast made at {minutes(made)} for {minutes(made + horizon_s(timeline))}"
+
+
+def threshold_text(timeline: Timeline) -> str:
+    """What counts as chlorinated, e.g. ``at least 0.05 mg/L``."""
+    return f"at least {timeline.meta['threshold']:g} {timeline.meta['threshold_unit']}"
+
+
+def resolved_order(timeline: Timeline, index: str, order: int | None) -> int:
+    """The order ``index`` is shown at (SV and BV: 1; others default to 2)."""
+    return check_index(index, order, timeline.explanations[0].blocks.max_size)[1]
+
+
+def index_label(index: str, order: int) -> str:
+    return index if index in ("SV", "BV") else f"{index} of order {order}"
+
+
+def _natural(node_id: str) -> tuple[int, str]:
+    """Sort key: numeric ids by value (2 before 10), others after them by name."""
+    return (int(node_id), "") if node_id.isdigit() else (1 << 62, node_id)
+
+
+def driver_name(network: Network, members: tuple[int, ...]) -> str:
+    """``junction 20``, ``the pair 4–20`` or ``the group 4–5–20``."""
+    if len(members) == 1:
+        return f"{network.node_roles[members[0]]} {network.node_ids[members[0]]}"
+    ids = "–".join(sorted((network.node_ids[m] for m in members), key=_natural))
+    return f"the pair {ids}" if len(members) == 2 else f"the group {ids}"
+
+
+def strongest(
+    timeline: Timeline, step: int, index: str, order: int | None
+) -> list[tuple[tuple[int, ...], float]]:
+    """Every non-zero value of ``index`` at ``step`` (all sizes up to the order), largest
+    magnitude first, as (members, value)."""
+    e = timeline.explanations[step]
+    order = resolved_order(timeline, index, order)
+    items = []
+    for size in range(1, order + 1):
+        members, values = e.index_values(index, order, size)
+        items += [(tuple(int(v) for v in m), float(x)) for m, x in zip(members, values) if x]
+    return sorted(items, key=lambda kv: -abs(kv[1]))
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _names(network: Network, items) -> str:
+    names = [driver_name(network, m) for m, _ in items]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def summary(timeline: Timeline, network: Network, step: int, index: str, order: int | None) -> str:
+    """One paragraph for one step: the forecast (made when, for when), the simulated truth,
+    the reference forecast, the explained difference and the strongest drivers (the two
+    largest positive values and the largest negative one, of any size up to ``order``)."""
+    order = resolved_order(timeline, index, order)
+    e = timeline.explanations[step]
+    gap = e.prediction - e.empty_prediction
+    head = (
+        f"{_upper_first(forecast_time(timeline, step))}: {e.prediction:.2f} {UNIT} "
+        f"(simulated: {timeline.truth[step]:.2f}). Relative to "
+        f"{reference_label(timeline.reference)} (reference forecast "
+        f"{e.empty_prediction:.2f}) that is {gap:+.2f}, which the "
+        f"{index_label(index, order)} values divide among the nodes."
+    )
+    items = strongest(timeline, step, index, order)
+    tol = 1e-3 * max(abs(gap), 1e-2)
+    up = [kv for kv in items if kv[1] > tol][:2]
+    down = [kv for kv in items if kv[1] < -tol][:1]
+    if not up and not down:
+        return f"{head} No node differs from the reference enough to move the forecast."
+    parts = []
+    if up:
+        parts.append(f"{_names(network, up)} raise{'s' if len(up) == 1 else ''} the forecast most")
+    if down:
+        parts.append(f"{_names(network, down)} lowers it most")
+    return f"{head} {_upper_first('; '.join(parts))}."

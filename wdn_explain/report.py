@@ -1,0 +1,163 @@
+"""Reports of a timeline for people who were not at the app: a self-contained HTML page
+(title, how to read it, the animated SI-Graph, forecast against simulated truth) and an
+animated GIF (node labels, markers, legend, forecast and simulated truth per frame)."""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .narrative import (
+    HOW_TO_READ,
+    UNIT,
+    forecast_time,
+    index_label,
+    reference_label,
+    resolved_order,
+    summary,
+    threshold_text,
+)
+from .network import Network
+from .plot import forecast_figure, frame_data, timeline_figure
+from .timeline import REFERENCES, Timeline
+
+
+def _markdown(text: str) -> str:
+    """The few Markdown marks of :data:`HOW_TO_READ` as HTML paragraphs."""
+    paragraphs = [p.strip() for p in text.strip().split("\n\n")]
+    bold = [re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(p)) for p in paragraphs]
+    return "\n".join(f"<p>{p}</p>" for p in bold)
+
+
+def report_html(
+    timeline: Timeline,
+    network: Network,
+    *,
+    index: str = "k-SII",
+    order: int | None = None,
+    top_k: int = 10,
+) -> str:
+    """The HTML report: title (scenario, index, reference), how to read it, what counts as
+    chlorinated, the summary of the first informative step, the animated SI-Graph and the
+    forecast chart (plotly.js inlined: the file works offline)."""
+    start = timeline.first_informative_step()
+    si = timeline_figure(timeline, network, index=index, order=order, top_k=top_k, start=start)
+    order = resolved_order(timeline, index, order)
+    scenario = timeline.scenario.describe()
+    title = f"Why the model expects chlorine there: {scenario}"
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
+        "p{line-height:1.4}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p><b>{html.escape(index_label(index, order))}</b> values relative to "
+        f"<b>{html.escape(REFERENCES[timeline.reference][1])}</b>, in {UNIT}. A node counts "
+        f"as chlorinated with {html.escape(threshold_text(timeline))}. Model "
+        f"{html.escape(str(timeline.meta['model_hash']))}, exact GraphSHAP-IQ.</p>",
+        f"<p><i>{html.escape(summary(timeline, network, start, index, order))}</i></p>",
+        si.to_html(full_html=False, include_plotlyjs=True, auto_play=False),
+        forecast_figure(timeline).to_html(full_html=False, include_plotlyjs=False),
+        "<h2>How to read this</h2>",
+        _markdown(HOW_TO_READ),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def shapiq_zip(timeline: Timeline, index: str, order: int | None) -> bytes:
+    """The shapiq JSON files of every step (see :meth:`Timeline.write_json`, with node
+    ids) in one zip archive."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = timeline.write_json(tmp, index, order)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in paths:
+                archive.write(path, path.name)
+    return buffer.getvalue()
+
+
+def write_gif(
+    timeline: Timeline,
+    network: Network,
+    path: str | Path,
+    *,
+    index: str = "SV",
+    order: int | None = None,
+    fps: int = 2,
+) -> None:
+    """An animated GIF of node values over time (for slides), drawn with matplotlib: node
+    labels, reservoir and injection markers, a labelled colour bar and, per frame, the
+    forecast, the simulated truth and the reference forecast."""
+    import imageio.v2 as imageio
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    order = resolved_order(timeline, index, order)
+    values = np.stack(
+        [frame_data(timeline, t, index, order, 0).node_values for t in range(len(timeline))]
+    )
+    scale = float(np.abs(values).max()) or 1.0
+    xy = network.coordinates
+    roles = np.array(network.node_roles)
+    injection = network.node_index(timeline.scenario.injection_node or network.reservoirs[0])
+    images = []
+    for t in range(len(timeline)):
+        fig, ax = plt.subplots(figsize=(8, 6.4), dpi=80)
+        for u, v in network.link_nodes:
+            ax.plot(xy[[u, v], 0], xy[[u, v], 1], color="#cccccc", lw=2, zorder=1)
+        for role, marker in (("junction", "o"), ("reservoir", "s"), ("tank", "D")):
+            keep = roles == role
+            if keep.any():
+                sc = ax.scatter(
+                    xy[keep, 0],
+                    xy[keep, 1],
+                    c=values[t, keep],
+                    cmap="RdBu_r",
+                    vmin=-scale,
+                    vmax=scale,
+                    s=50 + 300 * np.abs(values[t, keep]) / scale,
+                    marker=marker,
+                    edgecolors="black",
+                    zorder=2,
+                )
+        ax.scatter(*xy[injection], s=500, facecolors="none", edgecolors="black", lw=2.5, zorder=3)
+        for i, nid in enumerate(network.node_ids):
+            ax.annotate(nid, xy[i], xytext=(5, 5), textcoords="offset points", fontsize=9)
+        fig.colorbar(sc, ax=ax, label=f"{index} ({UNIT})", shrink=0.8)
+        ax.legend(
+            handles=[
+                Line2D([], [], marker="s", ls="", color="grey", label="reservoir"),
+                Line2D(
+                    [], [], marker="o", ls="", mfc="none", mec="black", ms=14, label="injection"
+                ),
+                Line2D([], [], marker="o", ls="", color="#d62728", label="raises forecast"),
+                Line2D([], [], marker="o", ls="", color="#1f77b4", label="lowers forecast"),
+            ],
+            loc="lower left",
+            fontsize=8,
+            frameon=False,
+        )
+        e = timeline.explanations[t]
+        ax.set_title(
+            f"{index_label(index, order)}: {forecast_time(timeline, t)}\n"
+            f"forecast {e.prediction:.2f}, simulated {timeline.truth[t]:.2f}, reference "
+            f"({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — {UNIT}",
+            fontsize=10,
+        )
+        ax.set_axis_off()
+        ax.margins(0.08)
+        fig.tight_layout()
+        fig.canvas.draw()
+        images.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
+        plt.close(fig)
+    imageio.mimsave(path, images, duration=1000 / fps, loop=0)
