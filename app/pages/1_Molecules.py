@@ -20,9 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "models" / "chem"
 OFFLINE = REPO.parent / "shared" / "datasets" / "chem"
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
+OUTPUTS = {None: "log-odds of class 1", 1: "logit of class 1", 0: "logit of class 0"}
 HOW_TO_READ = """
 **What you see.** The molecule as drawn by RDKit. Each atom's **halo** is its contribution to
-the explained class logit (red raises it, blue lowers it) against a molecule whose atoms are
+the explained output, by default the log-odds of class 1 (red raises it, blue lowers it) against a molecule whose atoms are
 all replaced by the average atom. **Lines** between atoms are pairwise interactions (their
 joint effect beyond the separate ones); **shaded shapes** join three or more atoms (e.g. the
 six atoms of a benzene ring). Values are exact (GraphSHAP-IQ): the model sees L bonds far,
@@ -41,7 +42,7 @@ def classifier(path: str):
 
 
 @st.cache_resource(max_entries=64, show_spinner="computing exact interactions")
-def explanation(model_path: str, name: str, root: str, index: int, smiles: str, output: int):
+def explanation(model_path: str, name: str, root: str, index: int, smiles: str, output):
     model, _ = classifier(model_path)
     graph, symbols = molecule(model_path, name, root, index, smiles)
     return explain_molecule(model, graph, output_index=output)
@@ -79,7 +80,7 @@ def main() -> None:
         index_name = st.selectbox("index", INDICES, index=1)
         order = 1 if index_name == "SV" else st.slider("order", 1, 3, 2)
         top_k = st.slider("interactions drawn", 5, 60, 20)
-        output = st.radio("explained class", [1, 0], format_func=lambda c: f"class {c}")
+        output = st.radio("explained output", list(OUTPUTS), format_func=OUTPUTS.get)
     try:
         index = 0
         if not smiles:
@@ -88,14 +89,14 @@ def main() -> None:
             label = int(data.graphs[index].y)
             ident = data.smiles[index] if data.smiles else data.ids[index]
             st.write(f"**{data.name} #{index}** ({ident}), label {label}")
-        result = explanation(str(model_path), name, root, int(index), smiles, int(output))
+        result = explanation(str(model_path), name, root, int(index), smiles, output)
         graph, symbols = molecule(str(model_path), name, root, int(index), smiles)
         values = result.interaction_values(index_name, order)
     except WdnExplainError as exc:
         st.error(str(exc))
         return
     cols = st.columns(3)
-    cols[0].metric(f"logit of class {output}", f"{result.prediction:.3f}")
+    cols[0].metric(OUTPUTS[output], f"{result.prediction:.3f}")
     cols[1].metric("all atoms masked", f"{result.empty_prediction:.3f}")
     cols[2].metric("model calls (|I|)", f"{result.n_interactions}")
     st.caption(f"brute force would need 2^{graph.num_nodes} = {2**graph.num_nodes} model calls")
