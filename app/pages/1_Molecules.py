@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import streamlit as st
 
 from wdn_explain.chem.datasets import DATASETS, default_root, load_dataset, smiles_graph_for
@@ -69,7 +70,11 @@ def main() -> None:
             st.error(f"no molecule models in {MODELS} (train one with 'wdn-explain chem train')")
             return
         model_path = st.selectbox("model", models, format_func=lambda p: p.name)
-        _, card = classifier(str(model_path))
+        try:
+            _, card = classifier(str(model_path))
+        except WdnExplainError as exc:
+            st.error(str(exc))
+            return
         st.caption(
             f"{card.model.architecture}, L = {card.model.num_layers}, trained on {card.dataset}: "
             f"test accuracy {card.accuracy['test']:.1%}"
@@ -102,6 +107,7 @@ def main() -> None:
     st.caption(f"brute force would need 2^{graph.num_nodes} = {2**graph.num_nodes} model calls")
     fig = draw_si_graph(values, graph, symbols, n_interactions=top_k)
     st.pyplot(fig)
+    plt.close(fig)
     st.dataframe(
         [{"atoms": a, index_name: v} for a, v in top_interactions(values, symbols, top_k)],
         hide_index=True,
