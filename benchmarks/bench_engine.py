@@ -42,6 +42,7 @@ def hanoi_step(layers: int = 3):
     import torch
     from torch_geometric.data import Data
 
+    from wdn_explain.features import InputSpec
     from wdn_explain.network import load_network
     from wdn_explain.scenario import load_config
     from wdn_explain.simulation import simulate
@@ -51,7 +52,7 @@ def hanoi_step(layers: int = 3):
     model, card = load_model(DEFAULT_MODEL)
     net = load_network()
     result = simulate(load_config(DEFAULT_SCENARIO).scenario_config(0), net)
-    data = scenario_graphs(result, card)[12]
+    data = scenario_graphs(result, net, InputSpec.from_card(card))[12]
     if layers != model.num_layers:
         from wdn_explain.model import ChlorineGNN, ModelConfig
 

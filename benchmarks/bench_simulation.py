@@ -1,6 +1,8 @@
 """Speed of WAQ generation and dataset building (one figure per line).
 
-Usage: python benchmarks/bench_simulation.py [N_SCENARIOS]
+Usage: python benchmarks/bench_simulation.py [CONFIG] [N_SCENARIOS]
+
+CONFIG defaults to simulations/waq.yaml (the monitoring design: simulations/monitoring.yaml).
 
 Compares `generate_waq` (worker processes, one simulator setup per worker) with a
 straightforward serial loop (one fresh EPyT-Flow simulation and file per scenario, in this
@@ -27,15 +29,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
-    config = load_config(ROOT / "simulations" / "waq.yaml")
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else config.n_scenarios
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "simulations" / "waq.yaml"
+    config = load_config(path)
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else config.n_scenarios
     config = config.model_copy(update={"n_scenarios": n})
     with tempfile.TemporaryDirectory() as tmp:
         fast = Path(tmp) / "fast"
         start = time.perf_counter()
         generate_waq(config, fast)
         t_fast = time.perf_counter() - start
-        print(f"generate_waq, {n} Hanoi scenarios, {os.cpu_count()} workers: {t_fast:.1f} s")
+        print(f"generate_waq, {path.name}, {n} scenarios, {os.cpu_count()} workers: {t_fast:.1f} s")
         serial = Path(tmp) / "serial"
         serial.mkdir()
         start = time.perf_counter()

@@ -16,7 +16,7 @@ import torch
 from torch_geometric.loader import DataLoader
 
 from wdn_explain.dataset import WaqDataset
-from wdn_explain.model import ChlorineGNN
+from wdn_explain.model import ChlorineGNN, ModelConfig
 from wdn_explain.training import TrainConfig, train
 
 
@@ -31,9 +31,10 @@ def main() -> None:
         f"wdn-explain train, default config, {epochs} epochs: {card['epoch_seconds']:.2f} s/epoch (2 threads)"
     )
     torch.manual_seed(0)
-    model = ChlorineGNN()
+    dataset = WaqDataset(data, "train")
+    model = ChlorineGNN(ModelConfig(in_channels=dataset.inputs.in_channels))
     optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
-    loader = DataLoader(WaqDataset(data, "train"), batch_size=64, shuffle=True)
+    loader = DataLoader(dataset, batch_size=64, shuffle=True)
     start = time.perf_counter()
     for batch in loader:
         optimiser.zero_grad()

@@ -22,6 +22,31 @@ TINY = {
     "scenario": {"network": "hanoi", "duration_s": 3600, "reporting_step_s": 300},
 }
 
+# A tiny monitoring design: 60 one-hour scenarios with drawn injection site, strength, start,
+# schedule, demand level and decay.
+TINY_MONITORING = {
+    "n_scenarios": 60,
+    "seed": 4,
+    "scenario": {
+        "network": "hanoi",
+        "duration_s": 3600,
+        "reporting_step_s": 300,
+        "pattern_step_s": 300,
+    },
+    "design": {
+        "injection_nodes": ["2", "3", "12", "20", "28"],
+        "reservoir_share": 0.4,
+        "injection_modes": ["constant", "intermittent"],
+        "injection_strength_mg_l": [0.5, 2.0],
+        "injection_start_s": [0, 900],
+        "intermittent_on_s": [600, 1200],
+        "intermittent_off_s": [300, 900],
+        "demand_scale": [0.8, 1.2],
+        "bulk_decay_share": 0.5,
+        "bulk_decay_per_day": [1, 3],
+    },
+}
+
 
 @pytest.fixture(autouse=True)
 def _quiet_warnings():
@@ -49,6 +74,32 @@ def waq_dir(tmp_path_factory, tiny_config):
     folder = tmp_path_factory.mktemp("waq")
     generate_waq(tiny_config, folder, n_workers=2)
     return folder
+
+
+@pytest.fixture(scope="session")
+def monitoring_dir(tmp_path_factory):
+    from wdn_explain.waq import generate_waq
+
+    folder = tmp_path_factory.mktemp("monitoring")
+    generate_waq(parse_config(TINY_MONITORING), folder, n_workers=2)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def monitoring_model(tmp_path_factory, monitoring_dir):
+    """A small model trained on the tiny monitoring design (seeded, about 10 s on one core)."""
+    from wdn_explain.model import ModelConfig
+    from wdn_explain.training import TrainConfig, train
+
+    out = tmp_path_factory.mktemp("monitoring_model")
+    card = train(
+        monitoring_dir,
+        out,
+        model_config=ModelConfig(hidden_channels=16, num_layers=2),
+        train_config=TrainConfig(epochs=60, batch_size=16, lr=1e-2, patience=60),
+        device="cpu",
+    )
+    return out, card
 
 
 def path_graph(

@@ -74,20 +74,44 @@ def test_step_slider_moves_the_panels(app):
 
 
 def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
-    form = app.sidebar.text_input[0]
-    form.set_value("12")
-    app.sidebar.number_input[1].set_value(45)  # duration (min): 10 reports, 6 explained
+    app.selectbox(key="new_node").set_value("12")
+    app.number_input(key="new_duration").set_value(45)  # 10 reports, 6 explained
     app.sidebar.button[0].click().run()
     assert not app.exception
-    assert app.selectbox(key="scenario").value.startswith("scenario ")
+    assert app.selectbox(key="scenario").value.startswith("booster at 12, ")
     spec = si_graph(app)
     assert len(spec["frames"]) == 45 // 5 + 1 - 4
     assert list((tmp_path / "cache").glob("timeline_*.npz"))
+    assert not app.warning  # inside the design: no notice
 
 
-def test_form_refuses_unknown_node(app):
-    app.sidebar.text_input[0].set_value("99")
-    app.sidebar.button[0].click().run()
-    assert any(
-        "injection node '99' is not in network 'hanoi'" in e.value for e in app.sidebar.error
-    )
+def test_form_offers_what_the_design_covers(app):
+    import json
+
+    card = json.loads((ROOT / "models" / "default" / "card.json").read_text())
+    design = card["design"]
+    shown = [o.split(" (")[0] for o in app.selectbox(key="new_node").options]
+    assert shown == design["injection_nodes"]
+    assert app.selectbox(key="new_mode").options == design["injection_modes"]
+    strength = app.slider(key="new_strength")
+    assert [strength.min, strength.max] == design["ranges"]["injection_strength_mg_l"]
+    assert not app.warning and not app.info  # the default scenario lies inside the design
+
+
+def test_notice_names_what_is_outside_the_design(tmp_path, monkeypatch, tiny_model_dir):
+    """A model trained on reservoir injection only, shown the default booster scenario."""
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(tiny_model_dir))
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    assert not at.exception
+    assert len(at.warning) == 1
+    assert "injection at node 20: this model never saw chlorine enter there" in at.warning[0].value
+    assert "strength 1.5 mg/L: outside the trained range 1 mg/L" in at.warning[0].value
+
+
+def test_notice_for_a_card_without_design(tmp_path, monkeypatch):
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(ROOT / "models" / "waq-paper"))
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    assert not at.exception
+    assert any("does not record the scenarios it was trained on" in i.value for i in at.info)

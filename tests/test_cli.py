@@ -1,5 +1,6 @@
 """CLI messages and exit codes."""
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -32,8 +33,9 @@ def test_simulate_and_data_stats(tmp_path):
     stats = run("data-stats", tmp_path / "w")
     assert stats.exit_code == 0, stats.output
     assert "hanoi (32 nodes, 34 links)" in stats.output
-    assert "sample shapes  x (32, 1), edge_index (2, 68), edge_attr (68, 1), y (1,)" in stats.output
-    assert "arrival of the chlorine front" in stats.output
+    assert "sample shapes  x (32, 2), edge_index (2, 68), edge_attr (68, 1), y (1,)" in stats.output
+    assert "arrival of chlorine >= 0.05 mg/L" in stats.output
+    assert "  injection  reservoir 3\n" in stats.output  # no design: every scenario alike
 
 
 @pytest.mark.parametrize(
@@ -88,6 +90,57 @@ def test_evaluate_prints_persistence(tiny_model_dir, waq_dir):
     )
     assert result.exit_code == 0, result.output
     assert "persist" in result.output and "per time step" in result.output
+
+
+def test_old_waq_paper_model_loads_and_evaluates(waq_dir):
+    """The published WAQ model (card without inputs or design) on WAQ-design data."""
+    result = run(
+        "evaluate", "--model", ROOT / "models" / "waq-paper", "--data", waq_dir, "--split", "all"
+    )
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines() if line}
+    assert float(rows["model"][0]) < float(rows["persistence"][0])
+    assert "climatology" in rows and "MAE per scenario factor:" in result.output
+    assert "chlorine >= 0.05 x injection strength" in result.output
+
+
+def test_explain_warns_outside_the_design(tmp_path, tiny_model_dir):
+    inside = run(
+        "explain",
+        "--scenario",
+        "{duration_s: 2400, seed: 4}",
+        "--model",
+        tiny_model_dir,
+        "--out",
+        tmp_path / "in.npz",
+    )
+    assert inside.exit_code == 0 and "warning" not in inside.output
+    outside = run(
+        "explain",
+        "--scenario",
+        "{duration_s: 2400, injection_node: '12'}",
+        "--model",
+        tiny_model_dir,
+        "--out",
+        tmp_path / "out.npz",
+    )
+    assert outside.exit_code == 0, outside.output
+    warning = [line for line in outside.output.splitlines() if line.startswith("warning")]
+    assert warning == [
+        "warning: outside the model's training design: injection at node 12: this model "
+        "never saw chlorine enter there"
+    ]
+    old = run(
+        "explain",
+        "--scenario",
+        "{duration_s: 2400}",
+        "--model",
+        ROOT / "models" / "waq-paper",
+        "--out",
+        tmp_path / "old.npz",
+    )
+    assert old.exit_code == 0, old.output
+    assert "warning: this model's card does not record the scenarios" in old.output
 
 
 def test_evaluate_unknown_device(tiny_model_dir, waq_dir):
@@ -184,3 +237,23 @@ def test_export_csv_and_interaction_values(tmp_path):
         tl.interaction_values(10, "SV", 1)[(0,)]
     )
     assert run("export", "--timeline", DEFAULT_TIMELINE).exit_code == 1
+
+
+def test_data_stats_shows_each_drawn_factor(monitoring_dir):
+    from wdn_explain.simulation import SimulationResult
+    from wdn_explain.waq import scenario_path
+
+    result = run("data-stats", monitoring_dir)
+    assert result.exit_code == 0, result.output
+    configs = [SimulationResult.load(scenario_path(monitoring_dir, i)).config for i in range(60)]
+    at_reservoir = sum(c.injection_node is None for c in configs)
+    assert f"  injection  booster {60 - at_reservoir}, reservoir {at_reservoir}\n" in result.output
+    intermittent = sum(c.injection_mode == "intermittent" for c in configs)
+    assert f"  pattern    constant {60 - intermittent}, intermittent {intermittent}\n" in (
+        result.output
+    )
+    strengths = [c.injection_strength_mg_l for c in configs]
+    line = next(x for x in result.output.splitlines() if "injection_strength_mg_l" in x)
+    assert [float(v) for v in line.split()[1:]] == pytest.approx(
+        [min(strengths), np.mean(strengths), max(strengths)], abs=5e-4
+    )

@@ -7,11 +7,11 @@ import torch
 from wdn_explain.dataset import (
     WaqDataset,
     arrival_steps,
-    chlorinated_fraction,
     load_waq_arrays,
     split_scenarios,
 )
 from wdn_explain.errors import ConfigError, DataError
+from wdn_explain.features import chlorinated_fraction
 from wdn_explain.simulation import SimulationResult
 from wdn_explain.waq import scenario_path
 
@@ -20,18 +20,22 @@ def test_sample_shapes_and_label(waq_dir, hanoi):
     ds = WaqDataset(waq_dir, "all", horizon=4)
     assert len(ds) == 6 * (13 - 4)
     g = ds[0]
-    assert g.x.shape == (32, 1) and g.edge_attr.shape == (68, 1) and g.y.shape == (1,)
+    assert g.x.shape == (32, 2) and g.edge_attr.shape == (68, 1) and g.y.shape == (1,)
     assert torch.equal(g.edge_index, hanoi.edge_index)
     s, t = ds.locate(5)
     raw = SimulationResult.load(scenario_path(waq_dir, s))
     g = ds[5]
-    np.testing.assert_allclose(g.x[:, 0].numpy(), raw.node_chlorine_mg_l[t] / 1.0)
+    np.testing.assert_allclose(g.x[:, 0].numpy(), raw.node_chlorine_mg_l[t])
+    # the source feature: 1 mg/L at the reservoir (node '1'), 0 everywhere else
+    expected_source = np.zeros(32)
+    expected_source[hanoi.node_index(hanoi.reservoirs[0])] = 1.0
+    np.testing.assert_allclose(g.x[:, 1].numpy(), expected_source)
     expected = (raw.node_chlorine_mg_l[t + 4] >= 0.05).mean()
     assert g.y.item() == pytest.approx(expected)
     # signed flows: the reverse direction carries the negated flow
     np.testing.assert_allclose(g.edge_attr[:34, 0].numpy(), -g.edge_attr[34:, 0].numpy())
     np.testing.assert_allclose(
-        g.edge_attr[:34, 0].numpy() * ds.stats["flow_scale_lps"], raw.link_flow_lps[t], rtol=1e-5
+        g.edge_attr[:34, 0].numpy() * ds.inputs.flow_scale_lps, raw.link_flow_lps[t], rtol=1e-5
     )
 
 
@@ -49,8 +53,8 @@ def test_normalisation_uses_training_split_only(waq_dir):
     train = WaqDataset(waq_dir, "train", arrays=arrays)
     test = WaqDataset(waq_dir, "test", arrays=arrays)
     expected = arrays.flow_lps[split_scenarios(6)["train"]].std()
-    assert train.stats["flow_scale_lps"] == pytest.approx(expected)
-    assert test.stats == train.stats
+    assert train.inputs.flow_scale_lps == pytest.approx(expected)
+    assert test.inputs == train.inputs
 
 
 def test_arrival_and_fraction():

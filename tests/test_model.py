@@ -3,6 +3,7 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.nn import global_mean_pool
 
+from wdn_explain.errors import ConfigError
 from wdn_explain.explain import LocalMessagePassing
 from wdn_explain.model import ChlorineGNN, ModelConfig
 
@@ -67,5 +68,5 @@ def test_several_outputs_and_bad_config():
     m = ChlorineGNN(out_channels=3, hidden_channels=4, num_layers=1)
     x, ei = torch.rand(3, 1), torch.tensor([[0, 1], [1, 2]])
     assert m(x, ei, torch.rand(2, 1)).shape == (1, 3)
-    with pytest.raises(ValueError, match="num_layers and hidden_channels must be >= 1"):
+    with pytest.raises(ConfigError, match=r"num_layers must be an integer >= 1 \(got 0\)"):
         ChlorineGNN(num_layers=0)

@@ -56,3 +56,11 @@ def test_configs_are_frozen():
     cfg = ScenarioConfig()
     with pytest.raises(Exception, match="frozen"):
         cfg.duration_s = 5
+
+
+def test_plain_scenario_names():
+    assert ScenarioConfig(seed=3).describe() == "reservoir, 1 mg/L, 3 h, seed 3"
+    spec = ScenarioConfig(
+        injection_node="20", injection_strength_mg_l=1.5, injection_mode="failure", duration_s=5400
+    )
+    assert spec.describe() == "booster at 20, 1.5 mg/L, failure, 1.5 h, seed 0"

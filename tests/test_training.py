@@ -39,7 +39,8 @@ def test_tiny_training_lowers_the_loss(trained):
     history = card["history"]
     assert len(history) == 6
     assert history[-1]["train_mae"] < history[0]["train_mae"]
-    assert card["device"] == "cpu" and card["model"] == SMALL.to_dict()
+    assert card["device"] == "cpu"
+    assert card["model"] == {**SMALL.to_dict(), "in_channels": 2}  # chlorine and source
     assert card["data"]["network"]["name"] == "hanoi"
 
 
@@ -56,7 +57,7 @@ def test_save_load_gives_identical_predictions(trained, waq_dir):
 def test_evaluation_reports_persistence(trained, waq_dir):
     model, card = load_model(trained[0])
     res = evaluate(model, WaqDataset(waq_dir, "all"))
-    assert {"mae", "rmse", "r2", "persistence_mae"} <= set(res)
+    assert {"mae", "rmse", "r2", "persistence_mae", "climatology_mae"} <= set(res)
     assert len(res["per_step"]) == 13 - 4
     assert res["n_samples"] == 6 * 9
 

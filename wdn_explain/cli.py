@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ def simulate(
     out: Path = typer.Option(..., help="output folder (created; resumed if it holds this config)"),
     workers: int = typer.Option(0, help="worker processes (0: all cores)"),
     overwrite: bool = typer.Option(False, help="replace a folder made from another config"),
+    yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
 ) -> None:
     """Simulate the scenarios of a config (e.g. the WAQ dataset) into a folder."""
     from .progress import progress_callback
@@ -40,9 +42,19 @@ def simulate(
     try:
         cfg = load_config(config)
         with progress_callback(True, "simulate") as cb:
-            generate_waq(cfg, out, n_workers=workers or None, overwrite=overwrite, progress=cb)
+            generate_waq(
+                cfg,
+                out,
+                n_workers=workers or None,
+                overwrite=overwrite,
+                allow_large=yes,
+                progress=cb,
+            )
     except WdnExplainError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished scenarios are kept in {out}; run again to resume")
+        raise typer.Exit(130) from None
     typer.echo(f"{cfg.n_scenarios} scenarios in {out}")
 
 
@@ -50,10 +62,12 @@ def simulate(
 def data_stats(
     folder: Path = typer.Argument(..., help="WAQ folder"),
     horizon: int = typer.Option(4, help="forecast lead in reported steps"),
-    threshold: float = typer.Option(0.05, help="normalised chlorine that counts as chlorinated"),
+    threshold: float = typer.Option(0.05, help="chlorine (mg/L) that counts as chlorinated"),
 ) -> None:
-    """Print counts, shapes, the label distribution and chlorine arrival times."""
+    """Print counts, shapes, the label distribution, the drawn scenario factors and chlorine
+    arrival times."""
     from .dataset import WaqDataset, arrival_steps, load_waq_arrays
+    from .design import factor_levels
 
     try:
         arrays = load_waq_arrays(folder)
@@ -63,7 +77,7 @@ def data_stats(
         }
     except WdnExplainError as exc:
         _fail(exc)
-    n_s, n_t, n = arrays.chlorine.shape
+    n_s, n_t, n = arrays.chlorine_mg_l.shape
     manifest = arrays.manifest
     step = int(arrays.times_s[1] - arrays.times_s[0]) if n_t > 1 else 0
     typer.echo(
@@ -85,14 +99,41 @@ def data_stats(
         f"label y        mean {y.mean():.3f}, min/q1/median/q3/max {' / '.join(f'{v:.3f}' for v in q)}, "
         f"{(y == 0).mean():.1%} zero, {(y == 1).mean():.1%} one"
     )
-    typer.echo(f"flow scale     {sets['train'].stats['flow_scale_lps']:.1f} L/s")
-    arrival = arrival_steps(arrays.chlorine, threshold)
-    typer.echo("arrival of the chlorine front per node (mean over scenarios that reach it):")
+    typer.echo(f"flow scale     {sets['train'].inputs.flow_scale_lps:.1f} L/s")
+    _echo_factors(arrays.configs, tuple(manifest["network"].get("reservoirs", ())), factor_levels)
+    arrival = arrival_steps(arrays.chlorine_mg_l, threshold)
+    typer.echo(
+        f"arrival of chlorine >= {threshold:g} mg/L per node (mean over scenarios reaching it):"
+    )
     typer.echo(f"  {'node':>6} {'reached':>8} {'mean step':>10} {'mean s':>8}")
     for k, nid in enumerate(manifest["network"]["node_ids"]):
         hit = arrival[:, k][arrival[:, k] >= 0]
         mean = hit.mean() if len(hit) else float("nan")
         typer.echo(f"  {nid:>6} {len(hit) / n_s:>8.0%} {mean:>10.1f} {mean * step:>8.0f}")
+
+
+def _echo_factors(configs, reservoirs: tuple[str, ...], factor_levels) -> None:
+    """What the design drew: a table of scenario counts per level of every factor, the drawn
+    range of every numeric factor, and the injection nodes."""
+    from collections import Counter
+
+    from .scenario import DRAWN_RANGES
+
+    levels = [factor_levels(c, reservoirs) for c in configs]
+    typer.echo("scenario factors (scenarios per level):")
+    for factor in levels[0]:
+        counts = Counter(lv[factor] for lv in levels)
+        shown = ", ".join(f"{level} {count}" for level, count in sorted(counts.items()))
+        typer.echo(f"  {factor:<10} {shown}")
+    typer.echo("drawn values (min / mean / max over scenarios):")
+    for name in DRAWN_RANGES:
+        v = np.array([getattr(c, name) for c in configs], dtype=float)
+        typer.echo(f"  {name:<24} {v.min():>9.3f} {v.mean():>9.3f} {v.max():>9.3f}")
+    nodes = Counter(c.injection_node or "(reservoir)" for c in configs)
+    typer.echo(
+        f"injection nodes ({len(nodes)}): "
+        + ", ".join(f"{node} {count}" for node, count in sorted(nodes.items()))
+    )
 
 
 @app.command()
@@ -105,25 +146,46 @@ def train(
     batch_size: int = typer.Option(64, help="graphs per batch"),
     lr: float = typer.Option(3e-3, help="initial learning rate"),
     horizon: int = typer.Option(4, help="forecast lead in reported steps"),
+    threshold: float = typer.Option(
+        0.05, help="chlorine that counts as chlorinated, in the first feature's unit"
+    ),
+    features: str = typer.Option(
+        "chlorine_mg_l,source_mg_l",
+        help="node features, comma-separated: chlorine_mg_l, source_mg_l, chlorine_fraction "
+        "(the WAQ paper's model: chlorine_fraction)",
+    ),
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     network: str = typer.Option(None, help="refuse data simulated on another network"),
+    overwrite: bool = typer.Option(False, help="replace a model already in --out"),
 ) -> None:
     """Train the forecasting GNN; saves weights and a model card."""
+    from .features import InputSpec
     from .model import ModelConfig
     from .training import TrainConfig
     from .training import train as run_training
 
     try:
+        node_features = tuple(f.strip() for f in features.split(",") if f.strip())
+        InputSpec(node_features=node_features, horizon=horizon, threshold=threshold)
         card = run_training(
             data,
             out,
-            model_config=ModelConfig(hidden_channels=hidden, num_layers=layers),
+            model_config=ModelConfig(
+                in_channels=len(node_features), hidden_channels=hidden, num_layers=layers
+            ),
             train_config=TrainConfig(
-                epochs=epochs, batch_size=batch_size, lr=lr, horizon=horizon, seed=seed
+                epochs=epochs,
+                batch_size=batch_size,
+                lr=lr,
+                horizon=horizon,
+                threshold=threshold,
+                node_features=node_features,
+                seed=seed,
             ),
             device=device,
             network=network,
+            overwrite=overwrite,
             progress=True,
         )
     except WdnExplainError as exc:
@@ -131,10 +193,15 @@ def train(
     m = card["metrics"]
     if card["interrupted"]:
         typer.echo("interrupted: saved the best epoch so far")
+    scores = (
+        f"test MAE {m['mae']:.4f} (persistence {m['persistence_mae']:.4f}, "
+        f"climatology {m['climatology_mae']:.4f})"
+        if m
+        else "no test scenarios to score"
+    )
     typer.echo(
         f"saved {out} ({len(card['history'])} epochs on {card['device']}, "
-        f"{card['epoch_seconds']:.1f} s/epoch): test MAE {m['mae']:.4f} "
-        f"(persistence {m['persistence_mae']:.4f})"
+        f"{card['epoch_seconds']:.1f} s/epoch): {scores}"
     )
 
 
@@ -145,8 +212,10 @@ def evaluate(
     split: str = typer.Option("test", help="train, val, test or all"),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
 ) -> None:
-    """Print MAE, RMSE and R² overall and per time step, beside persistence."""
+    """Print MAE, RMSE and R² of the model beside persistence and the time-step climatology,
+    overall, per scenario factor and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
+    from .features import InputSpec
     from .training import check_data_matches, load_model
     from .training import evaluate as run_evaluation
 
@@ -154,32 +223,45 @@ def evaluate(
         net, card = load_model(model)
         arrays = load_waq_arrays(data)
         check_data_matches(card, arrays.manifest, data)
-        t = card["train"]
-        ds = WaqDataset(
-            data,
-            split,
-            horizon=t["horizon"],
-            threshold=t["threshold"],
-            split_seed=t["split_seed"],
-            arrays=arrays,
-            flow_scale_lps=card["data"]["flow_scale_lps"],
+        inputs = InputSpec.from_card(card)
+        ds = WaqDataset.for_inputs(
+            data, split, inputs, split_seed=card["train"]["split_seed"], arrays=arrays
         )
         res = run_evaluation(net, ds, device)
     except WdnExplainError as exc:
         _fail(exc)
-    typer.echo(f"{split}: {res['n_samples']} samples, horizon {t['horizon']} steps")
-    typer.echo(f"{'':>10} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
-    typer.echo(f"{'model':>10} {res['mae']:>8.4f} {res['rmse']:>8.4f} {res['r2']:>8.3f}")
+    minutes = inputs.horizon * int(arrays.times_s[1] - arrays.times_s[0]) / 60
     typer.echo(
-        f"{'persist':>10} {res['persistence_mae']:>8.4f} {res['persistence_rmse']:>8.4f} "
-        f"{res['persistence_r2']:>8.3f}"
+        f"{split}: {res['n_samples']} samples, forecasts {minutes:g} min "
+        f"({inputs.horizon} steps) ahead of the share of nodes with chlorine >= "
+        f"{inputs.threshold:g} {inputs.threshold_unit}"
     )
-    typer.echo("per time step t (forecast of t + horizon):")
-    typer.echo(f"{'t':>4} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12}")
+    typer.echo(f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
+    for name, prefix in (
+        ("model", ""),
+        ("persistence", "persistence_"),
+        ("climatology", "climatology_"),
+    ):
+        typer.echo(
+            f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
+            f"{res[prefix + 'r2']:>8.3f}"
+        )
+    typer.echo("MAE per scenario factor:")
+    typer.echo(
+        f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
+    )
+    for factor, rows in res["per_factor"].items():
+        for r in rows:
+            typer.echo(
+                f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
+                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f}"
+            )
+    typer.echo("per time step t (forecast made at t for t + horizon):")
+    typer.echo(f"{'t':>4} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}")
     for row in res["per_step"]:
         typer.echo(
             f"{row['t']:>4} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
-            f"{row['persistence_mae']:>12.4f}"
+            f"{row['persistence_mae']:>12.4f} {row['climatology_mae']:>11.4f}"
         )
 
 
@@ -196,10 +278,13 @@ def complexity(
     import csv as csv_module
 
     from .explain import complexity as compute
+    from .files import check_output
     from .network import load_network
 
     rows = []
     try:
+        if csv:
+            check_output(csv, what="CSV file", is_output=_suffix(".csv"))
         for name in network:
             net = load_network(name)
             for n_layers in layers:
@@ -232,6 +317,11 @@ def complexity(
         typer.echo(f"wrote {csv}")
 
 
+def _suffix(*suffixes: str) -> Callable[[Path], bool]:
+    """Whether an existing file looks like an output of this kind (by its suffix)."""
+    return lambda path: path.suffix.lower() in suffixes
+
+
 def _scenario_from(spec: str, index: int):
     """A scenario from a YAML file (scenario ``index`` of it) or an inline YAML mapping."""
     import yaml
@@ -262,15 +352,30 @@ def explain(
     model: Path = typer.Option(Path("models/default"), help="model folder"),
     out: Path = typer.Option(..., help="timeline file (.npz); reused when it matches"),
     index: int = typer.Option(0, help="which scenario of a multi-scenario file"),
+    overwrite: bool = typer.Option(False, help="replace a timeline file of another scenario"),
+    yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
 ) -> None:
-    """Simulate a scenario, then forecast and explain every time step exactly (cached)."""
-    from .timeline import explain_scenario
+    """Simulate a scenario, then forecast and explain every time step exactly (cached;
+    an interrupted run resumes from the steps it finished).
+
+    Warns (one line) when the scenario lies outside the model's training design."""
+    from .design import UNKNOWN_DESIGN
+    from .timeline import check_timeline_output, explain_scenario
 
     try:
         spec = _scenario_from(scenario, index)
-        timeline, status = explain_scenario(spec, model, out=out, progress=True)
+        check_timeline_output(out, spec, overwrite=overwrite)
+        timeline, status = explain_scenario(spec, model, out=out, progress=True, allow_large=yes)
     except WdnExplainError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: explained steps are kept beside {out}; run again to resume")
+        raise typer.Exit(130) from None
+    ood = timeline.meta.get("out_of_design")
+    if ood is None:
+        typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
+    elif ood:
+        typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
     e = timeline.explanations[0]
     typer.echo(
         f"{status}: {len(timeline)} steps explained ({e.method}, |I| = {e.n_interactions} per "
@@ -283,16 +388,20 @@ def report(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     out: Path = typer.Option(Path("report.html"), help="self-contained HTML file"),
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
-    order: int = typer.Option(2, help="interaction order"),
+    order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
     gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
 ) -> None:
     """Write the animated SI-Graph of a timeline as HTML (and optionally a GIF)."""
+    from .files import check_output
     from .network import load_network
     from .plot import timeline_figure, write_gif
     from .timeline import Timeline
 
     try:
+        check_output(out, what="report file", is_output=_suffix(".html", ".htm"))
+        if gif:
+            check_output(gif, what="GIF file", is_output=_suffix(".gif"))
         tl = Timeline.load(timeline)
         net = load_network(tl.scenario.network)
         fig = timeline_figure(tl, net, index=index, order=order, top_k=top_k)
@@ -308,17 +417,22 @@ def report(
 def export(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
-    order: int = typer.Option(2, help="interaction order"),
+    order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     csv: Path = typer.Option(None, help="one row per (step, interaction)"),
     json_dir: Path = typer.Option(None, help="one shapiq InteractionValues JSON file per step"),
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
+    from .files import check_output
     from .timeline import Timeline
 
     if csv is None and json_dir is None:
         typer.echo("error: give --csv and/or --json-dir", err=True)
         raise typer.Exit(1)
     try:
+        if csv:
+            check_output(csv, what="CSV file", is_output=_suffix(".csv"))
+        if json_dir:
+            check_output(json_dir, kind="dir", what="JSON folder")
         tl = Timeline.load(timeline)
         if csv:
             tl.to_frame(index, order).to_csv(csv, index=False)
@@ -329,7 +443,8 @@ def export(
                 tl.interaction_values(t, index, order).to_json_file(path)
     except WdnExplainError as exc:
         _fail(exc)
-    typer.echo(f"exported {index} (order {order}) of {len(tl)} steps")
+    label = index if order is None else f"{index} (order {order})"
+    typer.echo(f"exported {label} of {len(tl)} steps")
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m`

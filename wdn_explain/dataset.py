@@ -1,14 +1,14 @@
 """The WAQ dataset as a PyTorch Geometric ``Dataset`` of (scenario, time step) samples.
 
-A sample for scenario s and reported step t (all tensors float32):
+A sample for scenario s and reported step t (all tensors float32; inputs and label are built
+by :class:`~wdn_explain.features.InputSpec`, the rule the timelines use too):
 
-* ``x`` (n_nodes, 1): node chlorine at t divided by the injection strength (dimensionless,
-  0 = no chlorine, 1 = source concentration).
+* ``x`` (n_nodes, F): the node features, by default chlorine (mg/L) and the booster setpoint
+  (mg/L at the injection node while it injects, 0 elsewhere).
 * ``edge_index`` (2, 2 * n_links): both directions of every link (see :mod:`.network`).
 * ``edge_attr`` (2 * n_links, 1): signed flow along each direction at t (L/s), divided by
-  the standard deviation of link flows over the training split (``stats["flow_scale_lps"]``).
-* ``y`` (1,): the fraction of chlorinated nodes at t + horizon, where a node is
-  *chlorinated* when its chlorine is at least ``threshold`` times the injection strength.
+  the standard deviation of link flows over the training split (``inputs.flow_scale_lps``).
+* ``y`` (1,): the fraction of chlorinated nodes at t + horizon (chlorine >= ``threshold``).
 
 Splits are by scenario (no scenario in two splits), drawn with ``split_seed``.
 """
@@ -24,7 +24,10 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, Dataset
 
+from .design import factor_levels
 from .errors import ConfigError, DataError
+from .features import DEFAULT_NODE_FEATURES, InputSpec
+from .scenario import ScenarioConfig
 from .simulation import SimulationResult
 from .waq import read_manifest, scenario_path
 
@@ -38,11 +41,18 @@ DEFAULT_THRESHOLD = 0.05
 class WaqArrays:
     """Every scenario of a WAQ folder stacked: (S, T, n) node and (S, T, E) link arrays."""
 
-    chlorine: np.ndarray  # node chlorine / injection strength
+    chlorine_mg_l: np.ndarray
+    source_mg_l: np.ndarray
+    strength_mg_l: np.ndarray  # (S,)
     flow_lps: np.ndarray
     times_s: np.ndarray
     edge_index: np.ndarray  # (2, 2E)
+    configs: tuple[ScenarioConfig, ...]
     manifest: dict
+
+    @property
+    def n_scenarios(self) -> int:
+        return len(self.configs)
 
 
 def load_waq_arrays(folder: str | Path) -> WaqArrays:
@@ -59,9 +69,9 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
                 "(run `wdn-explain simulate` again to resume)"
             )
         results.append(SimulationResult.load(path))
-    strength = np.array([r.config.injection_strength_mg_l for r in results], dtype=np.float32)
     try:
-        chlorine = np.stack([r.node_chlorine_mg_l for r in results]) / strength[:, None, None]
+        chlorine = np.stack([r.node_chlorine_mg_l for r in results])
+        source = np.stack([r.node_source_mg_l for r in results])
         flow = np.stack([r.link_flow_lps for r in results])
     except ValueError as exc:
         raise DataError(f"WAQ folder '{folder}' mixes scenarios of different shapes") from exc
@@ -75,10 +85,15 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
         raise DataError(f"scenario files in '{folder}' do not match network '{net['name']}'")
     links = np.asarray(net["link_nodes"], dtype=np.int64).T
     return WaqArrays(
-        chlorine=chlorine.astype(np.float32),
-        flow_lps=flow.astype(np.float32),
+        chlorine_mg_l=chlorine,
+        source_mg_l=source,
+        strength_mg_l=np.array(
+            [r.config.injection_strength_mg_l for r in results], dtype=np.float32
+        ),
+        flow_lps=flow,
         times_s=results[0].times_s,
         edge_index=np.concatenate([links, links[::-1]], axis=1),
+        configs=tuple(r.config for r in results),
         manifest=manifest,
     )
 
@@ -102,11 +117,6 @@ def split_scenarios(
     }
 
 
-def chlorinated_fraction(chlorine: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
-    """Fraction of nodes whose normalised chlorine is at least ``threshold`` (last axis)."""
-    return (chlorine >= threshold).mean(axis=-1)
-
-
 class WaqDataset(Dataset):
     """PyG dataset over one split of a WAQ folder (see the module docstring).
 
@@ -114,11 +124,13 @@ class WaqDataset(Dataset):
         folder: A folder written by :func:`wdn_explain.waq.generate_waq`.
         split: ``train``, ``val``, ``test`` or ``all``.
         horizon: Forecast lead in reported steps (default 4).
-        threshold: Normalised chlorine at which a node counts as chlorinated.
-        split_seed: Seed of the scenario-level split.
-        arrays: Already loaded arrays of the same folder (to build several splits at once).
+        threshold: Chlorine at which a node counts as chlorinated, in the unit of the first
+            node feature (mg/L by default).
+        node_features: The node features (see :mod:`wdn_explain.features`).
         flow_scale_lps: Flow normalisation to use instead of this folder's training-split
             statistic (a trained model's own, from its card, when evaluating other data).
+        split_seed: Seed of the scenario-level split.
+        arrays: Already loaded arrays of the same folder (to build several splits at once).
     """
 
     def __init__(
@@ -128,34 +140,62 @@ class WaqDataset(Dataset):
         *,
         horizon: int = DEFAULT_HORIZON,
         threshold: float = DEFAULT_THRESHOLD,
+        node_features: tuple[str, ...] = DEFAULT_NODE_FEATURES,
+        flow_scale_lps: float | None = None,
         split_seed: int = 0,
         arrays: WaqArrays | None = None,
-        flow_scale_lps: float | None = None,
     ) -> None:
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)} (got '{split}')")
-        if threshold <= 0:
-            raise ConfigError(f"threshold must be positive (got {threshold})")
         self.arrays = arrays or load_waq_arrays(folder)
-        n_s, n_t, _ = self.arrays.chlorine.shape
+        a = self.arrays
+        n_s, n_t, _ = a.chlorine_mg_l.shape
         if not 1 <= horizon < n_t:
             raise ConfigError(f"horizon must be between 1 and {n_t - 1} steps (got {horizon})")
-        super().__init__(root=None)
-        self.folder, self.split, self.horizon, self.threshold = (
-            Path(folder),
-            split,
-            horizon,
-            threshold,
-        )
-        self.split_seed = split_seed
-        self.scenarios = split_scenarios(n_s, split_seed)[split]
-        train = split_scenarios(n_s, split_seed)["train"]
+        splits = split_scenarios(n_s, split_seed)
+        self.train_scenarios = splits["train"]
         if flow_scale_lps is None:
-            flow_scale_lps = float(self.arrays.flow_lps[train].std()) if len(train) else 1.0
-        self.stats = {"flow_scale_lps": flow_scale_lps or 1.0}
+            train_flow = a.flow_lps[self.train_scenarios]
+            flow_scale_lps = float(train_flow.std()) if len(self.train_scenarios) else 1.0
+        self.inputs = InputSpec(
+            node_features=node_features,
+            flow_scale_lps=flow_scale_lps or 1.0,
+            horizon=horizon,
+            threshold=threshold,
+        )
+        super().__init__(root=None)
+        self.folder, self.split, self.split_seed = Path(folder), split, split_seed
+        self.horizon = horizon
+        self.scenarios = splits[split]
         self.n_times = n_t - horizon
-        self._edge_index = torch.as_tensor(self.arrays.edge_index, dtype=torch.long)
-        self._y = chlorinated_fraction(self.arrays.chlorine, threshold).astype(np.float32)
+        self._edge_index = torch.as_tensor(a.edge_index, dtype=torch.long)
+        self._x = torch.from_numpy(
+            self.inputs.node_inputs(a.chlorine_mg_l, a.source_mg_l, a.strength_mg_l[:, None])
+        )
+        self._edge_attr = torch.from_numpy(self.inputs.edge_inputs(a.flow_lps))
+        self._y = self.inputs.labels(a.chlorine_mg_l, a.strength_mg_l[:, None])
+
+    @classmethod
+    def for_inputs(
+        cls,
+        folder: str | Path,
+        split: Split,
+        inputs: InputSpec,
+        *,
+        split_seed: int = 0,
+        arrays: WaqArrays | None = None,
+    ) -> WaqDataset:
+        """The split built exactly as a trained model's inputs say (from its card)."""
+        return cls(
+            folder,
+            split,
+            horizon=inputs.horizon,
+            threshold=inputs.threshold,
+            node_features=inputs.node_features,
+            flow_scale_lps=inputs.flow_scale_lps,
+            split_seed=split_seed,
+            arrays=arrays,
+        )
 
     @property
     def manifest(self) -> dict:
@@ -180,17 +220,38 @@ class WaqDataset(Dataset):
         s, t = self.sample_index()
         return self._y[s, t]
 
+    def climatology(self) -> np.ndarray:
+        """The time-step climatology forecast of every sample: the mean training-split label
+        at the same time step (no model, no state: what "usually" happens by then)."""
+        if not len(self.train_scenarios):
+            raise DataError(f"'{self.folder}' has no training scenarios to fit a climatology")
+        per_step = self._y[self.train_scenarios, self.horizon :].mean(axis=0)
+        return per_step[self.sample_index()[1]]
+
+    def factor_levels(self) -> dict[str, np.ndarray]:
+        """Per scenario factor (injection site, pattern, strength, ...), the level of every
+        sample, each shape (len(self),) of strings (see :func:`wdn_explain.design.factor_levels`)."""
+        reservoirs = self._reservoirs()
+        levels = [factor_levels(self.arrays.configs[s], reservoirs) for s in self.scenarios]
+        return {
+            name: np.repeat(np.array([lv[name] for lv in levels]), self.n_times)
+            for name in (levels[0] if levels else {})
+        }
+
+    def _reservoirs(self) -> tuple[str, ...]:
+        net = self.manifest["network"]
+        return tuple(net.get("reservoirs", ()))
+
     def locate(self, idx: int) -> tuple[int, int]:
         """(scenario index, time step) of sample ``idx``."""
         return int(self.scenarios[idx // self.n_times]), idx % self.n_times
 
     def graph(self, scenario: int, t: int) -> Data:
         """The sample of a given scenario and time step (any split)."""
-        flow = torch.from_numpy(self.arrays.flow_lps[scenario, t]) / self.stats["flow_scale_lps"]
         return Data(
-            x=torch.from_numpy(self.arrays.chlorine[scenario, t]).unsqueeze(-1),
+            x=self._x[scenario, t],
             edge_index=self._edge_index,
-            edge_attr=torch.cat([flow, -flow]).unsqueeze(-1),
+            edge_attr=self._edge_attr[scenario, t],
             y=torch.tensor([self._y[scenario, t + self.horizon]]),
             scenario=scenario,
             t=t,
@@ -206,21 +267,19 @@ class WaqDataset(Dataset):
         ``batch``), built by stacking arrays: every sample shares one graph structure, so
         this skips collating ``Data`` objects one by one. The tensors equal what
         ``torch_geometric.loader.DataLoader`` makes of this dataset (tested)."""
-        n_nodes = self.arrays.chlorine.shape[2]
+        n_nodes = self._x.shape[2]
         order = (
             torch.randperm(len(self), generator=generator) if shuffle else torch.arange(len(self))
         )
-        scale = self.stats["flow_scale_lps"]
         for start in range(0, len(self), batch_size):
             idx = order[start : start + batch_size].numpy()
             s, t = self.scenarios[idx // self.n_times], idx % self.n_times
             b = len(idx)
-            flow = torch.from_numpy(self.arrays.flow_lps[s, t]) / scale  # (b, n_links)
             offsets = torch.arange(b).repeat_interleave(self._edge_index.shape[1]) * n_nodes
             yield Data(
-                x=torch.from_numpy(self.arrays.chlorine[s, t]).reshape(-1, 1),
+                x=self._x[s, t].reshape(-1, self._x.shape[-1]),
                 edge_index=self._edge_index.repeat(1, b) + offsets,
-                edge_attr=torch.cat([flow, -flow], dim=1).reshape(-1, 1),
+                edge_attr=self._edge_attr[s, t].reshape(-1, 1),
                 y=torch.from_numpy(self._y[s, t + self.horizon]),
                 batch=torch.arange(b).repeat_interleave(n_nodes),
             )

@@ -14,6 +14,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing, global_mean_pool
 
+from .errors import ConfigError
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -24,6 +26,11 @@ class ModelConfig:
     hidden_channels: int = 32
     num_layers: int = 3
     out_channels: int = 1
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1 (got {value!r})")
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -77,8 +84,6 @@ class ChlorineGNN(nn.Module):
         super().__init__()
         self.config = config or ModelConfig(**kwargs)
         c = self.config
-        if c.num_layers < 1 or c.hidden_channels < 1:
-            raise ValueError(f"num_layers and hidden_channels must be >= 1 (got {c})")
         self.node_encoder = nn.Linear(c.in_channels, c.hidden_channels)
         self.edge_encoder = nn.Linear(c.edge_channels, c.hidden_channels)
         self.convs = nn.ModuleList(FlowConv(c.hidden_channels) for _ in range(c.num_layers))

@@ -94,6 +94,11 @@ class Network:
         """Ids of the reservoir nodes."""
         return tuple(n for n, r in zip(self.node_ids, self.node_roles) if r == "reservoir")
 
+    @property
+    def junctions(self) -> tuple[str, ...]:
+        """Ids of the junction nodes (where a booster may inject)."""
+        return tuple(n for n, r in zip(self.node_ids, self.node_roles) if r == "junction")
+
     def node_index(self, node_id: str) -> int:
         """Return the position of ``node_id``; raise a ConfigError naming the network if unknown."""
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from .explain.indices import check_index
 from .network import Network
 from .timeline import Timeline
 
@@ -29,19 +30,17 @@ class FrameData:
     higher: list[tuple[tuple[int, ...], float]]
 
 
-def frame_data(timeline: Timeline, step: int, index: str, order: int, top_k: int) -> FrameData:
+def frame_data(
+    timeline: Timeline, step: int, index: str, order: int | None, top_k: int
+) -> FrameData:
     """Values of explained step ``step``: all first-order values and the ``top_k`` largest
     interactions of order 2 and of order >= 3 (by magnitude)."""
     e = timeline.explanations[step]
-    n = len(timeline.node_ids)
-    base = {"SV": "k-SII", "BV": "BII"}.get(index, index)
-    order = 1 if index in ("SV", "BV") else order
-    members, values = e.blocks.index_of_size(base, order, 1)
-    node_values = np.zeros(n)
-    node_values[members[:, 0]] = values
+    order = check_index(index, order, e.blocks.max_size)[1]
+    node_values = e.node_values(index, order)
     pairs, higher = [], []
     for size in range(2, order + 1):
-        members, values = e.blocks.index_of_size(base, order, size)
+        members, values = e.index_values(index, order, size)
         keep = np.argsort(-np.abs(values))[:top_k]
         items = [
             (tuple(int(v) for v in members[i]), float(values[i]))
@@ -147,7 +146,7 @@ def _node_trace(
     roles = np.array(network.node_roles)
     injection = timeline.scenario.injection_node or network.reservoirs[0]
     hover = [
-        f"node {nid} ({role})<br>chlorine {c:.3f} of source<br>{index} {v:+.4g}"
+        f"node {nid} ({role})<br>chlorine {c:.3f} mg/L<br>{index} {v:+.4g}"
         for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)
     ]
     return dict(
@@ -193,14 +192,20 @@ def timeline_figure(
     network: Network,
     *,
     index: str = "k-SII",
-    order: int = 2,
+    order: int | None = 2,
     top_k: int = 10,
     height: int = 620,
+    start: int | None = None,
 ) -> go.Figure:
-    """Animated SI-Graph: one frame per explained step, play/pause and a time slider."""
+    """Animated SI-Graph: one frame per explained step, play/pause and a time slider.
+
+    The figure opens on frame ``start`` (default: the first step whose explanation is not
+    all zero, :meth:`Timeline.first_informative_step`)."""
+    start = timeline.first_informative_step() if start is None else start
     frames_data = [frame_data(timeline, t, index, order, top_k) for t in range(len(timeline))]
     scale = max(float(np.abs(f.node_values).max()) for f in frames_data) or 1.0
     minutes = [f"{s / 60:.0f} min" for s in timeline.times_s]
+    order = check_index(index, order, timeline.explanations[0].blocks.max_size)[1]
     label = index if index in ("SV", "BV") else f"{index} order {order}"
     titles = [
         f"{label} — forecast at {minutes[t]}: {timeline.forecast[t]:.3f} (simulated {timeline.truth[t]:.3f})"
@@ -218,7 +223,7 @@ def timeline_figure(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
         plot_bgcolor="white",
-        title=dict(text=titles[0]),
+        title=dict(text=titles[start]),
         xaxis=dict(visible=False),
         yaxis=dict(visible=False, scaleanchor="x"),
         showlegend=False,
@@ -253,7 +258,7 @@ def timeline_figure(
         ],
         sliders=[
             dict(
-                active=0,
+                active=start,
                 x=0.2,
                 len=0.8,
                 y=-0.02,
@@ -272,11 +277,17 @@ def timeline_figure(
             )
         ],
     )
-    return go.Figure(dict(data=frames[0]["data"], layout=layout, frames=frames))
+    return go.Figure(dict(data=frames[start]["data"], layout=layout, frames=frames))
 
 
 def write_gif(
-    timeline: Timeline, network: Network, path, *, index: str = "SV", order: int = 1, fps: int = 3
+    timeline: Timeline,
+    network: Network,
+    path,
+    *,
+    index: str = "SV",
+    order: int | None = None,
+    fps: int = 3,
 ) -> None:
     """An animated GIF of node values over time (for slides), drawn with matplotlib."""
     import imageio.v2 as imageio
@@ -355,7 +366,7 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 2
 def chlorine_figure(
     timeline: Timeline, network: Network, step: int, height: int = 320
 ) -> go.Figure:
-    """Chlorine (fraction of the source concentration) on the map at one step."""
+    """Chlorine (mg/L) on the map at one step (colour scale up to the source strength)."""
     xy = network.coordinates
     fig = go.Figure(
         [
@@ -369,12 +380,13 @@ def chlorine_figure(
                     color=timeline.chlorine[step],
                     colorscale="Greens",
                     cmin=0,
-                    cmax=1,
+                    cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
                     line=dict(width=1, color="black"),
-                    colorbar=dict(title="Cl", thickness=10),
+                    colorbar=dict(title="Cl mg/L", thickness=10),
                 ),
                 hovertext=[
-                    f"node {n}: {c:.3f}" for n, c in zip(network.node_ids, timeline.chlorine[step])
+                    f"node {n}: {c:.3f} mg/L"
+                    for n, c in zip(network.node_ids, timeline.chlorine[step])
                 ],
                 hoverinfo="text",
                 name="chlorine",
@@ -397,11 +409,9 @@ def value_over_time(
     timeline: Timeline, members: tuple[int, ...], index: str, order: int
 ) -> np.ndarray:
     """The value of one node (or node set) of ``index`` at every explained step."""
-    base = {"SV": "k-SII", "BV": "BII"}.get(index, index)
-    order = 1 if index in ("SV", "BV") else max(order, len(members))
     out = np.zeros(len(timeline))
     for t, e in enumerate(timeline.explanations):
-        sets, values = e.blocks.index_of_size(base, order, len(members))
+        sets, values = e.index_values(index, order, len(members))
         hit = np.flatnonzero((sets == np.array(members)[None, :]).all(axis=1))
         out[t] = values[hit[0]] if len(hit) else 0.0
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import yaml
@@ -19,7 +19,7 @@ from .errors import ConfigError
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     def config_hash(self) -> str:
         """Short SHA-256 of the canonical JSON form; equal configs hash equally."""
@@ -30,13 +30,26 @@ class _Config(BaseModel):
         Path(path).write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False))
 
 
+InjectionMode = Literal["constant", "intermittent", "failure"]
+INJECTION_MODES: tuple[str, ...] = ("constant", "intermittent", "failure")
+
+
 class ScenarioConfig(_Config):
     """One chlorine-spread simulation.
 
-    Demand variation: every junction with a base demand gets its own demand pattern, with
-    multipliers drawn uniformly from ``demand_scale * [1 - v, 1 + v]`` per pattern step from a
-    generator seeded with ``seed`` (``v = demand_variation``). This really changes the flows
-    (EPyT-Flow's ``randomize_demands`` does not on Hanoi, which has no patterns to shuffle).
+    Demand: every junction with a base demand gets its own demand pattern, with multipliers
+    ``demand_scale * diurnal(t) * u`` per pattern step, ``u`` drawn uniformly from
+    ``[1 - v, 1 + v]`` (``v = demand_variation``) by a generator seeded with ``seed``, and
+    ``diurnal(t) = 1 + a * sin(2 pi (h(t) - 6) / 24)`` (``a = diurnal_amplitude``, ``h(t)`` the
+    hour of day, ``start_hour`` at t = 0: lowest at midnight, highest at noon). This really
+    changes the flows (EPyT-Flow's ``randomize_demands`` does not on Hanoi, which has no
+    patterns to shuffle).
+
+    Injection: a setpoint booster at ``injection_node`` (default: the first reservoir) holding
+    ``injection_strength_mg_l`` from ``injection_start_s`` on, always (``constant``), in cycles
+    of ``intermittent_on_s`` on and ``intermittent_off_s`` off (``intermittent``), or with one
+    outage of ``outage_duration_s`` from ``outage_start_s`` (``failure``). Times are rounded
+    down to the pattern step; :meth:`injection_multipliers` gives the schedule.
     """
 
     network: str = Field("hanoi", description="built-in network name or path to an .inp file")
@@ -48,10 +61,18 @@ class ScenarioConfig(_Config):
     injection_node: str | None = Field(None, description="node id; default: the first reservoir")
     injection_strength_mg_l: float = Field(1.0, gt=0, description="source concentration")
     injection_pattern: tuple[float, ...] | None = Field(
-        None, description="source multipliers per pattern step (default: constant 1)"
+        None, description="explicit source multipliers per pattern step (replaces the mode)"
     )
+    injection_mode: InjectionMode = Field("constant", description="booster schedule")
+    injection_start_s: int = Field(0, ge=0, description="booster switched on at this time")
+    intermittent_on_s: int = Field(3600, gt=0, description="on-time of an intermittent cycle")
+    intermittent_off_s: int = Field(1800, gt=0, description="off-time of an intermittent cycle")
+    outage_start_s: int = Field(3600, ge=0, description="start of a failing booster's outage")
+    outage_duration_s: int = Field(1800, gt=0, description="length of the outage")
     demand_variation: float = Field(0.2, ge=0, lt=1)
     demand_scale: float = Field(1.0, gt=0, description="multiplies every base demand (surges)")
+    diurnal_amplitude: float = Field(0.0, ge=0, lt=1, description="relative diurnal swing")
+    start_hour: float = Field(0.0, ge=0, lt=24, description="hour of day at t = 0")
     bulk_decay_per_day: float = Field(0.0, ge=0, description="first-order bulk decay rate")
     seed: int = Field(0, ge=0)
 
@@ -67,11 +88,59 @@ class ScenarioConfig(_Config):
                 f"quality_step_s must not exceed hydraulic_step_s (got {self.quality_step_s} > "
                 f"{self.hydraulic_step_s})"
             )
+        for name in ("reporting_step_s", "pattern_step_s"):
+            if getattr(self, name) % self.hydraulic_step_s:
+                raise ValueError(
+                    f"{name} must be a multiple of hydraulic_step_s (got {getattr(self, name)} "
+                    f"and {self.hydraulic_step_s})"
+                )
         if self.injection_pattern is not None and any(v < 0 for v in self.injection_pattern):
             raise ValueError(
                 f"injection_pattern must be non-negative (got {self.injection_pattern})"
             )
+        if self.injection_pattern is not None and self.injection_mode != "constant":
+            raise ValueError(
+                "injection_pattern replaces the schedule: leave injection_mode 'constant' "
+                f"(got '{self.injection_mode}')"
+            )
         return self
+
+    @property
+    def n_pattern_steps(self) -> int:
+        """Number of pattern steps covering the simulation, the final time included."""
+        return self.duration_s // self.pattern_step_s + 1
+
+    def injection_multipliers(self) -> np.ndarray:
+        """Booster multiplier (0 = off, 1 = on) per pattern step, shape (n_pattern_steps,)."""
+        step = self.pattern_step_s
+        t = np.arange(self.n_pattern_steps) * step
+        start = self.injection_start_s // step * step
+        if self.injection_pattern is not None:
+            pattern = np.asarray(self.injection_pattern, dtype=float)
+            on = pattern[np.arange(len(t)) % len(pattern)]  # EPANET repeats patterns
+        elif self.injection_mode == "intermittent":
+            cycle = self.intermittent_on_s + self.intermittent_off_s
+            on = ((t - start) % cycle < self.intermittent_on_s).astype(float)
+        elif self.injection_mode == "failure":
+            out = self.outage_start_s // step * step
+            on = (~((t >= out) & (t < out + self.outage_duration_s))).astype(float)
+        else:
+            on = np.ones(len(t))
+        return np.where(t >= start, on, 0.0)
+
+    def injection_setpoint_mg_l(self, times_s: np.ndarray) -> np.ndarray:
+        """Booster setpoint in mg/L at the given times (s), following the pattern steps."""
+        idx = np.minimum(np.asarray(times_s) // self.pattern_step_s, self.n_pattern_steps - 1)
+        return self.injection_strength_mg_l * self.injection_multipliers()[idx]
+
+    def describe(self) -> str:
+        """A short human-readable name: where, how strongly, how long, which seed."""
+        where = f"booster at {self.injection_node}" if self.injection_node else "reservoir"
+        mode = "" if self.injection_mode == "constant" else f", {self.injection_mode}"
+        return (
+            f"{where}, {self.injection_strength_mg_l:g} mg/L{mode}, "
+            f"{self.duration_s / 3600:g} h, seed {self.seed}"
+        )
 
     @property
     def n_reports(self) -> int:
@@ -79,22 +148,141 @@ class ScenarioConfig(_Config):
         return self.duration_s // self.reporting_step_s + 1
 
 
+Range = tuple[float, float]
+
+# Scenario fields a design may draw from a range, and whether their draws are whole seconds.
+DRAWN_RANGES: dict[str, bool] = {
+    "injection_strength_mg_l": False,
+    "injection_start_s": True,
+    "intermittent_on_s": True,
+    "intermittent_off_s": True,
+    "outage_start_s": True,
+    "outage_duration_s": True,
+    "demand_scale": False,
+    "demand_variation": False,
+    "diurnal_amplitude": False,
+    "start_hour": False,
+    "bulk_decay_per_day": False,
+}
+
+
+class ScenarioDesign(_Config):
+    """Seeded per-scenario draws on top of the template scenario (the monitoring design).
+
+    Each range ``[low, high]`` is drawn uniformly per scenario (times on the pattern-step
+    grid); a factor left out keeps the template's value. Chlorine enters at the reservoir with
+    probability ``reservoir_share``, otherwise at a booster drawn from ``injection_nodes``
+    (node ids, or ``all`` junctions). Bulk decay is switched on with probability
+    ``bulk_decay_share`` and then drawn from ``bulk_decay_per_day``.
+    """
+
+    injection_nodes: Literal["all"] | tuple[str, ...] = ()
+    reservoir_share: float = Field(1.0, ge=0, le=1)
+    injection_modes: tuple[InjectionMode, ...] | None = None
+    bulk_decay_share: float = Field(1.0, ge=0, le=1)
+    injection_strength_mg_l: Range | None = None
+    injection_start_s: Range | None = None
+    intermittent_on_s: Range | None = None
+    intermittent_off_s: Range | None = None
+    outage_start_s: Range | None = None
+    outage_duration_s: Range | None = None
+    demand_scale: Range | None = None
+    demand_variation: Range | None = None
+    diurnal_amplitude: Range | None = None
+    start_hour: Range | None = None
+    bulk_decay_per_day: Range | None = None
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> ScenarioDesign:
+        for name in DRAWN_RANGES:
+            rng = getattr(self, name)
+            if rng is None:
+                continue
+            if not all(np.isfinite(rng)):
+                raise ValueError(f"{name}: range must be finite (got {list(rng)})")
+            if rng[0] > rng[1]:
+                raise ValueError(f"{name}: empty range (got [{rng[0]}, {rng[1]}])")
+        if self.injection_modes is not None and not self.injection_modes:
+            raise ValueError("injection_modes: empty list (got [])")
+        if self.injection_nodes == () and self.reservoir_share < 1:
+            raise ValueError(
+                "injection_nodes: empty, but reservoir_share < 1 asks for boosters "
+                f"(got reservoir_share {self.reservoir_share})"
+            )
+        return self
+
+    def booster_nodes(self, junctions: tuple[str, ...] | None) -> tuple[str, ...]:
+        """The booster candidates: the listed ids, or ``junctions`` for ``all``."""
+        if self.injection_nodes != "all":
+            return self.injection_nodes
+        if junctions is None:
+            raise ConfigError("injection_nodes 'all' needs the network's junctions")
+        return junctions
+
+    def draw(
+        self, template: ScenarioConfig, seed: int, junctions: tuple[str, ...] | None = None
+    ) -> ScenarioConfig:
+        """The scenario with seed ``seed``: the template with every factor drawn."""
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))  # not the demand stream
+        update: dict[str, Any] = {"seed": seed}
+        boosters = self.booster_nodes(junctions)
+        at_reservoir = rng.random() < self.reservoir_share
+        booster = boosters[rng.integers(len(boosters))] if boosters else None
+        if not at_reservoir:
+            update["injection_node"] = booster
+        if self.injection_modes is not None:
+            update["injection_mode"] = self.injection_modes[rng.integers(len(self.injection_modes))]
+        decay_on = rng.random() < self.bulk_decay_share
+        step = template.pattern_step_s
+        for name, whole_seconds in DRAWN_RANGES.items():
+            bounds = getattr(self, name)
+            if bounds is None:
+                continue
+            if whole_seconds:
+                low, high = int(np.ceil(bounds[0] / step)), int(bounds[1] // step)
+                update[name] = int(rng.integers(low, max(low, high) + 1)) * step
+            else:
+                update[name] = float(rng.uniform(*bounds))
+        if not decay_on:
+            update["bulk_decay_per_day"] = 0.0
+        try:
+            return ScenarioConfig.model_validate({**template.model_dump(), **update})
+        except ValidationError as exc:
+            raise ConfigError(_format_validation_error("design draw", exc)) from None
+
+
 class SimulationConfig(_Config):
-    """A set of scenarios: the template varied by a per-scenario seed (the WAQ design)."""
+    """A set of scenarios: the template varied by a per-scenario seed and, with a ``design``,
+    by seeded draws of where, how strongly and when chlorine enters and of the demands."""
 
     n_scenarios: int = Field(1, gt=0)
     seed: int = Field(0, ge=0, description="master seed; scenario seeds derive from it")
     scenario: ScenarioConfig = ScenarioConfig()
+    design: ScenarioDesign | None = None
 
     def scenario_seed(self, index: int) -> int:
         """Seed of scenario ``index``, derived from the master seed (stable across runs)."""
         return int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
 
-    def scenario_config(self, index: int) -> ScenarioConfig:
-        """The fully specified config of scenario ``index``."""
+    def scenario_config(
+        self, index: int, junctions: tuple[str, ...] | None = None
+    ) -> ScenarioConfig:
+        """The fully specified config of scenario ``index``.
+
+        Args:
+            junctions: The network's junction ids (needed for ``injection_nodes: all``;
+                loaded from the network when missing).
+        """
         if not 0 <= index < self.n_scenarios:
             raise ConfigError(f"scenario index {index} out of range (0..{self.n_scenarios - 1})")
-        return self.scenario.model_copy(update={"seed": self.scenario_seed(index)})
+        seed = self.scenario_seed(index)
+        if self.design is None:
+            return self.scenario.model_copy(update={"seed": seed})
+        if self.design.injection_nodes == "all" and junctions is None:
+            from .network import load_network
+
+            junctions = load_network(self.scenario.network).junctions
+        return self.design.draw(self.scenario, seed, junctions)
 
 
 def _format_validation_error(source: str, exc: ValidationError) -> str:
@@ -128,6 +316,8 @@ def load_config(path: str | Path) -> SimulationConfig:
         raise ConfigError(f"config file '{path}' does not exist")
     try:
         data = yaml.safe_load(path.read_text()) or {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file '{path}' is not a text file") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file '{path}' is not valid YAML: {exc}") from None
     return parse_config(data, source=str(path))

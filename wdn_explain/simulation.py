@@ -6,8 +6,9 @@ link's start node to its end node), pressure m, concentration mg/L.
 File format (one scenario): an uncompressed NumPy ``.npz`` holding only numeric and
 unicode arrays (readable with ``allow_pickle=False``): ``times_s`` (T,), ``node_ids`` (n,),
 ``link_ids`` (E,), ``node_chlorine_mg_l`` (T, n), ``link_chlorine_mg_l`` (T, E),
-``link_flow_lps`` (T, E), ``node_demand_lps`` (T, n), ``node_pressure_m`` (T, n), and
-``config_json`` (the scenario config as a 0-d string).
+``link_flow_lps`` (T, E), ``node_demand_lps`` (T, n), ``node_pressure_m`` (T, n),
+``node_source_mg_l`` (T, n: the booster setpoint at the injection node, 0 elsewhere and while
+the booster is off), and ``config_json`` (the scenario config as a 0-d string).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataError
+from .errors import ConfigError, DataError
 from .files import atomic_write
 from .network import Network, load_network
 from .scenario import ScenarioConfig
@@ -33,6 +34,7 @@ _ARRAYS = (
     "link_flow_lps",
     "node_demand_lps",
     "node_pressure_m",
+    "node_source_mg_l",
 )
 
 
@@ -49,6 +51,7 @@ class SimulationResult:
     link_flow_lps: np.ndarray
     node_demand_lps: np.ndarray
     node_pressure_m: np.ndarray
+    node_source_mg_l: np.ndarray
 
     @property
     def n_steps(self) -> int:
@@ -75,7 +78,12 @@ class SimulationResult:
                 arrays = {name: data[name] for name in _ARRAYS}
         except FileNotFoundError:
             raise DataError(f"scenario file '{path}' does not exist") from None
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+        except KeyError as exc:
+            raise DataError(
+                f"scenario file '{path}' lacks {exc} (written by an older wdn-explain? "
+                "simulate again with --overwrite)"
+            ) from None
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
             raise DataError(f"scenario file '{path}' is truncated or corrupt ({exc})") from None
         result = cls(config=config, **arrays)
         result._check_shapes(path)
@@ -100,14 +108,34 @@ class SimulationResult:
 def _demand_patterns(
     config: ScenarioConfig, base_demands: dict[str, float]
 ) -> dict[str, np.ndarray]:
-    """Seeded per-junction demand multipliers, one per pattern step."""
+    """Seeded per-junction demand multipliers, one per pattern step (see ScenarioConfig)."""
     rng = np.random.default_rng(config.seed)
-    n_steps = config.duration_s // config.pattern_step_s + 1
+    n_steps = config.n_pattern_steps
+    hours = config.start_hour + np.arange(n_steps) * config.pattern_step_s / 3600
+    diurnal = 1.0 + config.diurnal_amplitude * np.sin(2 * np.pi * (hours - 6) / 24)
     low, high = 1.0 - config.demand_variation, 1.0 + config.demand_variation
     return {
-        node: config.demand_scale * rng.uniform(low, high, size=n_steps)
+        node: config.demand_scale * diurnal * rng.uniform(low, high, size=n_steps)
         for node in sorted(base_demands)
     }
+
+
+def injection_node(config: ScenarioConfig, network: Network) -> str:
+    """Where chlorine enters: the configured node, else the network's first reservoir.
+
+    Raises:
+        ConfigError: the node is not in the network, or none is given and the network has
+            no reservoir.
+    """
+    if config.injection_node is not None:
+        network.node_index(config.injection_node)  # raises ConfigError for an unknown node
+        return config.injection_node
+    if not network.reservoirs:
+        raise ConfigError(
+            f"network '{network.name}' has no reservoir: give scenario.injection_node "
+            f"(one of its nodes, e.g. '{network.node_ids[0]}')"
+        )
+    return network.reservoirs[0]
 
 
 def simulate(config: ScenarioConfig, network: Network | None = None) -> SimulationResult:
@@ -124,8 +152,7 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
     from epyt_flow.simulation import ScenarioSimulator
 
     network = network or load_network(config.network)
-    injection = config.injection_node or network.reservoirs[0]
-    network.node_index(injection)  # raises ConfigError for an unknown node
+    injection = injection_node(config, network)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # EPANET warns about negative pressures at peaks
         with ScenarioSimulator(f_inp_in=str(network.inp_path)) as sim:
@@ -149,11 +176,10 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
                 sim.set_quality_parameters(
                     global_bulk_reaction_coefficient=-config.bulk_decay_per_day, order_bulk=1
                 )
-            pattern = np.asarray(config.injection_pattern or (1.0,), dtype=float)
             sim.add_quality_source(
                 injection,
                 EpanetConstants.EN_SETPOINT,  # a booster: works at junctions and sources
-                pattern=pattern,
+                pattern=config.injection_multipliers(),
                 source_strength=config.injection_strength_mg_l,
             )
             nodes, links = list(network.node_ids), list(network.link_ids)
@@ -171,9 +197,12 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
                 else scada
             )
     f32 = np.float32
+    times_s = np.asarray(scada.sensor_readings_time, dtype=np.int64)
+    source = np.zeros((len(times_s), network.n_nodes), dtype=f32)
+    source[:, network.node_index(injection)] = config.injection_setpoint_mg_l(times_s)
     return SimulationResult(
         config=config,
-        times_s=np.asarray(scada.sensor_readings_time, dtype=np.int64),
+        times_s=times_s,
         node_ids=np.array(nodes),
         link_ids=np.array(links),
         node_chlorine_mg_l=scada.get_data_nodes_quality().astype(f32),
@@ -181,4 +210,5 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
         link_flow_lps=scada.get_data_flows().astype(f32),
         node_demand_lps=scada.get_data_demands().astype(f32),
         node_pressure_m=scada.get_data_pressures().astype(f32),
+        node_source_mg_l=source,
     )

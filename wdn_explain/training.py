@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -22,10 +24,12 @@ import torch
 from torch_geometric.loader import DataLoader
 
 from .dataset import WaqDataset, load_waq_arrays
+from .design import DesignEnvelope
 from .errors import ConfigError, DataError
-from .files import atomic_write
+from .features import DEFAULT_NODE_FEATURES
+from .files import atomic_write, check_output
 from .model import ChlorineGNN, ModelConfig
-from .model_folder import CARD, WEIGHTS
+from .model_folder import CARD, WEIGHTS, file_sha256, read_card
 from .progress import ProgressArg
 
 logger = logging.getLogger(__name__)
@@ -43,15 +47,17 @@ class TrainConfig:
     patience: int = 8
     horizon: int = 4
     threshold: float = 0.05
+    node_features: tuple[str, ...] = DEFAULT_NODE_FEATURES
     split_seed: int = 0
     seed: int = 0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "node_features", tuple(self.node_features))
         for name in ("epochs", "batch_size", "patience", "horizon"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
-        if self.lr <= 0:
-            raise ConfigError(f"lr must be positive (got {self.lr})")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ConfigError(f"lr must be a positive finite number (got {self.lr})")
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -107,12 +113,14 @@ def train(
     train_config: TrainConfig | None = None,
     device: str = "auto",
     network: str | None = None,
+    overwrite: bool = False,
     progress: ProgressArg = False,
 ) -> dict[str, Any]:
     """Train a :class:`ChlorineGNN` on a WAQ folder and save weights and card to ``out_dir``.
 
     Args:
         network: If given, refuse a data folder simulated on another network.
+        overwrite: Replace a model already in ``out_dir`` (refused otherwise, before training).
         progress: True shows a tqdm bar with the live losses; a callable gets
             ``(epoch, epochs)``.
 
@@ -122,9 +130,11 @@ def train(
     Returns:
         The model card (also written to ``out_dir/card.json``).
     """
-    model_config = model_config or ModelConfig()
     cfg = train_config or TrainConfig()
+    # the input width follows the node features (train_config.node_features)
+    model_config = replace(model_config or ModelConfig(), in_channels=len(cfg.node_features))
     dev = resolve_device(device)
+    check_model_output(out_dir, overwrite=overwrite)
     arrays = load_waq_arrays(data_dir)
     data_net = arrays.manifest["network"]["name"]
     if network is not None and network.lower() != data_net:
@@ -132,7 +142,11 @@ def train(
             f"data folder '{data_dir}' was simulated on network '{data_net}', not '{network}'"
         )
     common = dict(
-        horizon=cfg.horizon, threshold=cfg.threshold, split_seed=cfg.split_seed, arrays=arrays
+        horizon=cfg.horizon,
+        threshold=cfg.threshold,
+        node_features=cfg.node_features,
+        split_seed=cfg.split_seed,
+        arrays=arrays,
     )
     train_set = WaqDataset(data_dir, "train", **common)
     val_set = WaqDataset(data_dir, "val", **common)
@@ -211,15 +225,16 @@ def train(
     metrics = evaluate(model, test_set) if len(test_set) else {}
     card = {
         "model": model_config.to_dict(),
-        "train": asdict(cfg),
+        "train": {**asdict(cfg), "node_features": list(cfg.node_features)},
+        "inputs": train_set.inputs.to_dict(),
+        "design": training_envelope(arrays.manifest).model_dump(mode="json"),
         "data": {
             "folder": str(data_dir),
             "config_hash": arrays.manifest["config_hash"],
             "network": {
                 k: arrays.manifest["network"][k] for k in ("name", "sha256", "n_nodes", "n_links")
             },
-            "flow_scale_lps": train_set.stats["flow_scale_lps"],
-            "n_scenarios": int(arrays.chlorine.shape[0]),
+            "n_scenarios": arrays.n_scenarios,
         },
         "metrics": {k: v for k, v in metrics.items() if k != "per_step"},
         "history": history,
@@ -230,16 +245,49 @@ def train(
         "torch_version": torch.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    save_model(model, card, out_dir)
+    _save_or_rescue(model, card, out_dir)
     return card
 
 
+def training_envelope(manifest: dict[str, Any]) -> DesignEnvelope:
+    """The design envelope of a WAQ folder's config (what a model trained on it saw)."""
+    from .network import load_network
+    from .scenario import SimulationConfig
+
+    config = SimulationConfig.model_validate(manifest["config"])
+    return DesignEnvelope.of(config, load_network(config.scenario.network))
+
+
+def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> None:
+    """Save the trained model; if that fails late (full disk), save it to a temporary
+    folder instead and name it in the error, so the training is not lost."""
+    try:
+        save_model(model, card, out_dir)
+    except DataError as exc:
+        rescue = Path(tempfile.mkdtemp(prefix="wdn-explain-model-"))
+        save_model(model, card, rescue)
+        raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
+
+
+def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Refuse, before any work, a model folder that cannot be written or already holds a
+    model (unless ``overwrite``)."""
+    out = check_output(out_dir, kind="dir", what="model folder")
+    for name in (WEIGHTS, CARD):
+        check_output(out / name, what="model file")
+    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
+        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
+    return out
+
+
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
-    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
+    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``; the card records the
+    weights' SHA-256 (``weights_sha256``), which :func:`load_model` checks."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(out / WEIGHTS) as tmp:
         torch.save(model.state_dict(), tmp)
+        card["weights_sha256"] = file_sha256(tmp)
     with atomic_write(out / CARD) as tmp:
         tmp.write_text(json.dumps(card, indent=2))
     return out
@@ -252,11 +300,17 @@ def load_model(
     folder = Path(model_dir)
     if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
         raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
+    card = read_card(folder)
     try:
-        card = json.loads((folder / CARD).read_text())
         model = ChlorineGNN(ModelConfig(**card["model"]))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
+    recorded = card.get("weights_sha256")
+    if recorded is not None and recorded != file_sha256(folder / WEIGHTS):
+        raise DataError(
+            f"weights '{folder / WEIGHTS}' do not match the SHA-256 recorded in its card "
+            "(damaged or replaced file)"
+        )
     try:
         state = torch.load(folder / WEIGHTS, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for damaged files
@@ -302,34 +356,52 @@ def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
     err = pred - true
     var = float(((true - true.mean()) ** 2).sum())
     return {
-        "mae": float(np.abs(err).mean()),
-        "rmse": float(np.sqrt((err**2).mean())),
+        "mae": float(np.abs(err).mean()) if len(err) else float("nan"),
+        "rmse": float(np.sqrt((err**2).mean())) if len(err) else float("nan"),
         "r2": float(1 - (err**2).sum() / var) if var > 0 else float("nan"),
     }
 
 
+BASELINES = ("persistence", "climatology")
+
+
 def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -> dict[str, Any]:
-    """Test MAE, RMSE and R², overall and per time step, beside persistence (y(t+h) = y(t))."""
+    """Test MAE, RMSE and R² of the model beside two baselines, overall, per time step and per
+    scenario factor (injection site, pattern, strength, start, demand, decay).
+
+    Baselines: persistence (y(t + h) = y(t)) and the time-step climatology (the mean
+    training-split label at the same step, :meth:`WaqDataset.climatology`).
+    """
     dev = resolve_device(device)
     model = model.to(dev)
     pred = predict(model, dataset, dev)
-    true, persist = dataset.targets(), dataset.persistence()
+    true = dataset.targets()
+    forecasts = {"model": pred, "persistence": dataset.persistence()}
+    forecasts["climatology"] = dataset.climatology()
+
+    def mae(name: str, sel: np.ndarray) -> float:
+        return float(np.abs(forecasts[name][sel] - true[sel]).mean())
+
     steps = dataset.sample_index()[1]
-    per_step = []
-    for t in range(dataset.n_times):
-        sel = steps == t
-        per_step.append(
+    per_step = [
+        {
+            "t": t,
+            **_scores(pred[steps == t], true[steps == t]),
+            **{f"{b}_mae": mae(b, steps == t) for b in BASELINES},
+        }
+        for t in range(dataset.n_times)
+    ]
+    per_factor = {}
+    for factor, levels in dataset.factor_levels().items():
+        per_factor[factor] = [
             {
-                "t": t,
-                **_scores(pred[sel], true[sel]),
-                "persistence_mae": float(np.abs(persist[sel] - true[sel]).mean()),
+                "level": str(level),
+                "n_samples": int((levels == level).sum()),
+                **{f"{name}_mae": mae(name, levels == level) for name in forecasts},
             }
-        )
-    model_scores = _scores(pred, true)
-    base = _scores(persist, true)
-    return {
-        **model_scores,
-        **{f"persistence_{k}": v for k, v in base.items()},
-        "n_samples": len(true),
-        "per_step": per_step,
-    }
+            for level in sorted(set(levels.tolist()))
+        ]
+    out: dict[str, Any] = _scores(pred, true)
+    for b in BASELINES:
+        out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
+    return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}

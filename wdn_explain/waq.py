@@ -13,22 +13,24 @@ import json
 import logging
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .errors import DataError
-from .files import atomic_write
+from .errors import ConfigError, DataError, WdnExplainError
+from .files import atomic_write, check_output, remove_stray_temporaries
 from .network import Network, load_network
 from .scenario import SimulationConfig
-from .simulation import simulate
+from .simulation import SimulationResult, injection_node, simulate
+from .sizes import check_size, estimate_waq
+from .workers import init_worker, scratch_folder, working_directory
 
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-FORMAT = "wdn-explain-waq/1"
+FORMAT = "wdn-explain-waq/2"  # 2: scenario files hold node_source_mg_l
 
 Progress = Callable[[int, int], None]
 """Progress callback: ``progress(done, total)``."""
@@ -63,6 +65,7 @@ def build_manifest(config: SimulationConfig, network: Network) -> dict[str, Any]
             "n_nodes": network.n_nodes,
             "n_links": network.n_links,
             "node_ids": list(network.node_ids),
+            "reservoirs": list(network.reservoirs),
             "link_nodes": network.link_nodes.tolist(),
         },
         "versions": _versions(),
@@ -80,11 +83,25 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
         raise DataError(f"'{folder}' is not a WAQ folder (no {MANIFEST})")
     try:
         manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"manifest '{path}' is corrupt ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise DataError(f"manifest '{path}' is corrupt: a {type(manifest).__name__}, not a mapping")
     if manifest.get("format") != FORMAT:
         raise DataError(f"manifest '{path}' has format {manifest.get('format')!r}, not {FORMAT}")
+    network = manifest.get("network")
+    missing = [k for k in _MANIFEST_KEYS if k not in manifest]
+    if isinstance(network, dict):
+        missing += [f"network.{k}" for k in _NETWORK_KEYS if k not in network]
+    if missing or not isinstance(network, dict):
+        raise DataError(
+            f"manifest '{path}' is corrupt: it lacks {', '.join(missing) or 'network keys'}"
+        )
     return manifest
+
+
+_MANIFEST_KEYS = ("config", "config_hash", "n_scenarios", "network")
+_NETWORK_KEYS = ("name", "sha256", "n_nodes", "n_links", "node_ids", "link_nodes")
 
 
 def _prepare_folder(
@@ -113,19 +130,77 @@ def _prepare_folder(
         tmp.write_text(json.dumps(build_manifest(config, network), indent=2))
 
 
+def check_config_nodes(config: SimulationConfig, network: Network) -> None:
+    """ConfigError naming the key when the template or design names a node the network lacks."""
+    named = [("scenario.injection_node", config.scenario.injection_node)]
+    if config.design is not None:
+        named += [
+            ("design.injection_nodes", n) for n in config.design.booster_nodes(network.junctions)
+        ]
+    for key, node in named:
+        if node is not None:
+            try:
+                network.node_index(node)
+            except ConfigError as exc:
+                raise ConfigError(f"{key}: {exc}") from None
+    injection_node(config.scenario_config(0, network.junctions), network)
+
+
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(config_json: str, folder: str) -> None:
+def _load_worker(config_json: str, folder: str) -> None:
     config = SimulationConfig.model_validate_json(config_json)
     _WORKER.update(config=config, folder=folder, network=load_network(config.scenario.network))
 
 
+def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -> None:
+    _load_worker(config_json, folder)  # before init_worker changes the directory
+    init_worker(parent_pid, scratch)
+
+
 def _run_one(index: int) -> int:
     config: SimulationConfig = _WORKER["config"]
-    result = simulate(config.scenario_config(index), _WORKER["network"])
+    network = _WORKER["network"]
+    result = simulate(config.scenario_config(index, network.junctions), network)
     result.save(scenario_path(_WORKER["folder"], index))
     return index
+
+
+def _run_guarded(index: int) -> int:
+    """:func:`_run_one`, with a simulator failure turned into one line naming the scenario."""
+    try:
+        return _run_one(index)
+    except WdnExplainError:
+        raise
+    except Exception as exc:  # EPANET/EPyT-Flow refusals: one line, not a worker traceback
+        raise ConfigError(
+            f"scenario {index} failed in the simulator ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _is_complete(path: Path, config: SimulationConfig, network: Network) -> bool:
+    """Cheap check of a finished scenario file: loadable, the expected shapes."""
+    try:
+        result = SimulationResult.load(path)
+    except DataError:
+        return False
+    return result.node_chlorine_mg_l.shape == (config.scenario.n_reports, network.n_nodes)
+
+
+def _todo(folder: Path, config: SimulationConfig, network: Network) -> list[int]:
+    """Scenarios still to simulate; a damaged finished file is removed and redone."""
+    present = {entry.name for entry in os.scandir(folder)}
+    todo = []
+    for index in range(config.n_scenarios):
+        path = scenario_path(folder, index)
+        if path.name in present and _is_complete(path, config, network):
+            continue
+        if path.name in present:
+            logger.warning("WAQ: %s is damaged; simulating it again", path)
+            path.unlink()
+        todo.append(index)
+    return todo
 
 
 def generate_waq(
@@ -134,6 +209,7 @@ def generate_waq(
     *,
     n_workers: int | None = None,
     overwrite: bool = False,
+    allow_large: bool = False,
     progress: Progress | None = None,
 ) -> Path:
     """Simulate every scenario of ``config`` into ``folder``; return the folder.
@@ -143,42 +219,60 @@ def generate_waq(
         folder: Output folder; created if missing.
         n_workers: Worker processes (default: all cores; 1 runs in this process).
         overwrite: Replace a folder made from another config instead of refusing.
+        allow_large: Proceed with a set whose estimate exceeds :data:`~.sizes.LIMITS`.
         progress: Called as ``progress(done, total)`` after every scenario.
 
     Raises:
-        DataError: the folder holds another config's files and ``overwrite`` is off.
-        ConfigError: the config names an unknown network or injection node.
+        DataError: the folder holds another config's files and ``overwrite`` is off, or
+            cannot be written.
+        ConfigError: the config names an unknown network or injection node, a scenario
+            fails in the simulator, or the set is too large without ``allow_large``.
     """
-    folder = Path(folder)
+    folder = check_output(folder, kind="dir", what="output folder")
     network = load_network(config.scenario.network)
-    config.scenario_config(0)  # validate the template before touching the folder
-    first = config.scenario.injection_node
-    if first is not None:
-        network.node_index(first)
+    check_config_nodes(config, network)  # before touching the folder
+    n_workers = n_workers or os.cpu_count() or 1
+    check_size(estimate_waq(config, network, n_workers), folder, allow_large=allow_large)
+    new_manifest = not (folder / MANIFEST).is_file() or overwrite
     _prepare_folder(folder, config, network, overwrite)
-    todo = [i for i in range(config.n_scenarios) if not scenario_path(folder, i).exists()]
+    remove_stray_temporaries(folder, "scenario_*")
+    todo = _todo(folder, config, network)
     total, done = config.n_scenarios, config.n_scenarios - len(todo)
     logger.info("WAQ: %d of %d scenarios to simulate in %s", len(todo), total, folder)
     if progress:
         progress(done, total)
-    n_workers = max(1, min(n_workers or os.cpu_count() or 1, len(todo) or 1))
-    args = (config.model_dump_json(), str(folder))
-    if n_workers == 1:
-        _init_worker(*args)
-        results = map(_run_one, todo)
-    else:
-        pool = multiprocessing.get_context("fork").Pool(n_workers, _init_worker, args)
-        results = pool.imap_unordered(
-            _run_one, todo, chunksize=max(1, len(todo) // (8 * n_workers))
-        )
+    n_workers = max(1, min(n_workers, len(todo) or 1))
     try:
-        for _ in results:
-            done += 1
-            if progress:
-                progress(done, total)
-    finally:
-        if n_workers > 1:
-            pool.terminate()
-            pool.join()
-        _WORKER.clear()
+        with scratch_folder() as scratch:
+            # workers run inside ``scratch``: they need the folder's absolute path
+            args = (config.model_dump_json(), str(folder.absolute()), os.getpid(), str(scratch))
+            for _ in _results(todo, n_workers, args):
+                done += 1
+                if progress:
+                    progress(done, total)
+    except WdnExplainError:
+        if new_manifest and not any(folder.glob("scenario_*.npz")):
+            (folder / MANIFEST).unlink(missing_ok=True)  # let a corrected config start afresh
+        raise
     return folder
+
+
+def _results(todo: list[int], n_workers: int, args: tuple) -> Iterator[int]:
+    """Run ``_run_one`` on every index, in this process or in a pool, yielding as they end."""
+    if n_workers == 1:
+        config_json, folder, _, scratch = args
+        _load_worker(config_json, folder)
+        try:
+            with working_directory(scratch):
+                yield from map(_run_guarded, todo)
+        finally:
+            _WORKER.clear()
+        return
+    pool = multiprocessing.get_context("fork").Pool(n_workers, _init_worker, args)
+    window = 256 * n_workers  # bounds the task queue on huge sets
+    try:
+        for start in range(0, len(todo), window):  # one at a time: smooth progress
+            yield from pool.imap_unordered(_run_guarded, todo[start : start + window])
+    finally:
+        pool.terminate()
+        pool.join()

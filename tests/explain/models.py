@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch_geometric.nn import GATConv, GCNConv, GINConv, global_add_pool, global_mean_pool
+from torch_geometric.nn import (
+    GATConv,
+    GATv2Conv,
+    GCNConv,
+    GINConv,
+    GraphConv,
+    SAGEConv,
+    TransformerConv,
+    global_add_pool,
+    global_mean_pool,
+)
 
 
 class Classifier(nn.Module):
@@ -52,3 +62,43 @@ def classifier(kind: str, *, layers: int = 2, seed: int = 0, **kwargs) -> Classi
         layers,
         **kwargs,
     ).double()
+
+
+class EdgeModel(nn.Module):
+    """Two layers of one PyG convolution that reads edge weights or edge features.
+
+    ``forward(x, edge_index, edge_weight=None, edge_attr=None, batch=None)``; kinds:
+    ``gcn`` and ``graphconv`` (edge_weight), ``sage_mean``, ``sage_max``, ``gatv2`` and
+    ``transformer`` (edge_attr of ``edge_dim`` columns).
+    """
+
+    def __init__(self, kind: str, in_channels: int = 3, hidden: int = 8, classes: int = 3):
+        super().__init__()
+        self.num_layers = 2
+        make = {
+            "gcn": lambda i, o: GCNConv(i, o),
+            "graphconv": lambda i, o: GraphConv(i, o),
+            "sage_mean": lambda i, o: SAGEConv(i, o, aggr="mean"),
+            "sage_max": lambda i, o: SAGEConv(i, o, aggr="max"),
+            "gatv2": lambda i, o: GATv2Conv(i, o, heads=2, concat=False, edge_dim=2),
+            "transformer": lambda i, o: TransformerConv(i, o, heads=2, concat=False, edge_dim=2),
+        }[kind]
+        self.kind = kind
+        self.convs = nn.ModuleList([make(in_channels, hidden), make(hidden, hidden)])
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x, edge_index, edge_weight=None, edge_attr=None, batch=None):
+        for conv in self.convs:
+            if self.kind in ("gcn", "graphconv"):
+                x = conv(x, edge_index, edge_weight)
+            elif self.kind in ("gatv2", "transformer"):
+                x = conv(x, edge_index, edge_attr)
+            else:
+                x = conv(x, edge_index)
+            x = torch.tanh(x)
+        return self.head(global_mean_pool(x, batch))
+
+
+def edge_model(kind: str, *, seed: int = 0) -> EdgeModel:
+    torch.manual_seed(seed)
+    return EdgeModel(kind).double()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+
+import networkx as nx
 import numpy as np
 import pytest
 import torch
@@ -11,18 +14,99 @@ from wdn_explain.explain import GraphSHAPIQ, complexity, receptive_fields
 from wdn_explain.explain.hypercube import subset_sum
 
 from conftest import path_graph
+from oracle import masked_game
 
 
-@pytest.mark.parametrize(("layers", "count"), [(1, 175), (2, 3023), (3, 101115)])
-def test_hanoi_interaction_counts(hanoi, layers, count):
+def plain_family(edge_index, n_nodes: int, layers: int) -> set[frozenset[int]]:
+    """I by plain enumeration: every subset of every L-hop in-neighbourhood (networkx)."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(n_nodes))
+    graph.add_edges_from(edge_index.T.tolist())
+    reverse = graph.reverse()  # fields follow edges backwards: who reaches node i
+    family = set()
+    for i in range(n_nodes):
+        field = sorted(nx.single_source_shortest_path_length(reverse, i, cutoff=layers))
+        for size in range(len(field) + 1):
+            family.update(map(frozenset, itertools.combinations(field, size)))
+    return family
+
+
+@pytest.mark.parametrize(("layers", "published"), [(1, 175), (2, 3023)])
+def test_hanoi_interaction_counts(hanoi, layers, published):
     c = complexity(hanoi.edge_index, hanoi.n_nodes, layers)
-    assert c.exact and c.n_interactions == count
+    assert c.exact and c.n_interactions == published == len(
+        plain_family(hanoi.edge_index, 32, layers)
+    )
     assert c.n_coalitions == 2**32
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_counts_and_fields_on_random_graphs_by_enumeration(seed):
+    graph = nx.gnm_random_graph(12, 16, seed=seed, directed=True)
+    edge_index = np.array(list(graph.edges()), dtype=np.int64).T.reshape(2, -1)
+    for layers in (1, 2, 3):
+        family = plain_family(edge_index, 12, layers)
+        assert complexity(edge_index, 12, layers).n_interactions == len(family)
+        fields = receptive_fields(edge_index, 12, layers)[-1]
+        assert {frozenset(s) for f in fields for s in _subsets(f)} == family
+
+
+def _subsets(field):
+    return itertools.chain.from_iterable(
+        itertools.combinations(field.tolist(), k) for k in range(len(field) + 1)
+    )
+
+
+@pytest.mark.slow
+def test_hanoi_three_layer_count_by_enumeration(hanoi):
+    assert len(plain_family(hanoi.edge_index, 32, 3)) == 101115
 
 
 @pytest.mark.slow
 def test_hanoi_four_layer_count(hanoi):
     assert complexity(hanoi.edge_index, hanoi.n_nodes, 4).n_interactions == 2813462
+
+
+def test_hanoi_fields_of_ten_nodes_against_moebius_converter(hanoi):
+    """L = 2 on Hanoi (fields up to 10 nodes): MIs recover the test's own unbatched model
+    calls; every index equals shapiq's MoebiusConverter of those MIs (non-empty sets)."""
+    from shapiq.game_theory.moebius_converter import MoebiusConverter
+
+    from wdn_explain.model import ChlorineGNN
+
+    torch.manual_seed(1)
+    model = ChlorineGNN(num_layers=2, hidden_channels=16, out_channels=2).double().eval()
+    gen = torch.Generator().manual_seed(2)
+    data = Data(
+        x=torch.rand(32, 1, generator=gen, dtype=torch.float64),
+        edge_index=hanoi.edge_index,
+        edge_attr=torch.randn(68, 1, generator=gen, dtype=torch.float64),
+    )
+    e = GraphSHAPIQ(model).explain(data, output_index=1)
+    fields = receptive_fields(hanoi.edge_index, 32, 2)[-1]
+    assert max(len(f) for f in fields) == 10 and e.n_interactions == 3023
+    game = masked_game(lambda x: model(x, data.edge_index, data.edge_attr), data.x, 1)
+    rng = np.random.default_rng(0)
+    coalitions = [rng.random(32) < p for p in np.linspace(0.1, 0.9, 12)]
+    coalitions += [np.isin(np.arange(32), f) for f in fields[:8]]
+    moebius = e.moebius.dict_values
+    for row in coalitions:
+        inside = set(np.flatnonzero(row).tolist())
+        recovered = sum(v for k, v in moebius.items() if set(k) <= inside)
+        assert recovered == pytest.approx(game(row[None])[0], abs=1e-10)
+    converter = MoebiusConverter(e.moebius)
+    for index, order in [
+        ("SV", 1),
+        ("k-SII", 2),
+        ("k-SII", 3),
+        ("STII", 2),
+        ("FSII", 2),
+        ("BV", 1),
+    ]:
+        ours = e.interaction_values(index, order)
+        ref = converter(index, order)
+        keys = (set(ours.interaction_lookup) | set(ref.interaction_lookup)) - {()}
+        assert max(abs(ours[k] - ref[k]) for k in keys) < 1e-12, index
 
 
 def test_bound_when_fields_are_large(hanoi):

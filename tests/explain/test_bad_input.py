@@ -107,12 +107,106 @@ def test_deep_readout_fails_the_check():
     assert GraphSHAPIQ(deep, readout_check="off").explain(data).exact
 
 
-def test_too_few_layers_fails_the_check(wdn_model, small_graph):
+def test_too_few_layers(wdn_model, small_graph):
+    with pytest.raises(ExplainError, match="n_layers=1 is below the model's num_layers=2"):
+        GraphSHAPIQ(wdn_model, 1, method="masked")
+    # a model that does not say its depth is caught by the readout check
+    model = classifier("gcn", layers=2)
+    del model.num_layers
+    data = path_graph(9, seed=2, features=3, edge_features=None)
     with pytest.raises(ExplainError, match="not a linear readout of 1-hop"):
-        GraphSHAPIQ(wdn_model, 1, method="masked").explain(small_graph)
+        GraphSHAPIQ(model, 1).explain(data)
 
 
 def test_train_mode_is_restored(wdn_model, small_graph):
     wdn_model.train()
     GraphSHAPIQ(wdn_model).explain(small_graph)
     assert wdn_model.training
+
+
+def test_batch_of_several_graphs_is_refused(wdn_model):
+    from torch_geometric.data import Batch
+
+    graphs = [path_graph(3, seed=s) for s in (1, 2)]
+    with pytest.raises(ExplainError, match="batch of 2 graphs; GraphSHAP-IQ explains one graph"):
+        GraphSHAPIQ(wdn_model).explain(Batch.from_data_list(graphs))
+    one = GraphSHAPIQ(wdn_model).explain(Batch.from_data_list(graphs[:1]))
+    assert one.prediction == pytest.approx(GraphSHAPIQ(wdn_model).explain(graphs[0]).prediction)
+
+
+def test_local_needs_the_models_depth_and_pooling(wdn_model, small_graph):
+    with pytest.raises(ExplainError, match="n_layers must equal num_layers=2 \\(got n_layers=3\\)"):
+        GraphSHAPIQ(wdn_model, 3, method="local")
+    # auto with more layers than the model has: exact by masked graphs
+    assert GraphSHAPIQ(wdn_model, 3).explain(small_graph).method == "masked"
+    wdn_model.pooling = "max"
+    with pytest.raises(ExplainError, match="needs pooling 'mean' or 'add' \\(got 'max'"):
+        GraphSHAPIQ(wdn_model, method="local")
+    with pytest.raises(ExplainError, match="needs pooling 'mean' or 'add'"):
+        GraphSHAPIQ(wdn_model).explain(small_graph)
+    with pytest.raises(ExplainError, match="n_layers must be an integer >= 1 \\(got 2.5\\)"):
+        GraphSHAPIQ(wdn_model, 2.5)
+
+
+def test_edge_attr_missing_or_unexpected(wdn_model, small_graph):
+    no_edges = Data(x=small_graph.x, edge_index=small_graph.edge_index)
+    with pytest.raises(ExplainError, match="ChlorineGNN.forward\\(.*\\) needs edge_attr, which"):
+        GraphSHAPIQ(wdn_model).explain(no_edges)
+    gcn = classifier("gcn")
+    data = path_graph(6, seed=1, features=3)  # has edge_attr, which the GCN does not take
+    with pytest.raises(ExplainError, match="the graph has edge_attr but Classifier.forward"):
+        GraphSHAPIQ(gcn).explain(data)
+    small_graph.edge_attr = small_graph.edge_attr[:-1]
+    with pytest.raises(ExplainError, match="edge_attr must have one row per edge \\(22\\)"):
+        GraphSHAPIQ(wdn_model).explain(small_graph)
+
+
+def test_models_that_cannot_be_called_say_what_was_tried(small_graph):
+    class TakesData(torch.nn.Module):
+        num_layers = 1
+
+        def forward(self, data):
+            return data.x.sum()
+
+    with pytest.raises(
+        ExplainError, match="cannot be called as model\\(x, edge_index, ...\\).*DataModel"
+    ):
+        GraphSHAPIQ(TakesData()).explain(small_graph)
+
+    class Broken(torch.nn.Module):
+        num_layers = 1
+
+        def forward(self, x, edge_index, edge_attr, batch=None):
+            return torch.cat(x, edge_index)  # raises TypeError
+
+    with pytest.raises(
+        ExplainError,
+        match="calling the model as Broken\\(x, edge_index, edge_attr=..., batch=...\\) failed",
+    ):
+        GraphSHAPIQ(Broken()).explain(small_graph)
+
+
+def test_local_refuses_inputs_it_cannot_pass(wdn_model, small_graph):
+    class WithWeight(type(wdn_model)):
+        def forward(self, x, edge_index, edge_attr, edge_weight, batch=None):
+            return super().forward(x, edge_index, edge_attr * edge_weight[:, None], batch)
+
+    model = WithWeight(wdn_model.config).double()
+    small_graph.edge_weight = torch.rand(22, dtype=torch.float64)
+    with pytest.raises(ExplainError, match="method 'local' passes only x and edge_attr"):
+        GraphSHAPIQ(model, method="local").explain(small_graph)
+    assert GraphSHAPIQ(model).explain(small_graph).method == "masked"
+
+
+def test_bad_budget_and_set_size(wdn_model, small_graph):
+    with pytest.raises(
+        ExplainError, match="budget \\(lambda\\) must be an integer >= 1 \\(got 1.5\\)"
+    ):
+        GraphSHAPIQ(wdn_model).explain(small_graph, budget=1.5)
+    e = GraphSHAPIQ(wdn_model).explain(small_graph)
+    with pytest.raises(
+        ExplainError, match="set size must be an integer in 0..2 for k-SII of order 2 \\(got 3\\)"
+    ):
+        e.index_values("k-SII", 2, 3)
+    with pytest.raises(ExplainError, match="order must be a positive integer \\(got 0\\)"):
+        e.node_values("k-SII", 0)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ExplainError
 from .hypercube import (
     global_keys,
     keys_to_members,
@@ -91,11 +92,34 @@ class MoebiusBlocks:
             self._cache["moebius"] = (uniq, summed)
         return self._cache["moebius"]
 
-    def index_of_size(self, index: str, order: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    def index_values(
+        self, index: str, order: int | None = None, size: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Values of ``index`` at ``order`` for all explained sets of ``size`` players.
 
-        Returns (members (m, size) sorted node ids, values (m,)).
+        The validated path used by timelines, plots and the CLI (see
+        :func:`.indices.check_index`: SV and BV need no order).
+
+        Returns:
+            (members (m, size) sorted node ids, values (m,)), both fresh arrays.
+
+        Raises:
+            ExplainError: unknown index, bad order, or ``size`` outside 0..order.
         """
+        base, order = check_index(index, order, self.max_size)
+        if (
+            isinstance(size, bool)
+            or not isinstance(size, int | np.integer)
+            or not 0 <= size <= order
+        ):
+            raise ExplainError(
+                f"set size must be an integer in 0..{order} for {index} of order {order} "
+                f"(got {size!r})"
+            )
+        return self._index_of_size(base, order, int(size))
+
+    def _index_of_size(self, index: str, order: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`index_values` of a validated base index and order."""
         if size == 0 and index == "k-SII":
             # shapiq's convention: k-SII puts nu(∅) on the empty set, the others their formula
             return np.zeros((1, 0), dtype=np.int64), np.array([self.empty_value()])
@@ -122,48 +146,54 @@ class MoebiusBlocks:
             uniq, inverse = np.unique(sets_all, axis=0, return_inverse=True)
         return uniq, np.bincount(inverse.ravel(), weights=vals_all, minlength=len(uniq))
 
-    def interaction_values(self, index: str = "k-SII", order: int = 2) -> InteractionValues:
-        """The exact ``index`` of order ``order`` as shapiq ``InteractionValues``.
+    def interaction_values(
+        self,
+        index: str = "k-SII",
+        order: int | None = None,
+        *,
+        estimation_budget: int | None = None,
+    ) -> InteractionValues:
+        """``index`` of order ``order`` as shapiq ``InteractionValues`` (the caller's own copy).
 
-        ``index`` is one of SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius (all MIs).
+        ``index`` is one of SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius (all MIs);
+        SV and BV need no order, the others default to order 2. ``estimation_budget``
+        (model calls) marks the values as estimated (a budget-limited approximation).
         """
         from shapiq import InteractionValues  # imported here: loading it takes seconds
 
         base, order = check_index(index, order, self.max_size)
         key = (index, order)
-        if key in self._cache:
-            return self._cache[key]
+        if key not in self._cache:
+            self._cache[key] = self._index_table(index, base, order)
+        label, max_order, lookup, values, baseline = self._cache[key]
+        return InteractionValues(
+            values=values.copy(),
+            index=label,
+            max_order=max_order,
+            min_order=0,
+            n_players=self.n_players,
+            interaction_lookup=dict(lookup),
+            estimated=estimation_budget is not None,
+            estimation_budget=estimation_budget,
+            baseline_value=baseline,
+        )
+
+    def _index_table(self, index: str, base: str, order: int) -> tuple:
+        """(shapiq index label, max order, lookup, values, baseline value) of a valid index."""
         if base == "Moebius":
             keys, values = self.moebius()
             rows, cols = keys_to_members(keys)
-            splits = np.cumsum(np.bincount(rows, minlength=len(keys)))[:-1]
-            lookup = {tuple(m.tolist()): i for i, m in enumerate(np.split(cols, splits))}
-            result = InteractionValues(
-                values=values,
-                index="Moebius",
-                max_order=max(self.max_size, 1),
-                min_order=0,
-                n_players=self.n_players,
-                interaction_lookup=lookup,
-                estimated=False,
-                baseline_value=float(values[0]),
-            )
-        else:
-            parts = [self.index_of_size(base, order, s) for s in range(order + 1)]
-            lookup, values = {}, []
-            for members, vals in parts:
-                for m, v in zip(members.tolist(), vals.tolist()):
-                    lookup[tuple(m)] = len(values)
-                    values.append(v)
-            result = InteractionValues(
-                values=np.array(values),
-                index=index if index in ("SV", "BV") else base,
-                max_order=order,
-                min_order=0,
-                n_players=self.n_players,
-                interaction_lookup=lookup,
-                estimated=False,
-                baseline_value=float(values[0]) if base == "FBII" else self.empty_value(),
-            )
-        self._cache[key] = result
-        return result
+            sizes = np.bincount(rows, minlength=len(keys))
+            members = np.split(cols, np.cumsum(sizes)[:-1])
+            kept = np.flatnonzero(sizes <= order)
+            lookup = {tuple(members[i].tolist()): j for j, i in enumerate(kept)}
+            return "Moebius", max(order, 1), lookup, values[kept], float(values[0])
+        lookup, values = {}, []
+        for size in range(order + 1):
+            members, vals = self._index_of_size(base, order, size)
+            for m, v in zip(members.tolist(), vals.tolist()):
+                lookup[tuple(m)] = len(values)
+                values.append(v)
+        label = index if index in ("SV", "BV") else base
+        baseline = float(values[0]) if base == "FBII" else self.empty_value()
+        return label, order, lookup, np.array(values), baseline

@@ -30,12 +30,15 @@ class Explanation:
         method: ``local``, ``masked``, ``approximate`` or ``bruteforce``.
         n_graph_evaluations: Masked graphs the model was run on.
         n_node_states: Node embeddings computed on the state graph (``local`` only).
-        exact: False for a budget-limited approximation.
+        exact: False for a budget-limited approximation (its values leave the engine as
+            shapiq ``InteractionValues`` with ``estimated=True`` and ``estimation_budget`` =
+            the model calls made).
         baseline: The masking vector, shape (F,).
+        budget: lambda of an ``approximate`` explanation (largest MI size evaluated), else None.
         meta: Free-form metadata (config and model hashes, engine version...).
     """
 
-    blocks: MoebiusBlocks
+    blocks: MoebiusBlocks = field(repr=False)
     prediction: float
     empty_prediction: float
     output_index: int
@@ -44,8 +47,9 @@ class Explanation:
     n_graph_evaluations: int
     n_node_states: int
     exact: bool
-    baseline: np.ndarray
+    baseline: np.ndarray = field(repr=False)
     meta: dict[str, Any] = field(default_factory=dict)
+    budget: int | None = None
 
     @property
     def n_players(self) -> int:
@@ -59,11 +63,31 @@ class Explanation:
     @property
     def moebius(self) -> InteractionValues:
         """All MIs as shapiq ``InteractionValues`` (index ``Moebius``)."""
-        return self.blocks.interaction_values("Moebius", 0)
+        return self.interaction_values("Moebius")
 
-    def interaction_values(self, index: str = "k-SII", order: int = 2) -> InteractionValues:
-        """Exact index values derived from the MIs without new model calls."""
-        return self.blocks.interaction_values(index, order)
+    def interaction_values(
+        self, index: str = "k-SII", order: int | None = None
+    ) -> InteractionValues:
+        """Index values derived from the MIs without new model calls (the caller's own copy).
+
+        SV and BV need no order; the other indices default to order 2. Values of an
+        approximation are marked ``estimated=True`` with ``estimation_budget`` = model calls.
+        """
+        budget = None if self.exact else max(self.n_graph_evaluations, 1)
+        return self.blocks.interaction_values(index, order, estimation_budget=budget)
+
+    def index_values(
+        self, index: str, order: int | None = None, size: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(members (m, size), values (m,)) of ``index`` for every explained set of ``size``."""
+        return self.blocks.index_values(index, order, size)
+
+    def node_values(self, index: str = "SV", order: int | None = None) -> np.ndarray:
+        """First-order values of ``index`` for every node, shape (n,)."""
+        members, values = self.index_values(index, order, 1)
+        out = np.zeros(self.n_players)
+        out[members[:, 0]] = values
+        return out
 
     def efficiency_gap(self) -> float:
         """sum of all MIs minus nu(N): zero (up to rounding) for exact explanations."""
@@ -83,6 +107,7 @@ class Explanation:
             "n_graph_evaluations": self.n_graph_evaluations,
             "n_node_states": self.n_node_states,
             "exact": self.exact,
+            "budget": self.budget,
             "sizes": sorted(self.blocks.groups),
             "meta": self.meta,
         }
@@ -110,6 +135,7 @@ class Explanation:
             exact=header["exact"],
             baseline=np.asarray(arrays[f"{prefix}baseline"]),
             meta=header["meta"],
+            budget=header.get("budget"),
         )
 
     def save(self, path: str | Path) -> Path:

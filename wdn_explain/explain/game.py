@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..errors import ExplainError
+from .inputs import ModelCall
 
 Baseline = Literal["mean", "zeros"] | torch.Tensor | np.ndarray
 
@@ -40,19 +41,6 @@ def model_device_dtype(model: torch.nn.Module) -> tuple[torch.device, torch.dtyp
     return torch.device("cpu"), torch.float32
 
 
-def call_model(
-    model: torch.nn.Module,
-    x: torch.Tensor,
-    edge_index: torch.Tensor,
-    edge_attr: torch.Tensor | None,
-    batch: torch.Tensor,
-) -> torch.Tensor:
-    """Call a PyG graph-level model as ``model(x, edge_index[, edge_attr=...], batch=batch)``."""
-    if edge_attr is None:
-        return model(x, edge_index, batch=batch)
-    return model(x, edge_index, edge_attr=edge_attr, batch=batch)
-
-
 @dataclass
 class GraphGame:
     """nu(T) for one graph and one model output (see the module docstring).
@@ -61,7 +49,7 @@ class GraphGame:
         model: A PyG graph-level model (in eval mode while evaluated).
         x: Node features, shape (n, F).
         edge_index: Directed edges, shape (2, E).
-        edge_attr: Edge features, shape (E, D), or None; never masked.
+        call: How the model is called, with its other inputs (never masked).
         baseline: Masking vector, shape (F,).
         output_index: Which model output is explained.
         max_batch_nodes: Upper bound of nodes in one evaluated batch (memory bound).
@@ -70,7 +58,7 @@ class GraphGame:
     model: torch.nn.Module
     x: torch.Tensor
     edge_index: torch.Tensor
-    edge_attr: torch.Tensor | None
+    call: ModelCall
     baseline: torch.Tensor
     output_index: int
     max_batch_nodes: int = 400_000
@@ -78,6 +66,11 @@ class GraphGame:
     @property
     def n_players(self) -> int:
         return self.x.shape[0]
+
+    @property
+    def edge_attr(self) -> torch.Tensor | None:
+        """Edge features (E, D) when the model takes them, else None."""
+        return self.call.inputs.get("edge_attr")
 
     def evaluate(self, coalitions: np.ndarray, progress=None) -> np.ndarray:
         """nu for a boolean coalition matrix of shape (m, n); returns float64, shape (m,)."""
@@ -87,7 +80,7 @@ class GraphGame:
                 f"coalitions must have shape (m, {self.n_players}) (got {coalitions.shape})"
             )
         n, total = self.n_players, len(coalitions)
-        chunk = max(1, self.max_batch_nodes // max(n, 1))
+        chunk = max(1, self.max_batch_nodes // max(n, 1)) if self.call.takes_batch else 1
         device = self.x.device
         out = np.empty(total, dtype=np.float64)
         with inference(self.model):
@@ -95,13 +88,7 @@ class GraphGame:
                 mask = torch.as_tensor(coalitions[start : start + chunk], device=device)
                 b = len(mask)
                 xs = torch.where(mask[:, :, None], self.x[None], self.baseline[None, None])
-                offsets = (torch.arange(b, device=device) * n).repeat_interleave(
-                    self.edge_index.shape[1]
-                )
-                ei = self.edge_index.repeat(1, b) + offsets
-                ea = None if self.edge_attr is None else self.edge_attr.repeat(b, 1)
-                batch = torch.arange(b, device=device).repeat_interleave(n)
-                y = call_model(self.model, xs.reshape(b * n, -1), ei, ea, batch)
+                y = self.call(self.model, xs.reshape(b * n, -1), self.edge_index, b)
                 out[start : start + b] = select_output(y, b, self.output_index)
                 if progress:
                     progress(start + b, total)

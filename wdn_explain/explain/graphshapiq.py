@@ -30,14 +30,7 @@ from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
 from .blocks import MoebiusBlocks
 from .explanation import Explanation
-from .game import (
-    Baseline,
-    GraphGame,
-    call_model,
-    inference,
-    model_device_dtype,
-    resolve_baseline,
-)
+from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
 from .hypercube import (
     global_keys,
     keys_to_members,
@@ -47,7 +40,8 @@ from .hypercube import (
     subset_sum,
     unique_keys,
 )
-from .local import LocalMessagePassing, StateGraph, node_games
+from .inputs import plan_call, validate_graph
+from .local import POOLINGS, LocalMessagePassing, StateGraph, node_games
 from .neighbourhoods import group_by_size, maximal_fields, receptive_fields
 
 if TYPE_CHECKING:
@@ -60,24 +54,28 @@ METHODS = ("auto", "local", "masked", "approximate", "bruteforce")
 ReadoutCheck = Literal["error", "warn", "off"]
 ENGINE_VERSION = "1"
 MAX_BRUTEFORCE_PLAYERS = 20
+RANDOM_CHECKS = 16  # random coalitions of the readout check, beside N, ∅ and the fields
+MAX_FIELD_CHECKS = 64  # receptive fields checked by their own coalition (the largest first)
+READOUT_TOLERANCE_EPS = 64  # readout tolerance: float epsilons of the model's dtype x (1 + max|nu|)
 
 
 class GraphSHAPIQ:
     """Explain graph-level predictions of a PyG model exactly (see the module docstring).
 
     Args:
-        model: A graph-level model called as ``model(x, edge_index[, edge_attr=...],
-            batch=batch)`` returning (n_graphs,) or (n_graphs, C); its global pooling and
-            output layer must be linear.
-        n_layers: Message-passing layers L (default: ``model.num_layers``).
+        model: A graph-level model called as ``model(x, edge_index, **inputs, batch=batch)``
+            (see :mod:`.inputs`; ``DataModel(model)`` for ``forward(data)``) returning
+            (n_graphs,) or (n_graphs, C); its global pooling and output layer must be linear.
+        n_layers: Message-passing layers L (default: ``model.num_layers``; never below it).
         baseline: ``mean`` node feature of the graph (default), ``zeros`` or a vector.
         method: One of ``auto``, ``local``, ``masked``, ``approximate``, ``bruteforce``.
         max_interactions: Refuse exact work above this |I| (the error suggests a budget).
         max_batch_nodes: Nodes per evaluated batch of masked graphs (memory bound).
-        readout_check: After explaining, test MI recovery on random coalitions
-            (:func:`check_linear_readout`); ``error`` raises, ``warn`` warns, ``off`` skips.
-        progress: True (default) for a tqdm bar shown when the work takes over a second,
-            False for none, or a callback ``(done, total)``.
+        readout_check: After an exact explanation, test MI recovery on the grand and empty
+            coalitions, every maximal receptive field and 16 random coalitions
+            (:func:`recovery_error`); ``error`` raises, ``warn`` warns, ``off`` skips.
+        progress: False (default) for none, True for a tqdm bar shown when the work takes
+            over a second, or a callback ``(done, total)``.
     """
 
     def __init__(
@@ -90,22 +88,27 @@ class GraphSHAPIQ:
         max_interactions: int = 10_000_000,
         max_batch_nodes: int = 400_000,
         readout_check: ReadoutCheck = "error",
-        progress: ProgressArg = True,
+        progress: ProgressArg = False,
     ) -> None:
         if method not in METHODS:
             raise ExplainError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
         if readout_check not in ("error", "warn", "off"):
             raise ExplainError(f"readout_check must be error, warn or off (got '{readout_check}')")
-        n_layers = n_layers if n_layers is not None else getattr(model, "num_layers", None)
+        depth = getattr(model, "num_layers", None)
+        n_layers = n_layers if n_layers is not None else depth
         if n_layers is None:
             raise ExplainError("n_layers is required: the model has no num_layers attribute")
-        if int(n_layers) < 1:
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int | np.integer):
+            raise ExplainError(f"n_layers must be an integer >= 1 (got {n_layers!r})")
+        if n_layers < 1:
             raise ExplainError(f"n_layers must be >= 1 (got {n_layers})")
-        if method == "local" and not isinstance(model, LocalMessagePassing):
+        if isinstance(depth, int) and n_layers < depth:
             raise ExplainError(
-                f"method 'local' needs a model implementing LocalMessagePassing "
-                f"({type(model).__name__} does not); use 'masked'"
+                f"n_layers={n_layers} is below the model's num_layers={depth}: the receptive "
+                "fields would miss nodes the model sees (leave n_layers out)"
             )
+        if method == "local":
+            _check_local(model, int(n_layers))
         self.model = model
         self.n_layers = int(n_layers)
         self.baseline = baseline
@@ -120,24 +123,25 @@ class GraphSHAPIQ:
     def game(self, data: Data, output_index: int | None = None) -> GraphGame:
         """The graph game nu of ``data`` (validated, on the model's device)."""
         device, dtype = model_device_dtype(self.model)
-        x, edge_index, edge_attr = _validate_graph(data, device, dtype)
+        x, edge_index = validate_graph(data, device, dtype)
+        call = plan_call(self.model, data, device, dtype)
         game = GraphGame(
             self.model,
             x,
             edge_index,
-            edge_attr,
+            call,
             resolve_baseline(self.baseline, x),
             0,
             self.max_batch_nodes,
         )
         with inference(self.model):
-            y = call_model(
-                self.model,
-                x,
-                edge_index,
-                edge_attr,
-                torch.zeros(len(x), dtype=torch.long, device=device),
-            )
+            try:
+                y = call(self.model, x, edge_index, 1)
+            except TypeError as exc:
+                raise ExplainError(
+                    f"calling the model as {call.describe()} failed ({exc}); a model that "
+                    "takes a PyG Data object works through DataModel(model)"
+                ) from None
         if y.ndim == 1:
             y = y[:, None]
         if y.ndim != 2 or y.shape[0] != 1:
@@ -175,18 +179,27 @@ class GraphSHAPIQ:
             raise ExplainError(
                 f"a budget applies to method 'approximate' only (method is '{method}')"
             )
+        local_inputs = set(game.call.inputs) <= {"edge_attr"}
         if method == "auto":
-            local_ok = (
-                isinstance(self.model, LocalMessagePassing)
-                and self.model.num_layers == self.n_layers
-            )
-            method = "local" if local_ok else "masked"
+            local = isinstance(self.model, LocalMessagePassing) and local_inputs
+            method = "local" if local and self.model.num_layers == self.n_layers else "masked"
+        if method == "local":
+            _check_local(self.model, self.n_layers)
+            if not local_inputs:
+                raise ExplainError(
+                    "method 'local' passes only x and edge_attr to the model's layers, but the "
+                    f"model is called as {game.call.describe()} (use 'masked')"
+                )
         fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
         with progress_callback(self.progress, f"GraphSHAP-IQ ({method})") as cb:
             if method == "bruteforce":
                 blocks, n_evals, n_states, exact = self._bruteforce(game, cb)
             elif method == "approximate":
-                if budget is None or int(budget) < 1:
+                if (
+                    isinstance(budget, bool)
+                    or not isinstance(budget, int | np.integer)
+                    or budget < 1
+                ):
                     raise ExplainError(f"budget (lambda) must be an integer >= 1 (got {budget})")
                 blocks, n_evals, n_states, exact = self._approximate(
                     game, fields[-1], int(budget), cb
@@ -197,13 +210,14 @@ class GraphSHAPIQ:
                     blocks, n_evals, n_states, exact = self._local(game, fields, cb)
                 else:
                     blocks, n_evals, n_states, exact = self._masked(game, fields[-1], cb)
-        nu_full, nu_empty = game.evaluate(
-            np.stack([np.ones(game.n_players, bool), np.zeros(game.n_players, bool)])
-        )
+        check = exact and self.readout_check != "off" and method != "bruteforce"
+        coalitions, predicted = _check_coalitions(game, blocks, fields[-1], check)
+        values = game.evaluate(coalitions)
+        nu_full, nu_empty = float(values[0]), float(values[1])
         explanation = Explanation(
             blocks=blocks,
-            prediction=float(nu_full),
-            empty_prediction=float(nu_empty),
+            prediction=nu_full,
+            empty_prediction=nu_empty,
             output_index=game.output_index,
             n_layers=self.n_layers,
             method=method,
@@ -212,23 +226,39 @@ class GraphSHAPIQ:
             exact=exact,
             baseline=game.baseline.detach().cpu().numpy(),
             meta={"engine_version": ENGINE_VERSION},
+            budget=int(budget) if method == "approximate" else None,
         )
-        if exact and self.readout_check != "off" and method != "bruteforce":
-            violation = recovery_error(game, blocks, n_samples=16, seed=0)
-            tolerance = (1e-8 if game.x.dtype == torch.float64 else 1e-4) * (
-                1.0 + abs(nu_full) + abs(nu_empty)
-            )
-            if violation > tolerance:
-                msg = (
-                    f"the model's output is not a linear readout of {self.n_layers}-hop node "
-                    f"embeddings: Möbius recovery misses by {violation:.3g} on random coalitions, "
-                    "so the explanation would not be exact (check n_layers and that pooling and "
-                    "output layer are linear; readout_check='off' skips this test)"
-                )
-                if self.readout_check == "error":
-                    raise ExplainError(msg)
-                warnings.warn(msg, stacklevel=2)
+        if check:
+            self._check_readout(values, predicted, game.x.dtype)
         return explanation
+
+    def _check_readout(self, actual: np.ndarray, predicted: np.ndarray, dtype) -> None:
+        """Raise or warn when MI recovery misses by more than the model's float rounding."""
+        violation = np.abs(actual - predicted)
+        scale = 1.0 + np.abs(actual).max()
+        tolerance = READOUT_TOLERANCE_EPS * torch.finfo(dtype).eps * scale
+        worst = int(violation.argmax())
+        if violation[worst] <= tolerance:
+            return
+        where = (
+            ("the whole graph (efficiency gap)", "the empty coalition")[worst]
+            if worst < 2
+            else (
+                "a receptive field's own coalition"
+                if worst < len(actual) - RANDOM_CHECKS
+                else "a random coalition"
+            )
+        )
+        msg = (
+            f"the model's output is not a linear readout of {self.n_layers}-hop node "
+            f"embeddings: Möbius recovery misses by {violation[worst]:.3g} on {where} "
+            f"(tolerance {tolerance:.2g} for {dtype}), so the explanation would not be exact "
+            "(check n_layers and that pooling and output layer are linear; "
+            "readout_check='off' skips this test)"
+        )
+        if self.readout_check == "error":
+            raise ExplainError(msg)
+        warnings.warn(msg, stacklevel=3)
 
     # -- methods -------------------------------------------------------------------------
     def _check_size(self, fields: list[np.ndarray], n_players: int) -> None:
@@ -413,6 +443,35 @@ def _sum_below(blocks: MoebiusBlocks, sets: list[tuple[int, ...]], lam: int) -> 
     return out
 
 
+def _check_coalitions(
+    game: GraphGame, blocks: MoebiusBlocks, fields: list[np.ndarray], check: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Coalitions to evaluate after explaining: N and ∅ first, then (when ``check``) the
+    largest maximal receptive fields and random coalitions; and their MI-recovered values."""
+    n = game.n_players
+    rows = [np.ones(n, bool), np.zeros(n, bool)]
+    if check:
+        largest = sorted(maximal_fields(fields), key=len, reverse=True)[:MAX_FIELD_CHECKS]
+        for f in largest:
+            row = np.zeros(n, bool)
+            row[f] = True
+            rows.append(row)
+        rng = np.random.default_rng(0)
+        rows.extend(rng.random((RANDOM_CHECKS, n)) < rng.uniform(0.2, 0.8, (RANDOM_CHECKS, 1)))
+    coalitions = np.stack(rows)
+    return coalitions, recovered_values(blocks, coalitions) if check else np.zeros(len(rows))
+
+
+def recovered_values(blocks: MoebiusBlocks, coalitions: np.ndarray) -> np.ndarray:
+    """sum_{S ⊆ T} m(S) for every row T of a boolean (m, n) coalition matrix."""
+    predicted = np.full(len(coalitions), blocks.constant)
+    for k, (nodes, mi) in blocks.groups.items():
+        values = subset_sum(mi.copy())  # block game values v_b(M) = sum_{S ⊆ M} m_b(S)
+        local = (coalitions[:, nodes] * (1 << np.arange(k))[None, None, :]).sum(axis=2)
+        predicted += values[np.arange(len(nodes))[None, :], local].sum(axis=1)
+    return predicted
+
+
 def recovery_error(
     game: GraphGame, blocks: MoebiusBlocks, *, n_samples: int = 8, seed: int = 0
 ) -> float:
@@ -420,15 +479,7 @@ def recovery_error(
     rng = np.random.default_rng(seed)
     n = game.n_players
     coalitions = rng.random((n_samples, n)) < rng.uniform(0.2, 0.8, size=(n_samples, 1))
-    actual = game.evaluate(coalitions)
-    predicted = np.full(n_samples, blocks.constant)
-    for k, (nodes, mi) in blocks.groups.items():
-        values = subset_sum(mi.copy())  # block game values v_b(M) = sum_{S ⊆ M} m_b(S)
-        local = (coalitions[:, nodes] * (1 << np.arange(k))[None, None, :]).sum(
-            axis=2
-        )  # (samples, B)
-        predicted += values[np.arange(len(nodes))[None, :], local].sum(axis=1)
-    return float(np.abs(actual - predicted).max())
+    return float(np.abs(game.evaluate(coalitions) - recovered_values(blocks, coalitions)).max())
 
 
 def check_linear_readout(
@@ -457,41 +508,20 @@ def check_linear_readout(
     return recovery_error(game, blocks, n_samples=n_samples, seed=seed)
 
 
-def _validate_graph(
-    data: Data, device: torch.device, dtype: torch.dtype
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    x = getattr(data, "x", None)
-    edge_index = getattr(data, "edge_index", None)
-    if x is None or x.ndim != 2 or x.shape[0] == 0:
+def _check_local(model: torch.nn.Module, n_layers: int) -> None:
+    """Refuse method 'local' for a model it would explain wrongly."""
+    if not isinstance(model, LocalMessagePassing):
         raise ExplainError(
-            f"the graph needs node features x of shape (n, F) with n >= 1 (got {None if x is None else tuple(x.shape)})"
+            f"method 'local' needs a model implementing LocalMessagePassing "
+            f"({type(model).__name__} does not); use 'masked'"
         )
-    if (
-        edge_index is None
-        or edge_index.ndim != 2
-        or edge_index.shape[0] != 2
-        or edge_index.shape[1] == 0
-    ):
+    if model.num_layers != n_layers:
         raise ExplainError(
-            f"the graph needs at least one edge in edge_index of shape (2, E) (got {None if edge_index is None else tuple(edge_index.shape)})"
+            f"method 'local' runs the model's own {model.num_layers} layers, so n_layers must "
+            f"equal num_layers={model.num_layers} (got n_layers={n_layers})"
         )
-    if not torch.isfinite(x).all():
-        raise ExplainError("node features x hold NaN or inf values")
-    if int(edge_index.min()) < 0 or int(edge_index.max()) >= x.shape[0]:
-        raise ExplainError(f"edge_index refers to nodes outside 0..{x.shape[0] - 1}")
-    edge_attr = getattr(data, "edge_attr", None)
-    if edge_attr is not None:
-        if edge_attr.shape[0] != edge_index.shape[1]:
-            raise ExplainError(
-                f"edge_attr must have one row per edge ({edge_index.shape[1]}) (got {tuple(edge_attr.shape)})"
-            )
-        if not torch.isfinite(edge_attr).all():
-            raise ExplainError("edge features edge_attr hold NaN or inf values")
-        edge_attr = edge_attr.to(device=device, dtype=dtype)
-        if edge_attr.ndim == 1:
-            edge_attr = edge_attr[:, None]
-    return (
-        x.to(device=device, dtype=dtype),
-        edge_index.to(device=device, dtype=torch.long),
-        edge_attr,
-    )
+    if model.pooling not in POOLINGS:
+        raise ExplainError(
+            f"method 'local' needs pooling 'mean' or 'add' (got {model.pooling!r} from "
+            f"{type(model).__name__}.pooling); use 'masked'"
+        )

@@ -26,19 +26,32 @@ INDICES: tuple[str, ...] = get_args(Index)
 _FIRST_ORDER = {"SV": "k-SII", "BV": "BII"}
 
 
-def check_index(index: str, order: int, max_order: int) -> tuple[str, int]:
-    """Validate an index name and order; returns the (base index, order) to compute."""
+DEFAULT_ORDER = 2
+
+
+def check_index(index: str, order: int | None, max_order: int) -> tuple[str, int]:
+    """Validate an index name and order: the one path from (index, order) to what is computed.
+
+    SV and BV have order 1 and need none; Moebius keeps the MIs up to size ``order`` (all,
+    up to ``max_order``, by default); the other indices default to order 2.
+
+    Returns:
+        (base index, order): SV is computed as k-SII and BV as BII of order 1.
+
+    Raises:
+        ExplainError: unknown index, or an order that is not a positive integer.
+    """
     if index not in INDICES:
-        raise ExplainError(f"unknown index '{index}' (choose from {', '.join(INDICES)})")
+        raise ExplainError(f"unknown index {index!r} (choose from {', '.join(INDICES)})")
     if index in _FIRST_ORDER:
         if order not in (1, None):
             raise ExplainError(f"index '{index}' has order 1 (got order {order})")
         return _FIRST_ORDER[index], 1
-    if index == "Moebius":
-        return index, max_order
-    if not isinstance(order, int | np.integer) or order < 1:
+    if order is None:
+        return index, max_order if index == "Moebius" else DEFAULT_ORDER
+    if isinstance(order, bool) or not isinstance(order, int | np.integer) or order < 1:
         raise ExplainError(f"order must be a positive integer (got {order!r})")
-    return index, int(order)
+    return index, min(int(order), max_order) if index == "Moebius" else int(order)
 
 
 @lru_cache(maxsize=256)

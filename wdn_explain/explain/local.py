@@ -26,6 +26,7 @@ from .game import inference
 from .hypercube import project_masks
 
 Pooling = Literal["mean", "add"]
+POOLINGS: tuple[str, ...] = ("mean", "add")
 
 
 @runtime_checkable
@@ -169,7 +170,7 @@ def node_games(
     """
     n = x.shape[0]
     device = x.device
-    scale = 1.0 / n if model.pooling == "mean" else 1.0
+    scale = {"mean": 1.0 / n, "add": 1.0}[model.pooling]  # validated by the explainer
     games: list[np.ndarray] = []
     with inference(model):
         weight, bias = model.readout_parameters()

@@ -1,0 +1,218 @@
+"""The monitoring design: seeded factor draws, injection schedules, the training envelope and
+out-of-distribution notes, and a small model that beats both baselines."""
+
+import numpy as np
+import pytest
+
+from wdn_explain.design import DesignEnvelope, factor_levels
+from wdn_explain.errors import ConfigError
+from wdn_explain.scenario import ScenarioConfig, parse_config
+from wdn_explain.simulation import SimulationResult
+from wdn_explain.waq import generate_waq, scenario_path
+
+from conftest import TINY_MONITORING
+
+
+def test_injection_schedules_by_hand():
+    base = dict(duration_s=3600, pattern_step_s=300)  # 13 pattern steps: t = 0, 300, ..., 3600
+    const = ScenarioConfig(**base, injection_start_s=900)
+    assert const.injection_multipliers().tolist() == [0, 0, 0] + [1] * 10
+    inter = ScenarioConfig(
+        **base,
+        injection_mode="intermittent",
+        injection_start_s=300,
+        intermittent_on_s=600,
+        intermittent_off_s=300,
+    )
+    # from t = 300: on 300, 600; off 900; on 1200, 1500; off 1800; ...
+    assert inter.injection_multipliers().tolist() == [0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0]
+    fail = ScenarioConfig(
+        **base, injection_mode="failure", outage_start_s=1200, outage_duration_s=900
+    )
+    assert fail.injection_multipliers().tolist() == [1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    assert fail.injection_setpoint_mg_l(np.array([0, 1300, 3600])).tolist() == [1.0, 0.0, 1.0]
+
+
+def test_simulated_source_follows_the_schedule(hanoi):
+    from wdn_explain.simulation import simulate
+
+    spec = ScenarioConfig(
+        duration_s=2700,
+        pattern_step_s=300,
+        injection_node="12",
+        injection_strength_mg_l=2.0,
+        injection_mode="failure",
+        outage_start_s=900,
+        outage_duration_s=600,
+        seed=2,
+    )
+    r = simulate(spec, hanoi)
+    k = hanoi.node_index("12")
+    expected = [2.0, 2.0, 2.0, 0.0, 0.0, 2.0, 2.0, 2.0, 2.0, 2.0]  # reports every 300 s
+    assert r.node_source_mg_l[:, k].tolist() == expected
+    assert np.count_nonzero(r.node_source_mg_l) == sum(v > 0 for v in expected)
+    # while the booster runs, node 12 holds the setpoint (it has no chlorinated inflow)
+    assert r.node_chlorine_mg_l[2, k] == pytest.approx(2.0, rel=1e-3)
+
+
+def test_draws_are_seeded_within_ranges_and_stored(monitoring_dir, hanoi):
+    cfg = parse_config(TINY_MONITORING)
+    design = TINY_MONITORING["design"]
+    drawn = [cfg.scenario_config(i) for i in range(cfg.n_scenarios)]
+    assert drawn == [cfg.scenario_config(i) for i in range(cfg.n_scenarios)]
+    for name in ("injection_strength_mg_l", "demand_scale", "injection_start_s"):
+        low, high = design[name]
+        values = [getattr(s, name) for s in drawn]
+        assert all(low <= v <= high for v in values), name
+        assert len(set(values)) > 3, name  # really drawn, not the template
+    assert all(s.injection_start_s % 300 == 0 for s in drawn)
+    sites = {s.injection_node for s in drawn}
+    assert None in sites and sites - {None} <= set(design["injection_nodes"])
+    assert {s.injection_mode for s in drawn} == set(design["injection_modes"])
+    decays = [s.bulk_decay_per_day for s in drawn]
+    assert 0.0 in decays and any(d > 0 for d in decays)
+    for i in (0, 7):  # what was drawn is stored with each scenario
+        assert SimulationResult.load(scenario_path(monitoring_dir, i)).config == drawn[i]
+
+
+def test_all_junctions_as_boosters(hanoi):
+    cfg = parse_config(
+        {
+            "n_scenarios": 200,
+            "scenario": {"duration_s": 600},
+            "design": {"injection_nodes": "all", "reservoir_share": 0.0},
+        }
+    )
+    nodes = {cfg.scenario_config(i, hanoi.junctions).injection_node for i in range(200)}
+    assert nodes <= set(hanoi.junctions) and len(nodes) > 20
+
+
+@pytest.mark.parametrize(
+    ("design", "match"),
+    [
+        ({"flavour": "mint"}, "unknown key 'design.flavour'"),
+        ({"injection_strength_mg_l": [2.0, 1.0]}, r"injection_strength_mg_l: empty range"),
+        ({"demand_scale": [0.5]}, "design.demand_scale"),
+        ({"injection_modes": []}, "injection_modes: empty list"),
+        ({"injection_modes": ["sometimes"]}, "design.injection_modes.0"),
+        ({"reservoir_share": 0.5}, "injection_nodes: empty, but reservoir_share < 1"),
+    ],
+)
+def test_bad_designs_name_the_factor(design, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config({"design": design})
+
+
+def test_booster_list_naming_a_missing_node(tmp_path):
+    cfg = parse_config({"design": {"injection_nodes": ["12", "99"], "reservoir_share": 0.5}})
+    with pytest.raises(ConfigError, match="design.injection_nodes: node '99' is not in network"):
+        generate_waq(cfg, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def envelope(hanoi):
+    return DesignEnvelope.of(parse_config(TINY_MONITORING), hanoi)
+
+
+def test_envelope_records_the_design(envelope):
+    d = TINY_MONITORING["design"]
+    assert set(envelope.injection_nodes) == {"1", *d["injection_nodes"]}
+    assert envelope.injection_modes == ("constant", "intermittent")
+    assert envelope.ranges["injection_strength_mg_l"] == tuple(d["injection_strength_mg_l"])
+    assert envelope.ranges["bulk_decay_per_day"] == (0.0, d["bulk_decay_per_day"][1])
+    assert envelope.ranges["demand_variation"] == (0.2, 0.2)  # the template's, not drawn
+
+
+INSIDE = dict(
+    duration_s=3600,
+    pattern_step_s=300,
+    injection_node="12",
+    injection_strength_mg_l=1.0,
+    demand_scale=1.0,
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"injection_node": "5"}, "injection at node 5: this model never saw chlorine enter there"),
+        ({"injection_strength_mg_l": 3.0}, "strength 3 mg/L: outside the trained range 0.5-2 mg/L"),
+        ({"injection_mode": "failure"}, "a failure booster: this model saw only constant and"),
+        ({"injection_start_s": 1800}, "injection start 30 min: outside the trained range 0-15 min"),
+        ({"demand_scale": 1.5}, "demand level 1.5 x base demand: outside"),
+        ({"demand_variation": 0.5}, "demand variation 0.5: outside the trained range 0.2"),
+        ({"bulk_decay_per_day": 9.0}, "bulk decay 9 /day: outside the trained range 0-3 /day"),
+        ({"reporting_step_s": 600}, "reports every 10 min: this model forecasts steps of 5 min"),
+        ({"injection_pattern": (1.0, 0.0)}, "a custom injection pattern"),
+    ],
+)
+def test_each_factor_alone_is_flagged(envelope, change, words):
+    assert envelope.outside(ScenarioConfig(**INSIDE), "12") == []
+    spec = ScenarioConfig(**{**INSIDE, **change})
+    notes = envelope.outside(spec, spec.injection_node or "1")
+    assert len(notes) == 1 and words in notes[0]
+
+
+def test_factor_levels_of_a_scenario():
+    levels = factor_levels(
+        ScenarioConfig(injection_node="12", injection_strength_mg_l=0.4, demand_scale=1.2),
+        reservoirs=("1",),
+    )
+    assert levels == {
+        "injection": "booster",
+        "pattern": "constant",
+        "strength": "< 0.5 mg/L",
+        "start": "at t = 0",
+        "demand": "high (> 1.1)",
+        "decay": "no decay",
+    }
+    assert factor_levels(ScenarioConfig(injection_node="1"), ("1",))["injection"] == "reservoir"
+
+
+def _raw_labels(folder, n, threshold=0.05):
+    """(S, T) chlorinated fractions straight from the scenario files."""
+    return np.stack(
+        [
+            (SimulationResult.load(scenario_path(folder, i)).node_chlorine_mg_l >= threshold).mean(
+                axis=1
+            )
+            for i in range(n)
+        ]
+    )
+
+
+def test_monitoring_model_beats_both_baselines(monitoring_model, monitoring_dir):
+    """Baselines recomputed here from the raw arrays, not through the evaluation code."""
+    from wdn_explain.dataset import split_scenarios
+
+    _, card = monitoring_model
+    m, h = card["metrics"], card["inputs"]["horizon"]
+    labels = _raw_labels(monitoring_dir, TINY_MONITORING["n_scenarios"])
+    split = split_scenarios(TINY_MONITORING["n_scenarios"], 0)
+    test_true = labels[split["test"], h:]
+    persistence = np.abs(labels[split["test"], :-h] - test_true).mean()
+    climatology = np.abs(labels[split["train"], h:].mean(axis=0) - test_true).mean()
+    assert m["persistence_mae"] == pytest.approx(persistence, rel=1e-5)
+    assert m["climatology_mae"] == pytest.approx(climatology, rel=1e-5)
+    assert m["mae"] < 0.75 * min(persistence, climatology)
+    booster = {r["level"]: r for r in m["per_factor"]["injection"]}["booster"]
+    assert booster["model_mae"] < booster["climatology_mae"]
+
+
+def test_card_records_inputs_and_design(monitoring_model, hanoi):
+    _, card = monitoring_model
+    assert card["model"]["in_channels"] == 2
+    assert card["inputs"]["node_features"] == ["chlorine_mg_l", "source_mg_l"]
+    assert DesignEnvelope.model_validate(card["design"]) == DesignEnvelope.of(
+        parse_config(TINY_MONITORING), hanoi
+    )
+
+
+def test_malformed_card_design_is_one_error():
+    from wdn_explain.design import card_envelope
+    from wdn_explain.errors import DataError
+
+    assert card_envelope({"model": {}}) is None  # an old card: design unknown, no error
+    with pytest.raises(DataError, match="model card design is malformed: injection_nodes"):
+        card_envelope({"design": {"network": "hanoi", "reporting_step_s": 300}})

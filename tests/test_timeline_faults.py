@@ -1,0 +1,288 @@
+"""Damaged timeline caches: refused with the file's name when read, recomputed by `explain`;
+concurrent sessions computing one scenario; outputs that must not be replaced."""
+
+import json
+import shutil
+import threading
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from wdn_explain.cli import app
+from wdn_explain.errors import DataError
+from wdn_explain.explain import GraphSHAPIQ
+from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.timeline import Timeline, explain_scenario
+
+SPEC = ScenarioConfig(duration_s=2400, reporting_step_s=300, seed=7)
+INLINE = "{duration_s: 2400, seed: 7}"
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory, tiny_model_dir):
+    out = tmp_path_factory.mktemp("good") / "t.npz"
+    explain_scenario(SPEC, tiny_model_dir, out=out)
+    return out
+
+
+def _rewrite(src, dst, change):
+    with np.load(src, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    change(arrays)
+    with open(dst, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _set_meta(update):
+    def change(arrays):
+        meta = json.loads(str(arrays["meta"]))
+        arrays["meta"] = np.array(json.dumps(update(meta)))
+
+    return change
+
+
+def _bad_node(arrays):
+    key = next(k for k in arrays if k.startswith("s0_nodes_"))  # node blocks of step 0
+    nodes = arrays[key].copy()
+    nodes[0, 0] = 99
+    arrays[key] = nodes
+
+
+DAMAGE = {
+    "truncated": lambda src, dst: dst.write_bytes(src.read_bytes()[: src.stat().st_size // 2]),
+    "empty": lambda src, dst: dst.write_bytes(b""),
+    "meta is a list": lambda src, dst: _rewrite(src, dst, _set_meta(lambda m: [m])),
+    "no scenario": lambda src, dst: _rewrite(
+        src, dst, _set_meta(lambda m: {k: v for k, v in m.items() if k != "scenario"})
+    ),
+    "node out of range": lambda src, dst: _rewrite(src, dst, _bad_node),
+    "short forecast": lambda src, dst: _rewrite(
+        src, dst, lambda a: a.update(forecast=a["forecast"][:-1])
+    ),
+}
+MESSAGES = {
+    "truncated": "is truncated or corrupt",
+    "empty": "is truncated or corrupt",
+    "meta is a list": "metadata is a list, not a mapping",
+    "no scenario": "metadata lacks scenario",
+    "node out of range": "step 0 refers to nodes outside 0..31",
+    "short forecast": r"forecast has shape \(4,\), expected \(5,\)",
+}
+
+
+@pytest.fixture(params=list(DAMAGE))
+def damaged(request, good, tmp_path):
+    path = tmp_path / "t.npz"
+    DAMAGE[request.param](good, path)
+    return path, MESSAGES[request.param]
+
+
+def test_load_names_the_file_and_the_damage(damaged):
+    path, message = damaged
+    with pytest.raises(DataError, match=rf"timeline file '{path}'.*{message}"):
+        Timeline.load(path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "--out", "r.html"],
+        ["export", "--csv", "v.csv", "--json-dir", "iv"],
+    ],
+)
+def test_report_and_export_refuse_a_damaged_timeline(damaged, command, monkeypatch):
+    path, message = damaged
+    monkeypatch.chdir(path.parent)
+    result = run(command[0], "--timeline", path, *command[1:])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: timeline file '{path}'")
+    assert len(result.output.strip().splitlines()) == 1
+    assert sorted(p.name for p in path.parent.iterdir()) == ["t.npz"]  # nothing written
+
+
+def test_explain_recomputes_a_damaged_timeline(damaged, tiny_model_dir, good):
+    path, message = damaged
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", path)
+    assert result.exit_code == 0, result.output
+    assert "recomputed: timeline file" in result.output
+    fresh, reference = Timeline.load(path), Timeline.load(good)
+    np.testing.assert_array_equal(fresh.forecast, reference.forecast)
+
+
+def test_two_sessions_computing_one_scenario(tiny_model_dir, tmp_path):
+    """Two app sessions (threads of one process) explain the same scenario into one cache."""
+    out = tmp_path / "shared.npz"
+    results, errors = [], []
+
+    def session() -> None:
+        try:
+            results.append(explain_scenario(SPEC, tiny_model_dir, out=out)[0])
+        except Exception as exc:  # an assertion in a thread would be lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=session) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    np.testing.assert_array_equal(results[0].forecast, results[1].forecast)
+    np.testing.assert_array_equal(Timeline.load(out).forecast, results[0].forecast)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.npz"]
+
+
+@pytest.mark.parametrize(
+    ("existing", "message"),
+    [
+        ("notes.txt", "'{out}' exists and is not a timeline file; choose another path"),
+        ("folder.npz/", "timeline file '{out}' is a directory, expected a file"),
+        ("scenario.npz", "'{out}' exists and is not a timeline file; choose another path"),
+        ("other.npz", "timeline file '{out}' holds another scenario"),
+    ],
+)
+def test_explain_never_replaces_what_it_did_not_make(
+    existing, message, tmp_path, tiny_model_dir, good
+):
+    out = tmp_path / existing.rstrip("/")
+    if existing.endswith("/"):
+        out.mkdir()
+    elif existing == "notes.txt":
+        out.write_text("my notes")
+    elif existing == "scenario.npz":
+        np.savez(out, times_s=np.arange(3))
+    else:
+        shutil.copy(good, out)
+    before = out.read_bytes() if out.is_file() else None
+    other = "{duration_s: 2400, seed: 8}"
+    result = run("explain", "--scenario", other, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and message.format(out=out) in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    if before is not None:
+        assert out.read_bytes() == before
+
+
+def test_explain_overwrite_replaces_another_scenario(tmp_path, tiny_model_dir, good):
+    out = tmp_path / "t.npz"
+    shutil.copy(good, out)
+    other = "{duration_s: 2400, seed: 8}"
+    args = ("explain", "--scenario", other, "--model", tiny_model_dir, "--out", out)
+    result = run(*args, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert Timeline.load(out).scenario.seed == 8
+
+
+def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, good, monkeypatch):
+    out = tmp_path / "t.npz"
+
+    def stop_after_three(done, total):
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        explain_scenario(SPEC, tiny_model_dir, out=out, progress=stop_after_three)
+    partial = tmp_path / ".t.npz.partial"
+    assert not out.exists() and len(list(partial.glob("step_*.npz"))) == 3
+    calls = []
+    explain = GraphSHAPIQ.explain
+    monkeypatch.setattr(
+        GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
+    )
+    timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
+    assert status == "computed (resumed: 3 of 5 steps kept from an interrupted run)"
+    assert len(calls) == len(timeline) - 3
+    np.testing.assert_array_equal(
+        Timeline.load(out).node_values("k-SII", 2), Timeline.load(good).node_values("k-SII", 2)
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.npz"]  # the steps are removed
+
+
+def test_ctrl_c_in_explain_is_one_line(tmp_path, tiny_model_dir, monkeypatch):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("wdn_explain.timeline.explain_scenario", interrupt)
+    out = tmp_path / "t.npz"
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 130
+    assert result.output.strip() == (
+        f"interrupted: explained steps are kept beside {out}; run again to resume"
+    )
+
+
+def test_a_decade_explain_is_refused_up_front(tmp_path, tiny_model_dir):
+    out = tmp_path / "decade.npz"
+    decade = "{duration_s: 315360000}"  # 1 051 201 reports
+    result = run("explain", "--scenario", decade, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: this would take about ")
+    assert "GB of memory" in result.output and "--yes to proceed" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "target", "message"),
+    [
+        (["report", "--out"], "notes.txt", "exists and is not a report file"),
+        (["report", "--gif"], "notes.txt", "exists and is not a GIF file"),
+        (["export", "--csv"], "notes.txt", "exists and is not a CSV file"),
+        (["export", "--json-dir"], "notes.txt", "JSON folder '{p}' is a file, expected a folder"),
+        (["export", "--csv"], "folder/", "CSV file '{p}' is a directory, expected a file"),
+        (["complexity", "--layers", "1", "--csv"], "notes.txt", "exists and is not a CSV file"),
+    ],
+)
+def test_outputs_of_other_kinds_are_refused_and_kept(good, tmp_path, command, target, message):
+    path = tmp_path / target.rstrip("/")
+    if target.endswith("/"):
+        path.mkdir()
+    else:
+        path.write_text("my notes")
+    source = [] if command[0] == "complexity" else ["--timeline", good]
+    result = run(command[0], *source, *command[1:], path)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: ") and message.format(p=path) in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert path.is_dir() if target.endswith("/") else path.read_text() == "my notes"
+
+
+def test_unwritable_timeline_output_is_refused_before_work(tmp_path, tiny_model_dir, monkeypatch):
+    from wdn_explain import files
+
+    monkeypatch.setattr(files, "_writable", lambda folder: False)
+    monkeypatch.setattr(GraphSHAPIQ, "explain", lambda *a, **k: pytest.fail("explained"))
+    out = tmp_path / "t.npz"
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert (
+        result.output.strip()
+        == f"error: cannot write timeline file '{out}': '{tmp_path}' is not writable"
+    )
+
+
+def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir, monkeypatch):
+    import errno
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    out = tmp_path / "t.npz"
+    with monkeypatch.context() as patch:
+        patch.setattr(np, "savez_compressed", disk_full)  # the timeline file, not the steps
+        result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: cannot write '{out}' (No space left on device)"
+    calls = []
+    explain = GraphSHAPIQ.explain
+    monkeypatch.setattr(
+        GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
+    )
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 0 and calls == []  # every step came from the kept ones
+    assert "(resumed: 5 of 5 steps kept from an interrupted run)" in result.output
+    assert len(Timeline.load(out)) == 5

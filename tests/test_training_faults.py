@@ -1,0 +1,168 @@
+"""`train` and model folders under bad input: refused up front, never overwritten by
+accident, damaged weights and cards named on load."""
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from wdn_explain import files, training
+from wdn_explain.cli import app
+from wdn_explain.errors import DataError
+from wdn_explain.model_folder import file_sha256
+from wdn_explain.training import load_model
+
+from conftest import ROOT
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if training starts: the refusal must come before any work."""
+
+    def never(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(training, "ChlorineGNN", never)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--layers", 0], "num_layers must be an integer >= 1 (got 0)"),
+        (["--hidden", 0], "hidden_channels must be an integer >= 1 (got 0)"),
+        (["--lr", "nan"], "lr must be a positive finite number (got nan)"),
+        (["--lr", "inf"], "lr must be a positive finite number (got inf)"),
+    ],
+)
+def test_bad_training_options(tmp_path, waq_dir, option, message, no_training):
+    result = run("train", "--data", waq_dir, "--out", tmp_path / "m", *option)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {message}"
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.write_text("x"), "model folder '{out}' is a file, expected a folder"),
+        (lambda p: (p.mkdir(), (p / "model.pt").mkdir()), "is a directory, expected a file"),
+    ],
+)
+def test_wrong_kind_of_output_is_refused_before_training(
+    tmp_path, waq_dir, make, message, no_training
+):
+    out = tmp_path / "m"
+    make(out)
+    result = run("train", "--data", waq_dir, "--out", out)
+    assert result.exit_code == 1 and message.format(out=out) in result.output
+
+
+def test_unwritable_output_is_refused_before_training(tmp_path, waq_dir, no_training, monkeypatch):
+    monkeypatch.setattr(files, "_writable", lambda folder: False)
+    result = run("train", "--data", waq_dir, "--out", tmp_path / "m")
+    assert result.exit_code == 1
+    assert f"cannot write model folder '{tmp_path / 'm'}'" in result.output
+    assert "is not writable" in result.output
+
+
+def test_existing_model_needs_overwrite(tmp_path, waq_dir, tiny_model_dir):
+    out = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    args = ("train", "--data", waq_dir, "--out", out, "--epochs", 1, "--hidden", 4)
+    result = run(*args)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: model folder '{out}' holds a model; use --overwrite to replace it"
+    )
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    result = run(*args, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "card.json").read_text())["model"]["hidden_channels"] == 4
+
+
+def test_smoke_set_without_test_split_trains_and_says_so(tmp_path, waq_dir):
+    result = run("train", "--data", waq_dir, "--out", tmp_path / "m", "--epochs", 1)
+    assert result.exit_code == 0, result.output
+    assert "no test scenarios to score" in result.output
+    load_model(tmp_path / "m")
+
+
+def test_card_records_the_weight_hash(tiny_model_dir):
+    card = json.loads((tiny_model_dir / "card.json").read_text())
+    assert card["weights_sha256"] == file_sha256(tiny_model_dir / "model.pt")
+
+
+def test_flipped_weights_are_refused(tmp_path, tiny_model_dir):
+    out = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, out)
+    weights = bytearray((out / "model.pt").read_bytes())
+    middle = len(weights) // 2
+    weights[middle : middle + 64] = bytes(b ^ 0xFF for b in weights[middle : middle + 64])
+    (out / "model.pt").write_bytes(bytes(weights))
+    with pytest.raises(DataError, match=r"weights '.*model\.pt' do not match the SHA-256"):
+        load_model(out)
+    result = run(
+        "explain", "--scenario", "{duration_s: 2400}", "--model", out, "--out", tmp_path / "t.npz"
+    )
+    assert result.exit_code == 1 and "do not match the SHA-256" in result.output
+    assert not (tmp_path / "t.npz").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda card: [card], "a list, not a mapping"),
+        (lambda card: {k: v for k, v in card.items() if k != "data"}, "it lacks data"),
+        (lambda card: {k: v for k, v in card.items() if k != "train"}, "it lacks train"),
+        (
+            lambda card: {**card, "train": {"horizon": 4}},
+            "it lacks train.threshold, train.split_seed",
+        ),
+    ],
+)
+def test_malformed_card_is_one_line(tmp_path, tiny_model_dir, change, message):
+    out = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, out)
+    card = json.loads((out / "card.json").read_text())
+    (out / "card.json").write_text(json.dumps(change(card)))
+    with pytest.raises(DataError, match=rf"model card '.*card\.json' is corrupt: {message}"):
+        load_model(out)
+
+
+def test_late_write_error_keeps_the_trained_model(tmp_path, waq_dir, monkeypatch):
+    import errno
+
+    import torch
+
+    out = tmp_path / "m"
+    save = torch.save
+
+    def disk_full_in_out(obj, path, *args, **kwargs):
+        if str(path).startswith(str(out)):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", disk_full_in_out)
+    result = run("train", "--data", waq_dir, "--out", out, "--epochs", 1, "--hidden", 4)
+    assert result.exit_code == 1
+    line = result.output.strip().splitlines()[-1].split("\r")[-1]  # after the progress bar
+    assert line.startswith(f"error: cannot write '{out / 'model.pt'}' (No space left on device)")
+    rescue = line.split("the trained model was saved to '")[1].split("'")[0]
+    model, card = load_model(rescue)
+    assert card["model"]["hidden_channels"] == 4
+    shutil.rmtree(rescue)
+
+
+def test_shipped_default_model_records_its_weight_hash():
+    folder = ROOT / "models" / "default"
+    card = json.loads((folder / "card.json").read_text())
+    assert card["weights_sha256"] == file_sha256(folder / "model.pt")
+    load_model(folder)  # the check at load passes
