@@ -3,7 +3,8 @@
 Usage: ``python benchmarks/chem_examples.py [MUTAG_MODEL] [BENZENE_MODEL] [OUT_DIR]``
 (defaults: ``models/chem/mutag-gin3``, ``models/chem/benzene-gin3``, ``benchmarks/results``).
 Prints the NO2 group of the first mutagenic MUTAG molecule, the 6-way Möbius interaction of
-a benzene ring and the pyridine case (the N atom lowers "benzene"); draws their SI-Graphs.
+the ring of the first small Benzene molecule the model gets right, and the pyridine case
+(one CH of that ring turned into N); draws their SI-Graphs.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def main() -> None:
     sv = result.interaction_values("SV", 1)
     mi = result.moebius
     print(
-        f"MUTAG #0 logit 'mutagenic' {result.prediction:.3f} (masked {result.empty_prediction:.3f})"
+        f"MUTAG #0 log-odds 'mutagenic' {result.prediction:+.3f} (masked {result.empty_prediction:.3f})"
     )
     print(f"MUTAG #0 SV N14 O15 O16: {sv[(n,)]:+.3f} {sv[(o1,)]:+.3f} {sv[(o2,)]:+.3f}")
     print(f"MUTAG #0 SV sum of the NO2 group {sv[(n,)] + sv[(o1,)] + sv[(o2,)]:+.3f}")
@@ -42,22 +43,57 @@ def main() -> None:
     fig.savefig(out / "chem_mutag0_ksii2.png", dpi=100)
 
     model, card = load_classifier(benzene_dir)
-    for name, smiles in (("benzene", "c1ccccc1"), ("toluene", "Cc1ccccc1")):
-        graph, symbols = smiles_graph_for(smiles, card.feature_names)
-        result = explain_molecule(model, graph)
-        ring = tuple(i for i, a in enumerate(symbols) if a == "C")[-6:]
-        top = max(result.moebius.dict_values.items(), key=lambda kv: abs(kv[1]) * (len(kv[0]) > 1))
-        print(
-            f"{name} logit 'benzene' {result.prediction:.3f}: 6-way Moebius of the ring "
-            f"{result.moebius[ring]:+.3f}, largest interaction {top[0]} {top[1]:+.3f}"
-        )
-    graph, symbols = smiles_graph_for("c1ccncc1", card.feature_names)
+    benzene = load_dataset("Benzene", "../shared/datasets/chem", download=False)
+    index, ring = first_benzene_molecule(benzene, model)
+    graph, symbols = benzene.graphs[index], benzene.symbols[index]
+    result = explain_molecule(model, graph)
+    mi = result.moebius.dict_values
+    rank = sorted(mi, key=lambda s: -abs(mi[s])).index(ring) + 1
+    print(f"Benzene #{index} {benzene.smiles[index]} log-odds 'benzene' {result.prediction:+.3f}")
+    print(f"Benzene #{index} 6-way Moebius of the ring {mi[ring]:+.3f} (rank {rank} of {len(mi)})")
+    top = sorted(mi, key=lambda s: -abs(mi[s]))[:3]
+    print(f"Benzene #{index} largest Moebius: {', '.join(f'{s} {mi[s]:+.3f}' for s in top)}")
+    fig = draw_si_graph(
+        result.interaction_values("Moebius", 6), graph, symbols, title=f"Benzene #{index}"
+    )
+    fig.savefig(out / "chem_benzene_moebius.png", dpi=100)
+    # the pyridine case: one CH of that ring turned into N
+    pyridine, n_atom = aza_variant(benzene.smiles[index], ring)
+    graph, symbols = smiles_graph_for(pyridine, card.feature_names)
     result = explain_molecule(model, graph)
     sv = result.interaction_values("SV", 1)
-    print(f"pyridine logit 'benzene' {result.prediction:.3f}: SV of N3 {sv[(3,)]:+.3f}")
-    print(f"pyridine SV of the C atoms {', '.join(f'{sv[(i,)]:+.3f}' for i in (0, 1, 2, 4, 5))}")
-    fig = draw_si_graph(result.interaction_values("Moebius", 6), graph, symbols, title="pyridine")
-    fig.savefig(out / "chem_pyridine_moebius.png", dpi=100)
+    print(f"pyridine variant {pyridine} log-odds 'benzene' {result.prediction:+.3f}")
+    print(f"pyridine variant SV of N{n_atom} {sv[(n_atom,)]:+.3f}")
+    fig = draw_si_graph(result.interaction_values("k-SII", 2), graph, symbols, title=pyridine)
+    fig.savefig(out / "chem_pyridine_ksii2.png", dpi=100)
+
+
+def first_benzene_molecule(dataset, model, max_atoms: int = 16) -> tuple[int, tuple[int, ...]]:
+    """The first small, correctly predicted positive molecule with one benzene ring."""
+    from rdkit import Chem
+
+    pattern = Chem.MolFromSmarts("c1ccccc1")
+    for i, (graph, smiles) in enumerate(zip(dataset.graphs, dataset.smiles)):
+        if int(graph.y) != 1 or graph.num_nodes > max_atoms:
+            continue
+        matches = Chem.MolFromSmiles(smiles).GetSubstructMatches(pattern)
+        with torch.no_grad():
+            positive = model(graph.x, graph.edge_index).argmax(dim=1).item() == 1
+        if len(matches) == 1 and positive:
+            return i, tuple(sorted(matches[0]))
+    raise ValueError("no such molecule")
+
+
+def aza_variant(smiles: str, ring: tuple[int, ...]) -> tuple[str, int]:
+    """The molecule with the first unsubstituted ring carbon replaced by N (atom order kept)."""
+    from rdkit import Chem
+
+    mol = Chem.RWMol(Chem.MolFromSmiles(smiles))
+    atom = next(mol.GetAtomWithIdx(i) for i in ring if mol.GetAtomWithIdx(i).GetDegree() == 2)
+    atom.SetAtomicNum(7)
+    atom.SetNoImplicit(False)
+    Chem.SanitizeMol(mol)
+    return Chem.MolToSmiles(mol, canonical=False), atom.GetIdx()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import streamlit as st
 
 from wdn_explain.chem.datasets import DATASETS, default_root, load_dataset, smiles_graph_for
@@ -20,9 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "models" / "chem"
 OFFLINE = REPO.parent / "shared" / "datasets" / "chem"
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
+OUTPUTS = {None: "log-odds of class 1", 1: "logit of class 1", 0: "logit of class 0"}
 HOW_TO_READ = """
 **What you see.** The molecule as drawn by RDKit. Each atom's **halo** is its contribution to
-the explained class logit (red raises it, blue lowers it) against a molecule whose atoms are
+the explained output, by default the log-odds of class 1 (red raises it, blue lowers it) against a molecule whose atoms are
 all replaced by the average atom. **Lines** between atoms are pairwise interactions (their
 joint effect beyond the separate ones); **shaded shapes** join three or more atoms (e.g. the
 six atoms of a benzene ring). Values are exact (GraphSHAP-IQ): the model sees L bonds far,
@@ -41,7 +43,7 @@ def classifier(path: str):
 
 
 @st.cache_resource(max_entries=64, show_spinner="computing exact interactions")
-def explanation(model_path: str, name: str, root: str, index: int, smiles: str, output: int):
+def explanation(model_path: str, name: str, root: str, index: int, smiles: str, output):
     model, _ = classifier(model_path)
     graph, symbols = molecule(model_path, name, root, index, smiles)
     return explain_molecule(model, graph, output_index=output)
@@ -68,7 +70,11 @@ def main() -> None:
             st.error(f"no molecule models in {MODELS} (train one with 'wdn-explain chem train')")
             return
         model_path = st.selectbox("model", models, format_func=lambda p: p.name)
-        _, card = classifier(str(model_path))
+        try:
+            _, card = classifier(str(model_path))
+        except WdnExplainError as exc:
+            st.error(str(exc))
+            return
         st.caption(
             f"{card.model.architecture}, L = {card.model.num_layers}, trained on {card.dataset}: "
             f"test accuracy {card.accuracy['test']:.1%}"
@@ -79,7 +85,7 @@ def main() -> None:
         index_name = st.selectbox("index", INDICES, index=1)
         order = 1 if index_name == "SV" else st.slider("order", 1, 3, 2)
         top_k = st.slider("interactions drawn", 5, 60, 20)
-        output = st.radio("explained class", [1, 0], format_func=lambda c: f"class {c}")
+        output = st.radio("explained output", list(OUTPUTS), format_func=OUTPUTS.get)
     try:
         index = 0
         if not smiles:
@@ -88,19 +94,20 @@ def main() -> None:
             label = int(data.graphs[index].y)
             ident = data.smiles[index] if data.smiles else data.ids[index]
             st.write(f"**{data.name} #{index}** ({ident}), label {label}")
-        result = explanation(str(model_path), name, root, int(index), smiles, int(output))
+        result = explanation(str(model_path), name, root, int(index), smiles, output)
         graph, symbols = molecule(str(model_path), name, root, int(index), smiles)
         values = result.interaction_values(index_name, order)
     except WdnExplainError as exc:
         st.error(str(exc))
         return
     cols = st.columns(3)
-    cols[0].metric(f"logit of class {output}", f"{result.prediction:.3f}")
+    cols[0].metric(OUTPUTS[output], f"{result.prediction:.3f}")
     cols[1].metric("all atoms masked", f"{result.empty_prediction:.3f}")
     cols[2].metric("model calls (|I|)", f"{result.n_interactions}")
     st.caption(f"brute force would need 2^{graph.num_nodes} = {2**graph.num_nodes} model calls")
     fig = draw_si_graph(values, graph, symbols, n_interactions=top_k)
     st.pyplot(fig)
+    plt.close(fig)
     st.dataframe(
         [{"atoms": a, index_name: v} for a, v in top_interactions(values, symbols, top_k)],
         hide_index=True,

@@ -13,7 +13,9 @@ PAGE = str(Path(__file__).resolve().parents[2] / "app" / "pages" / "1_Molecules.
 @pytest.fixture
 def page(chem_root, monkeypatch):
     monkeypatch.setenv("WDN_EXPLAIN_CHEM_DATA", str(chem_root))
-    return AppTest.from_file(PAGE, default_timeout=120).run()
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    models = at.sidebar.selectbox[0].options
+    return at.sidebar.selectbox[0].select_index(models.index("mutag-gin3")).run()
 
 
 def test_renders_a_mutag_molecule(page):

@@ -30,7 +30,7 @@ def random_model(architecture: str, layers: int, seed: int = 0) -> MoleculeGNN:
     return model.double().eval()
 
 
-def brute_force_moebius(model, graph, output: int, mean: bool) -> dict[frozenset, float]:
+def brute_force_moebius(model, graph, output, mean: bool) -> dict[frozenset, float]:
     """nu(T) on all 2^n coalitions by direct model calls (masked atoms: all-zero features or
     the molecule's mean atom), then m(S) = sum_{T ⊆ S} (-1)^{|S|-|T|} nu(T) by subset sums."""
     x = graph.x.double()
@@ -42,19 +42,26 @@ def brute_force_moebius(model, graph, output: int, mean: bool) -> dict[frozenset
             for members in combinations(range(n), size):
                 masked = baseline.repeat(n, 1)
                 masked[list(members)] = x[list(members)]
-                nu[frozenset(members)] = float(model(masked, graph.edge_index)[0, output])
+                logits = model(masked, graph.edge_index)[0]
+                value = logits[1] - logits[0] if output is None else logits[output]
+                nu[frozenset(members)] = float(value)
     return {s: sum((-1) ** (len(s) - len(t)) * nu[t] for t in nu if t <= s) for s in nu}
 
 
 @pytest.mark.parametrize(
-    ("architecture", "layers", "baseline"),
-    [("GCN", 2, "zeros"), ("GIN", 1, "zeros"), ("GIN", 3, "mean"), ("GAT", 2, "zeros")],
+    ("architecture", "layers", "baseline", "output"),
+    [
+        ("GCN", 2, "zeros", None),
+        ("GIN", 1, "zeros", 1),
+        ("GIN", 3, "mean", None),
+        ("GAT", 2, "zeros", 0),
+    ],
 )
-def test_exact_sis_equal_brute_force(architecture, layers, baseline):
+def test_exact_sis_equal_brute_force(architecture, layers, baseline, output):
     graph, _ = smiles_to_graph("Oc1ccncc1C")  # 3-methyl-4-pyridinol, 8 atoms
     model = random_model(architecture, layers)
-    explanation = explain_molecule(model, graph, output_index=1, baseline=baseline)
-    oracle = brute_force_moebius(model, graph, 1, mean=baseline == "mean")
+    explanation = explain_molecule(model, graph, output_index=output, baseline=baseline)
+    oracle = brute_force_moebius(model, graph, output, mean=baseline == "mean")
     got = explanation.moebius.dict_values
     for s, value in oracle.items():
         assert got.get(tuple(sorted(s)), 0.0) == pytest.approx(value, abs=1e-9), s

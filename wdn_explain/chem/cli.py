@@ -90,7 +90,9 @@ def explain(
     smiles: str = typer.Option(None, help="explain this SMILES instead of a dataset graph"),
     si: str = typer.Option("k-SII", "--si-index", help="SV, SII, k-SII, STII, FSII, Moebius, ..."),
     order: int = typer.Option(2, help="explanation order"),
-    output: int = typer.Option(1, help="class logit to explain (1: the positive class)"),
+    output: int = typer.Option(
+        None, help="explain this class logit (default: log-odds of class 1)"
+    ),
     baseline: str = typer.Option("zeros", help="masked atoms: zeros (no atom type) or mean"),
     top: int = typer.Option(10, help="interactions to list"),
     png: Path = typer.Option(None, help="write the SI-Graph drawing here"),
@@ -119,8 +121,9 @@ def explain(
         values = result.interaction_values(si, order)
     except WdnExplainError as exc:
         _fail(exc)
+    target = "log-odds of class 1" if output is None else f"logit[{output}]"
     typer.echo(
-        f"{name}: {graph.num_nodes} atoms, logit[{output}] = {result.prediction:.4f} "
+        f"{name}: {graph.num_nodes} atoms, {target} = {result.prediction:.4f} "
         f"(all atoms masked: {result.empty_prediction:.4f}), {result.n_interactions} model "
         f"calls (|I|) instead of 2^{graph.num_nodes}"
     )

@@ -22,23 +22,39 @@ if TYPE_CHECKING:
     from torch_geometric.data import Data
 
 
+class LogOdds(torch.nn.Module):
+    """A binary classifier's log-odds of class 1, logit_1 - logit_0: still a linear readout
+    of the node embeddings, and the quantity the predicted class depends on."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.num_layers = model.num_layers
+        self.train(model.training)  # the engine restores this mode on the wrapped model too
+
+    def forward(self, x, edge_index, edge_attr=None, batch=None) -> torch.Tensor:
+        logits = self.model(x, edge_index, edge_attr=edge_attr, batch=batch)
+        return logits[:, 1] - logits[:, 0]
+
+
 def explain_molecule(
     model: torch.nn.Module,
     graph: Data,
     *,
-    output_index: int = 1,
+    output_index: int | None = None,
     baseline: str | torch.Tensor = "zeros",
     progress: ProgressArg = False,
 ) -> Explanation:
-    """Exact Möbius interactions of the class-``output_index`` logit (default: the positive
-    class, e.g. "mutagenic" or "contains benzene") for one molecule graph.
+    """Exact Möbius interactions of one molecule's prediction.
 
-    A masked atom gets the ``baseline`` features: ``zeros`` (default: no atom type) or the
-    engine's ``mean`` atom of the molecule -- with which a molecule of one element, such as
-    benzene, would show no contributions at all (masking would change nothing).
+    Explains the log-odds of class 1 ("mutagenic", "contains benzene") by default, or the
+    logit ``output_index``. A masked atom gets the ``baseline`` features: ``zeros`` (default:
+    no atom type) or the engine's ``mean`` atom of the molecule -- with which a molecule of
+    one element, such as benzene, would show no contributions at all.
     """
-    explainer = GraphSHAPIQ(model, method="masked", baseline=baseline, progress=progress)
-    return explainer.explain(graph, output_index=output_index)
+    target = LogOdds(model) if output_index is None else model
+    explainer = GraphSHAPIQ(target, method="masked", baseline=baseline, progress=progress)
+    return explainer.explain(graph, output_index=0 if output_index is None else output_index)
 
 
 def molecule_layout(
