@@ -95,3 +95,18 @@ def test_non_linear_readout_and_batches_are_refused():
     model = classifier("gcn", layers=2).eval()
     with pytest.raises(ExplainError, match="batch of 2 graphs"):
         explainer(model)(batch.x, batch.edge_index, batch=batch.batch)
+
+
+def test_readme_example_runs_and_is_efficient():
+    import re
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "Explainer(" in b)
+    scope: dict = {}
+    exec(code, scope)  # the README's TUDataset-style example, data built in code
+    e = scope["explanation"]
+    assert e.node_mask.shape == (9, 1) and not e.interactions.estimated
+    total = e.graphshapiq.prediction - e.graphshapiq.empty_prediction
+    assert float(e.node_mask.sum()) == pytest.approx(total, abs=1e-5)
