@@ -150,9 +150,12 @@ class GraphSHAPIQ:
             )
         if output_index is None:
             output_index = int(y[0].argmax()) if y.shape[1] > 1 else 0
-        if not 0 <= output_index < y.shape[1]:
-            raise ExplainError(f"output_index must be in 0..{y.shape[1] - 1} (got {output_index})")
-        game.output_index = output_index
+        valid = isinstance(output_index, int | np.integer) and not isinstance(output_index, bool)
+        if not valid or not 0 <= output_index < y.shape[1]:
+            raise ExplainError(
+                f"output_index must be an integer in 0..{y.shape[1] - 1} (got {output_index!r})"
+            )
+        game.output_index = int(output_index)
         return game
 
     def explain(
