@@ -244,15 +244,10 @@ class GraphSHAPIQ:
         worst = int(violation.argmax())
         if violation[worst] <= tolerance:
             return
-        where = (
-            ("the whole graph (efficiency gap)", "the empty coalition")[worst]
-            if worst < 2
-            else (
-                "a receptive field's own coalition"
-                if worst < len(actual) - RANDOM_CHECKS
-                else "a random coalition"
-            )
-        )
+        n_fields = len(actual) - 2 - RANDOM_CHECKS
+        where = ["the whole graph (efficiency gap)", "the empty coalition"]
+        where += [f"receptive field {i + 1} (largest first)" for i in range(n_fields)]
+        where = (where + ["a random coalition"] * RANDOM_CHECKS)[worst]
         msg = (
             f"the model's output is not a linear readout of {self.n_layers}-hop node "
             f"embeddings: Möbius recovery misses by {violation[worst]:.3g} on {where} "
