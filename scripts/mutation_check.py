@@ -78,6 +78,30 @@ MUTANTS = [
         "    if n_copies == 1:\n        return value\n    if dim is None:",
         "    if n_copies == 1 or not increment:\n        return value\n    if dim is None:",
     ),
+    (
+        "no field coalitions in the readout check",
+        E + "graphshapiq.py",
+        "MAX_FIELD_CHECKS = 8",
+        "MAX_FIELD_CHECKS = 0",
+    ),
+    (
+        "one graph per model call",
+        E + "inputs.py",
+        "takes_batch = var_keyword or",
+        "takes_batch = False and",
+    ),
+    (
+        "state graph cached by depth only",
+        E + "graphshapiq.py",
+        "key = (len(fields[0]), edge_index.detach().cpu().numpy().tobytes())",
+        "key = len(fields)",
+    ),
+    (
+        "k-SII empty set 0",
+        E + "blocks.py",
+        "np.array([self.empty_value()])",
+        "np.array([0.0])",
+    ),
 ]
 
 
