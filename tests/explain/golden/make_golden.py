@@ -48,7 +48,9 @@ def main() -> None:
         "sv": e.node_values("SV").tolist(),
         "k_sii_2": [[list(k), v] for k, v in sorted(ksii.dict_values.items())],
     }
-    OUT.write_text(json.dumps(golden, indent=1) + "\n")
+    lines = [f" {json.dumps(k)}: {json.dumps(v)}" for k, v in golden.items() if k != "k_sii_2"]
+    pairs = ",\n".join(f"  {json.dumps(item)}" for item in golden["k_sii_2"])
+    OUT.write_text("{\n" + ",\n".join([*lines, f' "k_sii_2": [\n{pairs}\n ]']) + "\n}\n")
     print(f"wrote {OUT} ({e.n_interactions} interactions, prediction {e.prediction:.6f})")
 
 
