@@ -106,9 +106,16 @@ MUTANTS = [
 
 
 def run_mutant(name: str, path: str, old: str, new: str) -> bool:
-    """True when the tests fail on the mutant (killed)."""
+    """True when the tests fail on the mutant (killed); an empty ``old`` runs the original."""
     with tempfile.TemporaryDirectory() as tmp:
-        for part in ("wdn_explain", "tests", "models", "simulations", "pyproject.toml"):
+        for part in (
+            "wdn_explain",
+            "tests",
+            "models",
+            "simulations",
+            "pyproject.toml",
+            "README.md",
+        ):
             src = ROOT / part
             (shutil.copytree if src.is_dir() else shutil.copy)(src, Path(tmp) / part)
         target = Path(tmp) / path
@@ -131,6 +138,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="mutant names to run (default: all)")
     args = parser.parse_args()
+    if run_mutant("original", MUTANTS[0][1], "", ""):
+        raise SystemExit("the tests fail on the unmutated copy: fix that first")
     survivors = []
     for name, path, old, new in MUTANTS:
         if args.only and name not in args.only:
