@@ -240,3 +240,14 @@ def test_model_without_a_readable_signature_uses_the_pyg_convention(
 
     monkeypatch.setattr(inputs.inspect, "signature", unreadable)
     assert max_error(GraphSHAPIQ(wdn_model).explain(small_graph).moebius, expected) == 0.0
+
+
+def test_one_explainer_on_graphs_of_different_structure(wdn_model):
+    """The state graph is cached per structure: a second structure of the same size must not
+    reuse the first one's wiring."""
+    explainer = GraphSHAPIQ(wdn_model)
+    a = path_graph(9, seed=1, extra=[(0, 4)])
+    b = path_graph(9, seed=1, extra=[(2, 8)])
+    explainer.explain(a)
+    again = explainer.explain(b).moebius
+    assert max_error(again, GraphSHAPIQ(wdn_model).explain(b).moebius) == 0.0
