@@ -102,14 +102,11 @@ def read_minutes(driver) -> dict[str, float] | None:
 
 
 def summary_text(driver) -> str:
-    from selenium.webdriver.common.by import By
-
-    texts = [
-        e.text
-        for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMarkdownContainer"]')
-        if e.text.startswith("Forecast made at")
-    ]
-    return texts[0] if texts else ""
+    """The per-step summary sentence (read in one script: the page may redraw meanwhile)."""
+    return driver.execute_script(
+        "const e = [...document.querySelectorAll('[data-testid=\"stMarkdownContainer\"]')]"
+        ".map(e => e.innerText).find(t => t.startsWith('Forecast made at')); return e || '';"
+    )
 
 
 def settled(driver, wait, condition=lambda d: True) -> dict[str, float]:
@@ -160,24 +157,41 @@ def click_button(driver, text: str) -> None:
     assert clicked, f"no button {text!r}"
 
 
+def retried(action, attempts: int = 5):
+    """Run a Selenium ``action`` again when the page redrew the element under it."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for attempt in range(attempts):
+        try:
+            return action()
+        except StaleElementReferenceException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+
+
 def set_duration(driver, minutes: int) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    field = next(
-        e
-        for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stNumberInput"]')
-        if e.text.startswith("duration (min)")
-    )
-    box = field.find_element(By.CSS_SELECTOR, "input")
-    box.send_keys(Keys.CONTROL, "a")
-    box.send_keys(str(minutes), Keys.TAB)
+    def type_it():
+        field = next(
+            e
+            for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stNumberInput"]')
+            if e.text.startswith("duration (min)")
+        )
+        box = field.find_element(By.CSS_SELECTOR, "input")
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(str(minutes), Keys.TAB)
+
+    retried(type_it)
     time.sleep(0.5)
 
 
 @pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian chromium and chromium-driver")
 def test_app_in_headless_chromium(server):
     from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -199,7 +213,9 @@ def test_app_in_headless_chromium(server):
     SHOTS.mkdir(exist_ok=True)
     try:
         driver.get(server)
-        wait = WebDriverWait(driver, 180, poll_frequency=0.5)
+        wait = WebDriverWait(
+            driver, 180, poll_frequency=0.5, ignored_exceptions=[StaleElementReferenceException]
+        )
         first = settled(driver, wait, lambda d: summary_text(d))
         # the first view: an informative frame, its sentence naming drivers, no toolbars
         minute = first["map"]
@@ -228,7 +244,7 @@ def test_app_in_headless_chromium(server):
             ("Moebius", "Moebius of order 2"),
             ("k-SII", "k-SII of order 2"),
         ):
-            pick(driver, "index", index)
+            retried(lambda index=index: pick(driver, "index", index))
             times = settled(
                 driver,
                 wait,
@@ -248,9 +264,11 @@ def test_app_in_headless_chromium(server):
         click_button(driver, "simulate, forecast, explain")
         wait.until(lambda d: "done (computed)" in d.page_source)
         settled(driver, wait, lambda d: summary_text(d))
-        scenario = driver.find_element(
-            By.CSS_SELECTOR, 'input[role="combobox"][aria-label="scenario"]'
-        ).get_attribute("value")
+        scenario = retried(
+            lambda: driver.find_element(
+                By.CSS_SELECTOR, 'input[role="combobox"][aria-label="scenario"]'
+            ).get_attribute("value")
+        )
         assert "default:" not in scenario and ", 0.75 h, seed 1" in scenario
         driver.save_screenshot(str(SHOTS / "app_new_scenario.png"))
     finally:

@@ -306,7 +306,7 @@ def timeline_figure(
     network: Network,
     *,
     index: str = "k-SII",
-    order: int | None = 2,
+    order: int | None = None,
     top_k: int = 10,
     height: int = 680,
     start: int | None = None,

@@ -61,8 +61,10 @@ def test_model_output_of_wrong_shape(small_graph):
 
 
 def test_output_index_out_of_range(wdn_model, small_graph):
-    with pytest.raises(ExplainError, match="output_index must be in 0..0 \\(got 3\\)"):
+    with pytest.raises(ExplainError, match="output_index must be an integer in 0..0 \\(got 3\\)"):
         GraphSHAPIQ(wdn_model).explain(small_graph, output_index=3)
+    with pytest.raises(ExplainError, match="output_index must be an integer in 0..0 \\(got '0'\\)"):
+        GraphSHAPIQ(wdn_model).explain(small_graph, output_index="0")
 
 
 def test_interaction_limit_suggests_budget(wdn_model, hanoi):

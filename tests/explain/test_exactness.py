@@ -226,3 +226,28 @@ def test_float32_model_is_close(small_graph):
     )
     oracle = exact_computer(wdn_call(model, data32), data32.x, 0)
     assert max_error(oracle("SV", 1), ours.interaction_values("SV")) <= 1e-5
+
+
+def test_model_without_a_readable_signature_uses_the_pyg_convention(
+    monkeypatch, wdn_model, small_graph
+):
+    from wdn_explain.explain import inputs
+
+    expected = GraphSHAPIQ(wdn_model).explain(small_graph).moebius
+
+    def unreadable(_):
+        raise ValueError("no signature found for builtin")
+
+    monkeypatch.setattr(inputs.inspect, "signature", unreadable)
+    assert max_error(GraphSHAPIQ(wdn_model).explain(small_graph).moebius, expected) == 0.0
+
+
+def test_one_explainer_on_graphs_of_different_structure(wdn_model):
+    """The state graph is cached per structure: a second structure of the same size must not
+    reuse the first one's wiring."""
+    explainer = GraphSHAPIQ(wdn_model)
+    a = path_graph(9, seed=1, extra=[(0, 4)])
+    b = path_graph(9, seed=1, extra=[(2, 8)])
+    explainer.explain(a)
+    again = explainer.explain(b).moebius
+    assert max_error(again, GraphSHAPIQ(wdn_model).explain(b).moebius) == 0.0

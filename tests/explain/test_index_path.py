@@ -112,3 +112,17 @@ def test_timeline_and_cli_refuse_bad_orders_in_one_line(tmp_path):
         )
         assert result.exit_code == 1
         assert result.output.strip() == "error: order must be a positive integer (got 0)"
+
+
+def test_plot_frames_use_the_same_path():
+    from wdn_explain.plot import frame_data
+
+    timeline = Timeline.load(DEFAULT_TIMELINE)
+    sv = frame_data(timeline, 3, "SV", None, 5)
+    assert sv.node_values.tolist() == timeline.node_values("SV")[3].tolist() and not sv.pairs
+    ksii = frame_data(timeline, 3, "k-SII", None, 5)  # default order 2: pairs, no hulls
+    members, values = timeline.explanations[3].index_values("k-SII", 2, 2)
+    strongest = max(abs(v) for v in values)
+    assert len(ksii.pairs) == 5 and abs(ksii.pairs[0][1]) == pytest.approx(strongest)
+    with pytest.raises(ExplainError, match="index 'SV' has order 1 \\(got order 2\\)"):
+        frame_data(timeline, 3, "SV", 2, 5)

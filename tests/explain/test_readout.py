@@ -7,7 +7,7 @@ import torch
 from torch_geometric.utils import scatter
 
 from wdn_explain.errors import ExplainError
-from wdn_explain.explain import GraphSHAPIQ, check_linear_readout
+from wdn_explain.explain import GraphSHAPIQ, check_linear_readout, receptive_fields
 
 from conftest import path_graph
 from models import classifier
@@ -70,3 +70,29 @@ def test_float32_wdn_model_on_hanoi_passes(hanoi):
         edge_attr=torch.randn(68, 1, generator=gen),
     )
     assert GraphSHAPIQ(model).explain(data).method == "local"
+
+
+def test_a_term_on_a_receptive_field_only_is_caught():
+    """The node games of ``local`` never see a term the forward adds on the coalitions that
+    equal a receptive field; only the fields' own coalitions reveal it."""
+    from wdn_explain.model import ChlorineGNN
+
+    data = path_graph(9, seed=4)
+    data.x = 1 + data.x.abs()
+    fields = [f.tolist() for f in receptive_fields(data.edge_index, 9, 1)[-1] if len(f) == 3]
+    patterns = torch.zeros(len(fields), 9, dtype=torch.bool)
+    for row, field in enumerate(fields):
+        patterns[row, field] = True
+
+    class FieldTerm(ChlorineGNN):
+        def forward(self, x, edge_index, edge_attr, batch=None):
+            present = (x[:, 0] > 0.5).reshape(-1, 9)  # graphs of 9 nodes, masked ones are 0
+            hit = (present[:, None, :] == patterns[None]).all(dim=2).any(dim=1)
+            return super().forward(x, edge_index, edge_attr, batch) + 0.01 * hit
+
+    torch.manual_seed(2)
+    model = FieldTerm(num_layers=1, hidden_channels=4).double()
+    with pytest.raises(
+        ExplainError, match="misses by 0.01 on receptive field \\d \\(largest first\\)"
+    ):
+        GraphSHAPIQ(model, baseline="zeros").explain(data)

@@ -155,8 +155,12 @@ def plan_call(
     name = type(model).__name__
     try:
         params = list(inspect.signature(model.forward).parameters.values())
-    except (TypeError, ValueError):  # builtins and some compiled modules have no signature
-        params = []
+    except (TypeError, ValueError):  # e.g. scripted modules: assume the PyG convention
+        params = [inspect.Parameter(k, _POSITIONAL[1]) for k in ("x", "edge_index")]
+        params += [
+            inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None)
+            for k in ("edge_attr", "batch")
+        ]
     signature = f"{name}.forward({', '.join(str(p) for p in params)})"
     positional = [p for p in params if p.kind in _POSITIONAL]
     var_positional = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)

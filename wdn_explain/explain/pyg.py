@@ -106,12 +106,9 @@ class GraphSHAPIQAlgorithm(ExplainerAlgorithm):
         """Explain one graph; ``kwargs`` are the model's further inputs (``batch``...)."""
         if index is not None:
             raise ExplainError(f"index selects nodes of node-level tasks (got {index!r})")
+        output_index = self.output_index
         if self.model_config.mode == ModelMode.multiclass_classification:
-            if target.numel() != 1:
-                raise ExplainError(f"one graph at a time: target holds {target.numel()} classes")
-            output_index = int(target.reshape(-1)[0])
-        else:
-            output_index = self.output_index
+            output_index = int(target.reshape(-1)[0])  # a batch is refused by explain()
         data = Data(x=x, edge_index=edge_index, **kwargs)
         explainer = GraphSHAPIQ(model, self.n_layers, **self.options)
         result = explainer.explain(data, output_index=output_index)
