@@ -1,5 +1,7 @@
 """CLI messages and exit codes."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -74,6 +76,20 @@ def test_complexity_table_and_csv(tmp_path):
     rows = (tmp_path / "c.csv").read_text().splitlines()
     assert rows[0] == "graph,n,layers,max_field,interactions,exact,coalitions"
     assert rows[3] == "hanoi,32,3,15,101115,True,4294967296"
+
+
+def test_complexity_of_a_utility_network_is_bounded_and_readable():
+    """L-Town at L = 3: a flagged bound (no memory blow-up) and 2^785 in scientific notation."""
+    import epyt
+
+    inp = ROOT.parent / "none"
+    for candidate in (Path(epyt.__file__).parent / "networks").rglob("L-TOWN.inp"):
+        inp = candidate
+    result = run("complexity", "--network", inp, "--layers", 3)
+    assert result.exit_code == 0, result.output
+    row = result.output.splitlines()[1].split()
+    assert row[:4] == ["l-town", "785", "3", "24"]
+    assert "(bound)" in result.output and row[-1] == "2.035e+236"
 
 
 def test_evaluate_prints_persistence(tiny_model_dir, waq_dir):

@@ -314,7 +314,7 @@ def complexity(
         approx = "" if r["exact"] else " (bound)"
         typer.echo(
             f"{r['graph']:<10} {r['n']:>4} {r['layers']:>2} {r['max_field']:>8} "
-            f"{r['interactions']:>12}{approx} {r['coalitions']:>22}"
+            f"{_count(r['interactions']):>12}{approx} {_count(r['coalitions']):>22}"
         )
     if csv:
         with open(csv, "w", newline="") as handle:
@@ -322,6 +322,17 @@ def complexity(
             writer.writeheader()
             writer.writerows(rows)
         typer.echo(f"wrote {csv}")
+
+
+def _count(value: int) -> str:
+    """A count as digits while short, else in scientific notation (2^785 has 237 digits)."""
+    return (
+        str(value)
+        if value < 10**15
+        else f"{float(value):.3e}"
+        if value < 2**1023
+        else (f"~10^{len(str(value)) - 1}")
+    )
 
 
 def _suffix(*suffixes: str) -> Callable[[Path], bool]:

@@ -114,6 +114,20 @@ def test_bound_when_fields_are_large(hanoi):
     assert not c.exact and c.n_interactions >= 2813462
 
 
+def test_bound_when_the_count_would_not_fit_in_memory(hanoi):
+    """The memory guard bounds instead of counting: Theorem 3.7 over the maximal fields,
+    here computed by plain enumeration with networkx."""
+    graph = nx.DiGraph(hanoi.edge_index.T.tolist()).reverse()
+    fields = {
+        frozenset(nx.single_source_shortest_path_length(graph, i, cutoff=2))
+        for i in range(hanoi.n_nodes)
+    }
+    maximal = [f for f in fields if not any(f < g for g in fields)]
+    c = complexity(hanoi.edge_index, hanoi.n_nodes, 2, max_count_bytes=1000)
+    assert not c.exact and c.n_interactions == sum(2 ** len(f) for f in maximal)
+    assert complexity(hanoi.edge_index, hanoi.n_nodes, 2).n_interactions == 3023
+
+
 def test_receptive_fields_follow_edge_direction():
     ei = torch.tensor([[0, 1], [1, 2]])  # 0 -> 1 -> 2
     f = receptive_fields(ei, 3, 2)

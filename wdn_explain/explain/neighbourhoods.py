@@ -106,17 +106,28 @@ def count_interactions(fields: list[np.ndarray], n_nodes: int) -> int:
     return len(unique_keys(keys)[0])
 
 
+def counting_bytes(fields: list[np.ndarray], n_nodes: int) -> int:
+    """Memory an exact count of |I| needs: one bitmask key per subset of every maximal field
+    (``n_nodes / 64`` words each), about three copies while deduplicating."""
+    n_words = max(1, -(-n_nodes // 64))
+    return 3 * 8 * n_words * sum(2 ** len(f) for f in maximal_fields(fields))
+
+
 def complexity(
     edge_index: torch.Tensor | np.ndarray,
     n_nodes: int,
     n_layers: int,
     *,
     max_exact_field: int = 24,
+    max_count_bytes: int = 2**30,
 ) -> Complexity:
-    """|I| for a graph: counted exactly while max |N_i| <= ``max_exact_field``, else bounded."""
+    """|I| for a graph: counted exactly while max |N_i| <= ``max_exact_field`` and the count
+    fits in ``max_count_bytes`` of memory (see :func:`counting_bytes`), else the Theorem 3.7
+    bound ``min(2^n, sum_i 2^|N_i|)`` over maximal fields, flagged ``exact=False``. So the
+    check never exhausts memory, whatever the network and L."""
     fields = receptive_fields(edge_index, n_nodes, n_layers)[-1]
     largest = max((len(f) for f in fields), default=0)
-    if largest <= max_exact_field:
+    if largest <= max_exact_field and counting_bytes(fields, n_nodes) <= max_count_bytes:
         return Complexity(n_nodes, n_layers, largest, count_interactions(fields, n_nodes), True)
     bound = min(2**n_nodes, sum(2 ** len(f) for f in maximal_fields(fields)))
     return Complexity(n_nodes, n_layers, largest, bound, False)
