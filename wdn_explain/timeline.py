@@ -552,20 +552,22 @@ _TASK_EXPLAINERS: dict[tuple, GraphSHAPIQ] = {}
 
 
 def _explain_task(
-    model_dir: str, options_json: str, reference: str, graph: Data, folder: str, key: int
+    model: tuple[str, str], options_json: str, reference: str, graph: Data, folder: str, key: int
 ) -> int:
     """Explain one step relative to ``reference`` into the step store ``folder`` (a cluster
-    task): skipped when the step is already stored, written atomically otherwise."""
+    task): skipped when the step is already stored, written atomically otherwise.
+    ``model`` is the model folder and its hash (workers keep the model while it matches)."""
     from .training import load_model
 
     store = StepStore(Path(folder))
     if store.has(key):
         return key
-    cache_key = (model_dir, model_hash(model_dir), options_json, reference)
+    cache_key = (model, options_json, reference)
     if cache_key not in _TASK_EXPLAINERS:  # workers keep the model across tasks
-        model, _ = load_model(model_dir)
         options = json.loads(options_json) | {"baseline": REFERENCES[reference][0]}
-        _TASK_EXPLAINERS[cache_key] = GraphSHAPIQ(model, progress=False, **options)
+        _TASK_EXPLAINERS[cache_key] = GraphSHAPIQ(
+            load_model(model[0])[0], progress=False, **options
+        )
     store.save(key, _TASK_EXPLAINERS[cache_key].explain(graph))
     return key
 
@@ -588,12 +590,13 @@ def _explain_on_cluster(
     references = meta["references"]
     total = len(steps) * len(references)
     missing = [k for k in range(total) if not store.has(k)]
-    folder, model_dir = str(store.folder.absolute()), str(Path(model_dir).absolute())
+    folder = str(store.folder.absolute())
+    model = (str(Path(model_dir).absolute()), meta["model_hash"])
     run = hashlib.sha256(json.dumps(meta, sort_keys=True).encode() + folder.encode())
     tasks = []
     for key in missing:
         reference, t = references[key // len(steps)], int(steps[key % len(steps)])
-        args = (model_dir, json.dumps(options), reference, graphs[t], folder, key)
+        args = (model, json.dumps(options), reference, graphs[t], folder, key)
         tasks.append((f"explain-{run.hexdigest()[:12]}-{reference}-step-{t:06d}", args))
     with progress_callback(progress, "explain on cluster") as cb:
         failures = run_tasks(
