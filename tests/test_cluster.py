@@ -106,3 +106,37 @@ def test_scheduler_key_does_not_change_the_hash(tiny_config):
     there = tiny_config.model_copy(update={"scheduler": "tcp://10.0.0.1:8786"})
     assert there.config_hash() == tiny_config.config_hash()
     assert parse_config({"scheduler": "tcp://h:1"}).scheduler == "tcp://h:1"
+
+
+def test_failures_are_reported_per_task_at_the_end(cluster):
+    from wdn_explain.cluster import failure_report, run_tasks
+
+    seen = []
+    failures = run_tasks(
+        cluster.scheduler_address,
+        lambda i: 1 // (i - 1),  # task 1 fails (every retry), the others finish
+        [(f"t-{i}", (i,)) for i in range(4)],
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert list(failures) == ["t-1"] and "ZeroDivisionError" in failures["t-1"]
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert (
+        failure_report(failures, "scenarios").splitlines()[0]
+        == "1 scenarios failed on the cluster:"
+    )
+
+
+class _Client:
+    def __init__(self, *resources):
+        self.workers = {f"w{i}": {"resources": r} for i, r in enumerate(resources)}
+
+    def scheduler_info(self):
+        return {"workers": self.workers}
+
+
+def test_gpu_workers_asked_for_when_present():
+    from wdn_explain.cluster import gpu_resources
+
+    assert gpu_resources(_Client({}, {"GPU": 1}), want_gpu=True) == {"GPU": 1}
+    assert gpu_resources(_Client({}, {}), want_gpu=True) is None  # CPU fallback
+    assert gpu_resources(_Client({"GPU": 1}), want_gpu=False) is None

@@ -90,7 +90,9 @@ def run_tasks(
             for key, args in tasks
         ]
         for future in as_completed(futures):
-            if future.status != "finished":
+            if future.status == "cancelled":  # the scheduler dropped it (e.g. lost all workers)
+                failures[future.key] = "cancelled by the scheduler"
+            elif future.status != "finished":
                 exc = future.exception()
                 reason = str(exc) if isinstance(exc, WdnExplainError) else repr(exc)
                 failures[future.key] = reason
