@@ -35,6 +35,9 @@ def simulate(
     workers: int = typer.Option(0, help="worker processes (0: all cores)"),
     overwrite: bool = typer.Option(False, help="replace a folder made from another config"),
     yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
+    scheduler: str = typer.Option(
+        None, help="Dask scheduler address (default: the config's scheduler key, else local)"
+    ),
 ) -> None:
     """Simulate the scenarios of a config (e.g. the WAQ dataset) into a folder."""
     from .progress import progress_callback
@@ -52,6 +55,7 @@ def simulate(
                 overwrite=overwrite,
                 allow_large=yes,
                 progress=cb,
+                scheduler=scheduler or cfg.scheduler,
             )
     except WdnExplainError as exc:
         _fail(exc)
@@ -363,6 +367,15 @@ def _scenario_from(spec: str, index: int):
     return parse_config({"scenario": data}, source="--scenario").scenario
 
 
+def _config_scheduler(spec: str) -> str | None:
+    """The ``scheduler`` key of a scenario YAML file (None for an inline mapping)."""
+    from .scenario import load_config
+    from .timeline import shipped
+
+    path = shipped(spec)
+    return load_config(path).scheduler if path.is_file() else None
+
+
 @app.command()
 def explain(
     scenario: str = typer.Option(
@@ -375,6 +388,10 @@ def explain(
     index: int = typer.Option(0, help="which scenario of a multi-scenario file"),
     overwrite: bool = typer.Option(False, help="replace a timeline file of another scenario"),
     yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
+    scheduler: str = typer.Option(
+        None, help="Dask scheduler address (default: the YAML file's scheduler key, else local)"
+    ),
+    gpu: bool = typer.Option(False, help="on a cluster, ask for workers with a GPU resource"),
 ) -> None:
     """Simulate a scenario, then forecast and explain every time step exactly (cached;
     an interrupted run resumes from the steps it finished).
@@ -387,7 +404,15 @@ def explain(
     try:
         spec = _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
-        timeline, status = explain_scenario(spec, model, out=out, progress=True, allow_large=yes)
+        timeline, status = explain_scenario(
+            spec,
+            model,
+            out=out,
+            progress=True,
+            allow_large=yes,
+            scheduler=scheduler or _config_scheduler(scenario),
+            gpu=gpu,
+        )
     except WdnExplainError as exc:
         _fail(exc)
     except KeyboardInterrupt:

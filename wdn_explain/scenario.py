@@ -262,6 +262,11 @@ class SimulationConfig(_Config):
     seed: int = Field(0, ge=0, description="master seed; scenario seeds derive from it")
     scenario: ScenarioConfig = ScenarioConfig()
     design: ScenarioDesign | None = None
+    scheduler: str | None = Field(
+        None,
+        exclude=True,  # where it runs changes no output byte: not dumped, not hashed
+        description="Dask scheduler address to run on (see wdn_explain.cluster); none: here",
+    )
 
     def scenario_seed(self, index: int) -> int:
         """Seed of scenario ``index``, derived from the master seed (stable across runs)."""

@@ -60,6 +60,15 @@ class StepStore:
             logger.warning("stored step %s is damaged; explaining it again", path)
             return None
 
+    def has(self, step: int) -> bool:
+        """Whether ``step`` is stored and readable."""
+        return self.get(step) is not None
+
+    def save(self, step: int, explanation: Explanation) -> None:
+        """Store ``step``, raising DataError when it cannot be written (cluster tasks, whose
+        stored step is their only output)."""
+        explanation.save(self._path(step))
+
     def put(self, step: int, explanation: Explanation) -> None:
         """Store ``step``; a failure (full disk, folder removed by a concurrent run) only
         costs the ability to resume."""

@@ -9,6 +9,7 @@ model itself computes in float32), reused while scenario, model and engine match
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ import numpy as np
 import torch
 
 from .design import card_envelope
-from .errors import DataError
+from .errors import ConfigError, DataError, ExplainError
 from .explain import Explanation, GraphSHAPIQ, complexity
 from .explain.graphshapiq import ENGINE_VERSION
 from .features import InputSpec
@@ -422,6 +423,8 @@ def explain_scenario(
     progress: ProgressArg = False,
     explainer_options: dict[str, Any] | None = None,
     allow_large: bool = False,
+    scheduler: str | None = None,
+    gpu: bool = False,
 ) -> tuple[Timeline, str]:
     """Simulate a scenario, forecast and explain every step exactly, relative to every
     reference in :data:`REFERENCES` (the network average and no chlorine); cache to ``out``.
@@ -433,6 +436,12 @@ def explain_scenario(
     Returns (timeline, status) where status is ``cached`` (a matching file was reused),
     ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale), followed by
     `` (resumed: k of n steps ...)`` when steps of an interrupted run were reused.
+
+    With ``scheduler`` (a Dask scheduler address, needs ``out``), the steps are explained
+    by :func:`_explain_task` tasks on that cluster (on workers with a ``GPU`` resource when
+    ``gpu`` and one has it, running the model there on CUDA) into the step store, then
+    assembled here: the file's bytes are those of a local run (on CPU workers; a GPU's
+    values agree to about 1e-7).
     """
     from .network import load_network
     from .training import load_model
@@ -496,6 +505,12 @@ def explain_scenario(
     series: dict[str, list[Explanation]] = {}
     store = StepStore.beside(out, meta) if out is not None else None
     kept = 0
+    if scheduler is not None:
+        if store is None:
+            raise ConfigError("explaining on a cluster needs an output file (out)")
+        kept = _explain_on_cluster(
+            scheduler, model_dir, options, meta, graphs, steps, store, gpu, progress
+        )
     with progress_callback(progress, "explain timeline") as cb:
         for r, reference in enumerate(meta["references"]):
             explainer = GraphSHAPIQ(
@@ -505,7 +520,7 @@ def explain_scenario(
             for i, t in enumerate(steps):
                 key = r * len(steps) + i  # one store for every reference
                 explanation = store.get(key) if store is not None else None
-                kept += explanation is not None
+                kept += explanation is not None and scheduler is None
                 if explanation is None:
                     explanation = explainer.explain(graphs[t])
                     if store is not None:
@@ -532,6 +547,78 @@ def explain_scenario(
         timeline.save(out)
         store.remove()
     return timeline, status
+
+
+_TASK_EXPLAINERS: dict[tuple, GraphSHAPIQ] = {}
+
+
+def _explain_task(
+    model: tuple[str, str, bool],
+    options_json: str,
+    reference: str,
+    graph: Data,
+    folder: str,
+    key: int,
+) -> int:
+    """Explain one step relative to ``reference`` into the step store ``folder`` (a cluster
+    task): skipped when the step is already stored, written atomically otherwise.
+    ``model`` is the model folder, its hash (workers keep the model while it matches) and
+    whether to run it on the worker's GPU when it has one."""
+    from .training import load_model
+
+    store = StepStore(Path(folder))
+    if store.has(key):
+        return key
+    cache_key = (model, options_json, reference)
+    if cache_key not in _TASK_EXPLAINERS:  # workers keep the model across tasks
+        options = json.loads(options_json) | {"baseline": REFERENCES[reference][0]}
+        device = "cuda" if model[2] and torch.cuda.is_available() else "cpu"
+        _TASK_EXPLAINERS[cache_key] = GraphSHAPIQ(
+            load_model(model[0])[0].to(device), progress=False, **options
+        )
+    store.save(key, _TASK_EXPLAINERS[cache_key].explain(graph))
+    return key
+
+
+def _explain_on_cluster(
+    scheduler: str,
+    model_dir: str | Path,
+    options: dict[str, Any],
+    meta: dict[str, Any],
+    graphs: list[Data],
+    steps: np.ndarray,
+    store: StepStore,
+    gpu: bool,
+    progress: ProgressArg,
+) -> int:
+    """Explain the steps missing from ``store`` on the Dask cluster at ``scheduler``;
+    return how many were already stored. ExplainError listing every failed step."""
+    from .cluster import failure_report, run_tasks
+
+    references = meta["references"]
+    total = len(steps) * len(references)
+    missing = [k for k in range(total) if not store.has(k)]
+    folder = str(store.folder.absolute())
+    model = (str(Path(model_dir).absolute()), meta["model_hash"], gpu)
+    run = hashlib.sha256(json.dumps(meta, sort_keys=True).encode() + folder.encode())
+    tasks = []
+    for key in missing:
+        reference, t = references[key // len(steps)], int(steps[key % len(steps)])
+        args = (model, json.dumps(options), reference, graphs[t], folder, key)
+        tasks.append((f"explain-{run.hexdigest()[:12]}-{reference}-step-{t:06d}", args))
+    with progress_callback(progress, "explain on cluster") as cb:
+        failures = run_tasks(
+            scheduler,
+            _explain_task,
+            tasks,
+            progress=cb,
+            done=total - len(missing),
+            total=total,
+            want_gpu=gpu,
+        )
+    if failures:
+        raise ExplainError(failure_report(failures, "steps"))
+    return total - len(missing)
 
 
 def _check_size(

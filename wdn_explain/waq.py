@@ -9,6 +9,7 @@ complete) and deterministic (the same config gives identical arrays).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import multiprocessing
@@ -151,7 +152,8 @@ _WORKER: dict[str, Any] = {}
 
 def _load_worker(config_json: str, folder: str) -> None:
     config = SimulationConfig.model_validate_json(config_json)
-    _WORKER.update(config=config, folder=folder, network=load_network(config.scenario.network))
+    network = load_network(config.scenario.network)
+    _WORKER.update(config=config, folder=folder, network=network, key=(config_json, folder))
 
 
 def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -> None:
@@ -177,6 +179,43 @@ def _run_guarded(index: int) -> int:
         raise ConfigError(
             f"scenario {index} failed in the simulator ({type(exc).__name__}: {exc})"
         ) from None
+
+
+def _run_task(config_json: str, folder: str, index: int) -> int:
+    """Scenario ``index`` as a cluster task: skipped when its file is already complete (a
+    retried or duplicated task), else simulated in a scratch folder and saved atomically."""
+    if _WORKER.get("key") != (config_json, folder):  # workers keep the network across tasks
+        _load_worker(config_json, folder)
+    path = scenario_path(folder, index)
+    if path.is_file() and _is_complete(path, _WORKER["config"], _WORKER["network"]):
+        return index
+    with scratch_folder() as scratch, working_directory(scratch):
+        return _run_guarded(index)
+
+
+def _run_on_cluster(
+    scheduler: str,
+    config: SimulationConfig,
+    folder: Path,
+    todo: list[int],
+    progress: Progress | None,
+) -> None:
+    """Run the ``todo`` scenarios as :func:`_run_task` tasks on the Dask cluster at
+    ``scheduler``; ConfigError listing every failed scenario at the end."""
+    from .cluster import failure_report, run_tasks
+
+    config_json, where = config.model_dump_json(), str(folder.absolute())
+    run = hashlib.sha256(f"{config.config_hash()} {where}".encode()).hexdigest()[:12]
+    failures = run_tasks(
+        scheduler,
+        _run_task,
+        [(f"simulate-{run}-scenario-{i:05d}", (config_json, where, i)) for i in todo],
+        progress=progress,
+        done=config.n_scenarios - len(todo),
+        total=config.n_scenarios,
+    )
+    if failures:
+        raise ConfigError(failure_report(failures, "scenarios"))
 
 
 def _is_complete(path: Path, config: SimulationConfig, network: Network) -> bool:
@@ -211,6 +250,7 @@ def generate_waq(
     overwrite: bool = False,
     allow_large: bool = False,
     progress: Progress | None = None,
+    scheduler: str | None = None,
 ) -> Path:
     """Simulate every scenario of ``config`` into ``folder``; return the folder.
 
@@ -221,6 +261,8 @@ def generate_waq(
         overwrite: Replace a folder made from another config instead of refusing.
         allow_large: Proceed with a set whose estimate exceeds :data:`~.sizes.LIMITS`.
         progress: Called as ``progress(done, total)`` after every scenario.
+        scheduler: Address of a Dask scheduler to run the scenarios on (see
+            :mod:`.cluster`; ``folder`` must be reachable by its workers); None runs here.
 
     Raises:
         DataError: the folder holds another config's files and ``overwrite`` is off, or
@@ -243,6 +285,9 @@ def generate_waq(
         progress(done, total)
     n_workers = max(1, min(n_workers, len(todo) or 1))
     try:
+        if scheduler is not None:
+            _run_on_cluster(scheduler, config, folder, todo, progress)
+            return folder
         with scratch_folder() as scratch:
             # workers run inside ``scratch``: they need the folder's absolute path
             args = (config.model_dump_json(), str(folder.absolute()), os.getpid(), str(scratch))

@@ -1,0 +1,142 @@
+"""Dask cluster runs (issue 14): same bytes as a local run, worker death survived, bad
+addresses refused quickly. One LocalCluster of two worker processes on 127.0.0.1."""
+
+import os
+import signal
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from wdn_explain.cli import app
+from wdn_explain.errors import ConfigError
+from wdn_explain.scenario import ScenarioConfig, parse_config
+from wdn_explain.timeline import explain_scenario
+from wdn_explain.waq import generate_waq
+
+distributed = pytest.importorskip("distributed")
+
+SPEC = ScenarioConfig(duration_s=2400, reporting_step_s=300, seed=7)
+BAD_ADDRESS = "tcp://127.0.0.1:1"  # nothing listens on port 1
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as local:
+        yield local
+
+
+def _scenario_bytes(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("scenario_*.npz"))}
+
+
+def test_generation_equals_serial(cluster, tmp_path, tiny_config):
+    serial = generate_waq(tiny_config, tmp_path / "serial", n_workers=1)
+    remote = generate_waq(tiny_config, tmp_path / "cluster", scheduler=cluster.scheduler_address)
+    expected = _scenario_bytes(serial)
+    assert len(expected) == tiny_config.n_scenarios
+    assert _scenario_bytes(remote) == expected
+
+
+def test_explanation_batch_equals_serial(cluster, tmp_path, tiny_model_dir):
+    serial, status = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "serial.npz")
+    assert status == "computed"
+    remote, status = explain_scenario(
+        SPEC,
+        tiny_model_dir,
+        out=tmp_path / "cluster.npz",
+        scheduler=cluster.scheduler_address,
+        gpu=True,  # no worker offers a GPU: falls back to the CPU workers
+    )
+    assert status == "computed"
+    assert (tmp_path / "cluster.npz").read_bytes() == (tmp_path / "serial.npz").read_bytes()
+    assert not (tmp_path / ".cluster.npz.partial").exists()  # step store removed
+
+
+def test_worker_killed_mid_run_every_output_once(cluster, tmp_path):
+    config = parse_config(
+        {"n_scenarios": 16, "seed": 2, "scenario": {"duration_s": 3600, "reporting_step_s": 300}}
+    )
+    serial = generate_waq(config, tmp_path / "serial", n_workers=1)
+    killed = []
+
+    def kill_a_busy_worker(done: int, total: int) -> None:
+        if killed or done == 0:
+            return
+        with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+            busy = [addr for addr, keys in client.processing().items() if keys]
+            pids = client.run(os.getpid, workers=busy[:1])
+        for pid in pids.values():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    out = generate_waq(
+        config,
+        tmp_path / "cluster",
+        scheduler=cluster.scheduler_address,
+        progress=kill_a_busy_worker,
+    )
+    assert killed, "no worker was busy to kill"
+    assert _scenario_bytes(out) == _scenario_bytes(serial)  # each scenario once, complete
+
+
+def test_bad_scheduler_address_fails_fast(tmp_path, tiny_config):
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="scheduler 'tcp://127.0.0.1:1' is not reachable"):
+        generate_waq(tiny_config, tmp_path / "out", scheduler=BAD_ADDRESS)
+    assert time.monotonic() - start < 30  # a clear error, not a hang (the wait is 5 s)
+    assert not (tmp_path / "out" / "manifest.json").exists()  # a corrected run starts afresh
+
+
+def test_cli_bad_scheduler_one_line(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"n_scenarios: 1\nscheduler: '{BAD_ADDRESS}'\n")
+    result = CliRunner().invoke(app, ["simulate", "--config", str(config), "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "not reachable" in result.output and "Traceback" not in result.output
+
+
+def test_scheduler_key_does_not_change_the_hash(tiny_config):
+    there = tiny_config.model_copy(update={"scheduler": "tcp://10.0.0.1:8786"})
+    assert there.config_hash() == tiny_config.config_hash()
+    assert parse_config({"scheduler": "tcp://h:1"}).scheduler == "tcp://h:1"
+
+
+def test_failures_are_reported_per_task_at_the_end(cluster):
+    from wdn_explain.cluster import failure_report, run_tasks
+
+    seen = []
+    failures = run_tasks(
+        cluster.scheduler_address,
+        lambda i: 1 // (i - 1),  # task 1 fails (every retry), the others finish
+        [(f"t-{i}", (i,)) for i in range(4)],
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert list(failures) == ["t-1"] and "ZeroDivisionError" in failures["t-1"]
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert (
+        failure_report(failures, "scenarios").splitlines()[0]
+        == "1 scenarios failed on the cluster:"
+    )
+
+
+class _Client:
+    def __init__(self, *resources):
+        self.workers = {f"w{i}": {"resources": r} for i, r in enumerate(resources)}
+
+    def scheduler_info(self):
+        return {"workers": self.workers}
+
+
+def test_gpu_workers_asked_for_when_present():
+    from wdn_explain.cluster import gpu_resources
+
+    assert gpu_resources(_Client({}, {"GPU": 1}), want_gpu=True) == {"GPU": 1}
+    assert gpu_resources(_Client({}, {}), want_gpu=True) is None  # CPU fallback
+    assert gpu_resources(_Client({"GPU": 1}), want_gpu=False) is None
