@@ -126,3 +126,20 @@ def test_plot_frames_use_the_same_path():
     assert len(ksii.pairs) == 5 and abs(ksii.pairs[0][1]) == pytest.approx(strongest)
     with pytest.raises(ExplainError, match="index 'SV' has order 1 \\(got order 2\\)"):
         frame_data(timeline, 3, "SV", 2, 5)
+
+
+def test_empty_set_carries_the_reference_output(wdn_model, small_graph):
+    """shapiq's convention: k-SII puts nu(empty) on the empty set. Here nu(empty) is the model
+    run in the test on the graph with every node at the mean feature."""
+    import torch
+
+    explained = GraphSHAPIQ(wdn_model).explain(small_graph)
+    masked = small_graph.x.mean(dim=0, keepdim=True).expand_as(small_graph.x)
+    with torch.no_grad():
+        empty = float(wdn_model(masked, small_graph.edge_index, small_graph.edge_attr))
+    for order in (1, 2, 3):
+        ksii = explained.interaction_values("k-SII", order)
+        assert ksii[()] == pytest.approx(empty, abs=1e-9)
+        assert ksii.baseline_value == pytest.approx(empty, abs=1e-9)
+        members, values = explained.index_values("k-SII", order, 0)
+        assert members.shape == (1, 0) and values[0] == pytest.approx(empty, abs=1e-9)
