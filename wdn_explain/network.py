@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .errors import ConfigError
 
 if TYPE_CHECKING:
     import geopandas
+    import torch
 
 #: Networks that ship inside the ``epyt`` package, by the name users type.
 BUILTIN_NETWORKS = {"hanoi": ("asce-tf-wdst", "Hanoi.inp")}
@@ -111,7 +111,10 @@ class Network:
 
     @cached_property
     def edge_index(self) -> torch.Tensor:
-        """Directed edges, both directions per link, shape (2, 2 * n_links), dtype long."""
+        """Directed edges, both directions per link, shape (2, 2 * n_links), dtype long
+        (torch is imported here: reading a network and drawing it need numpy only)."""
+        import torch
+
         fwd = torch.as_tensor(self.link_nodes.T, dtype=torch.long)
         return torch.cat([fwd, fwd.flip(0)], dim=1)
 

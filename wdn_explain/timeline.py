@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from .design import card_envelope
 from .errors import ConfigError, DataError, ExplainError
-from .explain import Explanation, GraphSHAPIQ, complexity
-from .explain.graphshapiq import ENGINE_VERSION
+from .explain.explanation import ENGINE_VERSION, Explanation
 from .features import InputSpec
 from .files import atomic_write, check_output
 from .model_folder import model_hash
@@ -37,6 +35,7 @@ from .stepstore import StepStore
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
+    from .explain import GraphSHAPIQ
     from .network import Network
 
 
@@ -389,6 +388,7 @@ def cache_path(scenario: ScenarioConfig, model_dir: str | Path, cache_dir: str |
 
 def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpec) -> list[Data]:
     """Model inputs at every report of a simulated scenario, built as in training."""
+    import torch
     from torch_geometric.data import Data
 
     strength = np.full(result.n_steps, result.config.injection_strength_mg_l, dtype=np.float32)
@@ -443,6 +443,7 @@ def explain_scenario(
     assembled here: the file's bytes are those of a local run (on CPU workers; a GPU's
     values agree to about 1e-7).
     """
+    from .explain import GraphSHAPIQ
     from .network import load_network
     from .training import load_model
 
@@ -564,6 +565,9 @@ def _explain_task(
     task): skipped when the step is already stored, written atomically otherwise.
     ``model`` is the model folder, its hash (workers keep the model while it matches) and
     whether to run it on the worker's GPU when it has one."""
+    import torch
+
+    from .explain import GraphSHAPIQ
     from .training import load_model
 
     store = StepStore(Path(folder))
@@ -630,6 +634,8 @@ def _check_size(
     allow_large: bool,
 ) -> None:
     """Refuse a timeline whose estimate (time, disk, memory) exceeds the limits."""
+    from .explain import complexity
+
     n_steps = max(0, scenario.n_reports - meta["horizon"])
     fields = complexity(network.edge_index, network.n_nodes, n_layers)
     estimate = estimate_timeline(n_steps, fields.n_interactions)

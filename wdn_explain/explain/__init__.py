@@ -2,21 +2,34 @@
 
 It knows nothing about water: it takes a graph, a model, the number of message-passing
 layers and a masking baseline, and returns exact Möbius interactions and every index.
-``GraphSHAPIQAlgorithm`` (a ``torch_geometric.explain`` algorithm) loads on first use.
+Public names load on first use, so reading saved explanations needs numpy only (torch and
+PyG load when something is explained).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from .blocks import MoebiusBlocks
-from .explanation import Explanation
-from .game import GraphGame
-from .graphshapiq import METHODS, GraphSHAPIQ, check_linear_readout
-from .indices import INDICES, check_index
-from .inputs import DataModel
-from .local import LocalMessagePassing, StateGraph
-from .neighbourhoods import Complexity, complexity, receptive_fields
+# Public names and their modules, imported on first use: reading a saved explanation or
+# timeline (blocks, explanation, indices) needs numpy only, not torch.
+_LAZY = {
+    "GraphSHAPIQ": "graphshapiq",
+    "GraphSHAPIQAlgorithm": "pyg",  # imports torch_geometric.explain
+    "Explanation": "explanation",
+    "MoebiusBlocks": "blocks",
+    "GraphGame": "game",
+    "DataModel": "inputs",
+    "LocalMessagePassing": "local",
+    "StateGraph": "local",
+    "Complexity": "neighbourhoods",
+    "complexity": "neighbourhoods",
+    "receptive_fields": "neighbourhoods",
+    "check_linear_readout": "graphshapiq",
+    "check_index": "indices",
+    "METHODS": "graphshapiq",
+    "INDICES": "indices",
+}
 
 __all__ = [
     "GraphSHAPIQ",
@@ -38,8 +51,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "GraphSHAPIQAlgorithm":  # imports torch_geometric.explain
-        from .pyg import GraphSHAPIQAlgorithm
-
-        return GraphSHAPIQAlgorithm
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

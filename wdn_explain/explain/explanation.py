@@ -13,6 +13,9 @@ from ..errors import DataError
 from ..files import atomic_write
 from .blocks import MoebiusBlocks
 
+# Bumped when the engine's numbers change: cached explanations of another version are stale.
+ENGINE_VERSION = "1"
+
 if TYPE_CHECKING:
     from shapiq import InteractionValues
 

@@ -29,7 +29,7 @@ from scipy.special import comb
 from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
 from .blocks import MoebiusBlocks
-from .explanation import Explanation
+from .explanation import ENGINE_VERSION, Explanation
 from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
 from .hypercube import (
     global_keys,
@@ -52,7 +52,6 @@ logger = logging.getLogger(__name__)
 Method = Literal["auto", "local", "masked", "approximate", "bruteforce"]
 METHODS = ("auto", "local", "masked", "approximate", "bruteforce")
 ReadoutCheck = Literal["error", "warn", "off"]
-ENGINE_VERSION = "1"
 MAX_BRUTEFORCE_PLAYERS = 20
 RANDOM_CHECKS = 8  # random coalitions of the readout check, beside N, ∅ and the fields
 MAX_FIELD_CHECKS = 8  # receptive fields checked by their own coalition (the largest first)
