@@ -7,11 +7,10 @@ dependencies (torch_geometric, shapiq, EPyT-Flow) load only where needed.
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import Any
 
 from .errors import ConfigError, DataError, ExplainError, WdnExplainError
+from .lazy import lazy_getattr
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -50,12 +49,7 @@ _LAZY = {
 __all__ = ["WdnExplainError", "ConfigError", "DataError", "ExplainError", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'wdn_explain' has no attribute '{name}'")
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

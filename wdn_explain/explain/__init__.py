@@ -8,8 +8,7 @@ PyG load when something is explained).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy import lazy_getattr
 
 # Public names and their modules, imported on first use: reading a saved explanation or
 # timeline (blocks, explanation, indices) needs numpy only, not torch.
@@ -50,12 +49,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:
