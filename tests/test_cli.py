@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from wdn_explain.cli import app
 
-from conftest import ROOT
+from conftest import CHEM, ROOT
 
 runner = CliRunner()
 
@@ -339,3 +339,18 @@ def test_exported_json_maps_players_to_node_ids(tmp_path):
     back = InteractionValues.from_json_file(path)
     k = params["node_ids"].index("20")
     assert back[(k,)] == pytest.approx(tl.interaction_values(12, "k-SII", 2)[(k,)], abs=1e-9)
+
+
+@pytest.mark.skipif(not (CHEM / "MUTAG").is_dir(), reason="offline chemistry datasets not found")
+def test_complexity_of_a_molecule_dataset(tmp_path):
+    """`wdn-explain complexity --dataset` (the issue's command) writes one CSV per L."""
+    import csv
+
+    result = run(
+        "complexity", "--dataset", "MUTAG", "--layers", 1, "--root", CHEM, "--out", tmp_path
+    )
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(open(tmp_path / "MUTAG_L1.csv")))
+    assert len(rows) == 188
+    mean = sum(int(r["interactions"]) for r in rows) / len(rows)
+    assert f"MUTAG L=1: 188 graphs, max |N_i| 5, mean |I| {mean:.0f}" in result.output

@@ -284,8 +284,21 @@ def complexity(
     max_exact_field: int = typer.Option(
         24, help="count |I| exactly up to this field size, else bound"
     ),
+    dataset: list[str] = typer.Option(
+        None,
+        help="a molecule dataset instead of networks (repeatable): one CSV per dataset and L "
+        "plus the log10 model calls plot, as `wdn-explain chem complexity` (exact up to 23 nodes)",
+    ),
+    out: Path = typer.Option(Path("complexity"), help="with --dataset: folder for CSVs and plots"),
+    root: Path = typer.Option(None, help="with --dataset: folder holding the dataset files"),
 ) -> None:
-    """Per graph and L: n, largest receptive field, |I| (exact model calls) and 2^n."""
+    """Per graph and L: n, largest receptive field, |I| (exact model calls) and 2^n; for
+    networks, or with --dataset for every molecule of a dataset."""
+    if dataset:
+        from .chem.cli import complexity as molecule_complexity
+
+        molecule_complexity(dataset=dataset, layers=layers, out=out, max_exact_field=23, root=root)
+        return
     import csv as csv_module
 
     from .explain import complexity as compute
