@@ -26,15 +26,13 @@ from torch_geometric.data import Data, Dataset
 
 from .design import factor_levels
 from .errors import ConfigError, DataError
-from .features import DEFAULT_NODE_FEATURES, InputSpec
+from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD, InputSpec
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult
 from .waq import read_manifest, scenario_path
 
 Split = Literal["train", "val", "test", "all"]
 SPLITS = ("train", "val", "test", "all")
-DEFAULT_HORIZON = 4
-DEFAULT_THRESHOLD = 0.05
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ import numpy as np
 from .errors import ConfigError
 
 NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "chlorine_fraction")
+DEFAULT_HORIZON = 4  # reported steps ahead (20 min at the 5-minute report step)
+DEFAULT_THRESHOLD = 0.05  # chlorine counted as "chlorinated", in the first feature's unit
 DEFAULT_NODE_FEATURES = ("chlorine_mg_l", "source_mg_l")
 WAQ_PAPER_NODE_FEATURES = ("chlorine_fraction",)
 
@@ -36,8 +38,8 @@ class InputSpec:
 
     node_features: tuple[str, ...] = DEFAULT_NODE_FEATURES
     flow_scale_lps: float = 1.0
-    horizon: int = 4
-    threshold: float = 0.05
+    horizon: int = DEFAULT_HORIZON
+    threshold: float = DEFAULT_THRESHOLD
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))

@@ -28,6 +28,7 @@ from .narrative import (
     threshold_text,
 )
 from .network import Network
+from .simulation import injection_node
 from .timeline import Timeline
 
 POSITIVE, NEGATIVE = "#d62728", "#1f77b4"
@@ -201,7 +202,7 @@ def _node_trace(
 ) -> dict:
     xy = network.coordinates
     roles = np.array(network.node_roles)
-    injection = timeline.scenario.injection_node or network.reservoirs[0]
+    injection = injection_node(timeline.scenario, network)
     hover = [
         f"<b>node {nid}</b> ({role})<br>chlorine {c:.3f} mg/L<br>{index} {v:+.4f} (share of nodes)"
         for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)

@@ -25,6 +25,7 @@ from .narrative import (
 )
 from .network import Network
 from .plot import forecast_figure, frame_data, timeline_figure
+from .simulation import injection_node
 from .timeline import REFERENCES, Timeline
 
 
@@ -109,7 +110,7 @@ def write_gif(
     scale = float(np.abs(values).max()) or 1.0
     xy = network.coordinates
     roles = np.array(network.node_roles)
-    injection = network.node_index(timeline.scenario.injection_node or network.reservoirs[0])
+    injection = network.node_index(injection_node(timeline.scenario, network))
     images = []
     for t in range(len(timeline)):
         fig, ax = plt.subplots(figsize=(8, 6.4), dpi=80)

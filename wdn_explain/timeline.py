@@ -28,7 +28,7 @@ from .files import atomic_write, check_output
 from .model_folder import model_hash
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
-from .simulation import SimulationResult, simulate
+from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
 from .stepstore import StepStore
 
@@ -412,7 +412,7 @@ def out_of_design(
     envelope = card_envelope(card)
     if envelope is None:
         return None
-    return envelope.outside(scenario, scenario.injection_node or network.reservoirs[0])
+    return envelope.outside(scenario, injection_node(scenario, network))
 
 
 def explain_scenario(

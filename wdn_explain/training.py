@@ -26,7 +26,7 @@ from torch_geometric.loader import DataLoader
 from .dataset import WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
-from .features import DEFAULT_NODE_FEATURES
+from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
 from .files import atomic_write, check_output
 from .model import ChlorineGNN, ModelConfig
 from .model_folder import CARD, WEIGHTS, file_sha256, read_card
@@ -45,8 +45,8 @@ class TrainConfig:
     lr_factor: float = 0.5
     lr_patience: int = 3
     patience: int = 8
-    horizon: int = 4
-    threshold: float = 0.05
+    horizon: int = DEFAULT_HORIZON
+    threshold: float = DEFAULT_THRESHOLD
     node_features: tuple[str, ...] = DEFAULT_NODE_FEATURES
     split_seed: int = 0
     seed: int = 0
