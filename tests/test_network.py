@@ -59,3 +59,25 @@ def test_unreadable_inp(tmp_path):
 def test_unknown_node_is_named(hanoi):
     with pytest.raises(ConfigError, match="node '99' is not in network 'hanoi'"):
         hanoi.node_index("99")
+
+
+@pytest.mark.parametrize(
+    ("name", "n_nodes", "n_links"),
+    [("net1", 11, 13), ("NET1", 11, 13), ("ky1", 859, 985)],
+)
+def test_every_epyt_network_by_name(name, n_nodes, n_links):
+    """Each network shipped in epyt loads by its lower-case file stem; sizes counted from the
+    .inp's own [JUNCTIONS]/[RESERVOIRS]/[TANKS] and [PIPES]/[PUMPS]/[VALVES] sections."""
+    net = load_network(name)
+    sections: dict[str, int] = {}
+    current = None
+    for line in net.inp_path.read_text(errors="replace").splitlines():
+        line = line.split(";")[0].strip()
+        if line.startswith("["):
+            current = line.upper()
+        elif line and current:
+            sections[current] = sections.get(current, 0) + 1
+    nodes = sum(sections.get(s, 0) for s in ("[JUNCTIONS]", "[RESERVOIRS]", "[TANKS]"))
+    links = sum(sections.get(s, 0) for s in ("[PIPES]", "[PUMPS]", "[VALVES]"))
+    assert (net.n_nodes, net.n_links) == (nodes, links) == (n_nodes, n_links)
+    assert net.name == name.lower()

@@ -79,3 +79,18 @@ def test_numeric_node_ids_are_accepted(tmp_path):
     assert ScenarioConfig.model_validate({"injection_node": 12}) == ScenarioConfig(
         injection_node="12"
     )
+
+
+def test_relative_network_path_is_read_beside_the_config(tmp_path, monkeypatch):
+    """A relative .inp path in a config means the file beside the config, stored absolute so
+    that datasets and timelines made from it work from any directory; names stay names."""
+    from wdn_explain.network import builtin_network_path
+
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "mine.inp").write_bytes(builtin_network_path("net1").read_bytes())
+    (folder / "s.yaml").write_text("scenario: {network: mine.inp}\n")
+    (folder / "named.yaml").write_text("scenario: {network: net1}\n")
+    monkeypatch.chdir(tmp_path)  # not the config's folder
+    assert load_config("configs/s.yaml").scenario.network == str(folder / "mine.inp")
+    assert load_config("configs/named.yaml").scenario.network == "net1"

@@ -23,28 +23,31 @@ if TYPE_CHECKING:
     import geopandas
     import torch
 
-#: Networks that ship inside the ``epyt`` package, by the name users type.
-BUILTIN_NETWORKS = {"hanoi": ("asce-tf-wdst", "Hanoi.inp")}
+
+def builtin_networks() -> dict[str, Path]:
+    """Every network that ships inside the ``epyt`` package, by the name users type: the
+    file stem in lower case (``hanoi``, ``net1``, ``net3``, ``ky8``, ``l-town``, ...)."""
+    import epyt
+
+    root = Path(epyt.__file__).parent / "networks"
+    return {p.stem.lower(): p for p in sorted(root.rglob("*.inp"))}
 
 
 def builtin_network_path(name: str) -> Path:
     """Return the path of a network that ships inside ``epyt`` (e.g. ``hanoi``)."""
-    import epyt
-
+    known = builtin_networks()
     key = name.lower()
-    if key not in BUILTIN_NETWORKS:
+    if key not in known:
         raise ConfigError(
-            f"unknown network '{name}' (built-in: {', '.join(BUILTIN_NETWORKS)}; "
+            f"unknown network '{name}' (built-in: {', '.join(known)}; "
             "or give the path of an EPANET .inp file)"
         )
-    return Path(epyt.__file__).parent.joinpath("networks", *BUILTIN_NETWORKS[key])
+    return known[key]
 
 
 def resolve_network_path(network: str | Path) -> Path:
     """Return the .inp path of a built-in network name or an existing .inp path."""
     text = str(network)
-    if text.lower() in BUILTIN_NETWORKS:
-        return builtin_network_path(text)
     path = Path(text)
     if path.suffix.lower() != ".inp":
         return builtin_network_path(text)  # raises with the list of known names

@@ -328,4 +328,18 @@ def load_config(path: str | Path) -> SimulationConfig:
         raise ConfigError(f"config file '{path}' is not a text file") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file '{path}' is not valid YAML: {exc}") from None
+    scenario = data.get("scenario") if isinstance(data, dict) else None
+    if isinstance(scenario, dict) and isinstance(scenario.get("network"), str):
+        scenario["network"] = _absolute_network(scenario["network"], path.parent)
     return parse_config(data, source=str(path))
+
+
+def _absolute_network(network: str, folder: Path) -> str:
+    """An .inp path made absolute -- relative to the config's folder, else to the working
+    directory -- so that datasets and timelines made from it work from anywhere; a built-in
+    name is kept."""
+    path = Path(network)
+    if path.suffix.lower() != ".inp" or path.is_absolute():
+        return network
+    beside = folder / path
+    return str((beside if beside.is_file() else path).resolve())
