@@ -140,3 +140,36 @@ def test_gpu_workers_asked_for_when_present():
     assert gpu_resources(_Client({}, {"GPU": 1}), want_gpu=True) == {"GPU": 1}
     assert gpu_resources(_Client({}, {}), want_gpu=True) is None  # CPU fallback
     assert gpu_resources(_Client({"GPU": 1}), want_gpu=False) is None
+
+
+def _count_and_refuse(marker: str) -> None:
+    """A task that records each attempt, then fails as bad input does."""
+    with open(marker, "a") as f:
+        f.write("x")
+    raise ConfigError("scenario 3: injection node '99' is not in the network")
+
+
+def test_bad_input_fails_once_with_its_message(cluster, tmp_path):
+    """A WdnExplainError (the same on every worker) is reported with its own message and not
+    retried; an unexpected error (above) is retried and then reported."""
+    from wdn_explain.cluster import run_tasks
+
+    marker = tmp_path / "attempts"
+    failures = run_tasks(cluster.scheduler_address, _count_and_refuse, [("bad", (str(marker),))])
+    assert failures == {"bad": "scenario 3: injection node '99' is not in the network"}
+    assert marker.read_text() == "x"
+
+
+def test_unexpected_errors_are_retried(cluster, tmp_path):
+    from wdn_explain.cluster import RETRIES, run_tasks
+
+    marker = tmp_path / "attempts"
+
+    def flaky(path):
+        with open(path, "a") as f:
+            f.write("x")
+        raise OSError("shared folder not mounted yet")
+
+    failures = run_tasks(cluster.scheduler_address, flaky, [("flaky", (str(marker),))])
+    assert "shared folder not mounted yet" in failures["flaky"]
+    assert marker.read_text() == "x" * (RETRIES + 1)

@@ -22,7 +22,9 @@ CONNECT_TIMEOUT_S = 5
 """How long to wait for the scheduler before refusing its address."""
 
 RETRIES = 3
-"""How often a task is retried on another worker after its worker died or it failed."""
+"""How often a task that raised an unexpected error is retried on another worker (a worker
+that dies is handled by the scheduler's ``allowed-failures``). A task's own
+:class:`WdnExplainError` -- bad input, the same on every worker -- is not retried."""
 
 
 def connect(address: str):
@@ -53,6 +55,15 @@ def gpu_resources(client: Any, want_gpu: bool) -> dict[str, int] | None:
         return {"GPU": 1}
     logger.warning("no Dask worker offers a GPU resource; explaining on CPU workers")
     return None
+
+
+def _settled(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` on a worker; a WdnExplainError comes back as the task's value, so
+    Dask does not retry a failure that would repeat identically."""
+    try:
+        return fn(*args)
+    except WdnExplainError as exc:
+        return exc
 
 
 def run_tasks(
@@ -86,16 +97,18 @@ def run_tasks(
     with connect(address) as client:
         resources = gpu_resources(client, want_gpu)
         futures = [
-            client.submit(fn, *args, key=key, retries=RETRIES, resources=resources, pure=False)
+            client.submit(
+                _settled, fn, *args, key=key, retries=RETRIES, resources=resources, pure=False
+            )
             for key, args in tasks
         ]
         for future in as_completed(futures):
             if future.status == "cancelled":  # the scheduler dropped it (e.g. lost all workers)
                 failures[future.key] = "cancelled by the scheduler"
             elif future.status != "finished":
-                exc = future.exception()
-                reason = str(exc) if isinstance(exc, WdnExplainError) else repr(exc)
-                failures[future.key] = reason
+                failures[future.key] = repr(future.exception())
+            elif isinstance(result := future.result(), WdnExplainError):
+                failures[future.key] = str(result)
             done += 1
             if progress:
                 progress(done, total)
