@@ -159,12 +159,14 @@ def write_gif(
                 Line2D([], [], marker="o", ls="", color="#d62728", label="raises forecast"),
                 Line2D([], [], marker="o", ls="", color="#1f77b4", label="lowers forecast"),
             ],
-            loc="lower left",
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=4,
             fontsize=8,
             frameon=False,
         )
         e = timeline.explanations[t]
-        ax.set_title(
+        fig.suptitle(
             f"{index_label(index, order)}: {forecast_time(timeline, t)}\n"
             f"forecast {e.prediction:.2f}, simulated {timeline.truth[t]:.2f}, reference "
             f"({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — {UNIT}",
