@@ -59,6 +59,7 @@ DURATION_HELP = (
 )
 PLAY_S = 0.8  # seconds per frame while playing
 CHART = {"displayModeBar": False}  # no Plotly toolbar over the titles
+MAP = CHART | {"scrollZoom": True}  # maps: wheel zoom, drag a box, double-click resets
 
 
 @st.cache_resource(max_entries=8, show_spinner="reading the network...")
@@ -378,7 +379,7 @@ def page(view: View, net) -> None:
         fig = si_graph_figure(
             tl, net, step, index=view.index, order=view.order, top_k=view.top_k, scale=scale
         )
-        st.plotly_chart(fig, width="stretch", key="si_graph", config=CHART)
+        st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
         s = tl.scenario
         st.caption(
             f"{tl.scenario.describe()}; a forecast every {s.reporting_step_s // 60} min; "
@@ -387,9 +388,7 @@ def page(view: View, net) -> None:
         )
     with right:
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
-        st.plotly_chart(
-            chlorine_figure(tl, net, step), width="stretch", key="chlorine", config=CHART
-        )
+        st.plotly_chart(chlorine_figure(tl, net, step), width="stretch", key="chlorine", config=MAP)
         follow_panel(view, net, step)
 
 

@@ -205,6 +205,20 @@ def test_network_without_coordinates_gets_a_layout_and_a_notice(
     assert "no coordinates" not in hanoi_report
 
 
+def test_nodes_all_at_one_point_get_a_layout(tmp_path):
+    text = builtin_networks()["net1"].read_text()
+    coordinates = re.search(r"\[COORDINATES\](.*?)\n\[", text, flags=re.S).group(1)
+    lines = [
+        f"{line.split()[0]} 5 5" if line.strip() and not line.startswith(";") else line
+        for line in coordinates.splitlines()
+    ]
+    (tmp_path / "point.inp").write_text(text.replace(coordinates, "\n".join(lines)))
+    net = load_network(tmp_path / "point.inp")
+    assert (net.coordinates == 5).all() and not net.has_coordinates
+    assert len({tuple(p) for p in net.map_coordinates.round(9)}) == net.n_nodes
+    assert load_network("net1").has_coordinates
+
+
 def test_default_scenario_and_timeline_of_a_model_folder(net1_model, tmp_path):
     # a folder's own default_scenario.yaml wins
     folder = copy_model(net1_model, tmp_path / "own", "net1")
