@@ -350,18 +350,20 @@ def model_network(model_dir: str | Path) -> Network:
     """The network a model was trained on: the card's network by name (every network that
     ships inside ``epyt``), or ``<name>.inp`` in the model folder; its SHA-256 must match the
     card's. DataError naming the network and what to do otherwise."""
-    from .network import load_network
+    from .network import builtin_networks, load_network
 
     info = read_card(model_dir)["data"]["network"]
     name = str(info.get("name", "?"))
     local = Path(model_dir, f"{name}.inp")
-    try:
-        network = load_network(local if local.is_file() else name)
-    except ConfigError:
+    if local.is_file():
+        network = load_network(local)
+    elif name.lower() in builtin_networks():
+        network = load_network(name)
+    else:
         raise DataError(
             f"model '{model_dir}' was trained on network '{name}', which does not ship with "
             f"epyt: copy that network's .inp file into the model folder as '{local}'"
-        ) from None
+        )
     if network.file_sha256 != info["sha256"]:
         raise DataError(
             f"model '{model_dir}' was trained on another version of network '{name}' (sha256 "
@@ -377,8 +379,8 @@ def default_scenario(model_dir: str | Path, network: Network | None = None) -> S
     folder's ``default_scenario.yaml``; else, for a model of the default scenario's network
     (Hanoi), ``simulations/default_scenario.yaml``; else the middle of the model's training
     design (its first injection node and mode, each range's midpoint, the injection start
-    and the bulk decay at their low ends -- what the app's form proposes), or the plain
-    defaults at the first reservoir for a card without a design.
+    and the bulk decay at their low ends, as the app's form starts), or the plain defaults
+    at the first reservoir for a card without a design.
 
     Args:
         network: The model's network (:func:`model_network`), when already loaded.
