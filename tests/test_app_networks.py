@@ -176,6 +176,14 @@ def test_model_of_another_network_version_is_one_message(net1_model, tmp_path):
         model_network(folder)
 
 
+def test_unreadable_network_file_in_the_model_folder_names_the_file(net1_model, tmp_path):
+    from wdn_explain.errors import ConfigError
+
+    folder = copy_model(net1_model, tmp_path / "m", "broken", "[JUNCTIONS]\nnot a network\n")
+    with pytest.raises(ConfigError, match=f"cannot read network file '{folder / 'broken.inp'}'"):
+        model_network(folder)
+
+
 def test_network_without_coordinates_gets_a_layout_and_a_notice(
     start, cache, net1_model, tmp_path, hanoi
 ):
