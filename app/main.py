@@ -1,7 +1,9 @@
-"""wdn-explain app: animated SI-Graphs of the chlorine forecast over the Hanoi map.
+"""wdn-explain app: animated SI-Graphs of the chlorine forecast over a network's map.
 
-Run with ``streamlit run app/main.py``. The app only parses input and shows results; the
-work is done by the library (simulate -> forecast -> explain, cached per scenario/model).
+Run with ``streamlit run app/main.py``. The user picks one of the water models (every model
+folder under ``models/``, and ``$WDN_EXPLAIN_MODEL``); the network is the one its card names.
+The app only parses input and shows results; the work is done by the library (simulate ->
+forecast -> explain, cached per scenario/model).
 """
 
 from __future__ import annotations
@@ -18,8 +20,13 @@ from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope, card_envelope
 from wdn_explain.errors import WdnExplainError
 from wdn_explain.features import InputSpec
 from wdn_explain.model_folder import model_hash, read_card
-from wdn_explain.narrative import HOW_TO_READ, reference_label, summary, threshold_text
-from wdn_explain.network import load_network
+from wdn_explain.narrative import (
+    HOW_TO_READ,
+    NO_COORDINATES,
+    reference_label,
+    summary,
+    threshold_text,
+)
 from wdn_explain.plot import (
     chlorine_figure,
     forecast_figure,
@@ -29,22 +36,21 @@ from wdn_explain.plot import (
     value_scale,
 )
 from wdn_explain.report import report_html, shapiq_zip
-from wdn_explain.scenario import ScenarioConfig, load_config
+from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.timeline import (
-    DEFAULT_MODEL,
-    DEFAULT_SCENARIO,
-    DEFAULT_TIMELINE,
     REFERENCES,
     Timeline,
     cache_path,
-    default_model,
+    default_scenario,
+    default_timeline,
     explain_scenario,
+    model_network,
     timeline_is_current,
     timeline_label,
+    water_models,
 )
 
 logger = logging.getLogger("wdn_explain.app")
-MODEL_DIR = default_model()
 CACHE_DIR = Path(os.environ.get("WDN_EXPLAIN_CACHE", Path.home() / ".cache" / "wdn-explain"))
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
 MAX_DURATION_S = 12 * 3600
@@ -53,11 +59,16 @@ DURATION_HELP = (
 )
 PLAY_S = 0.8  # seconds per frame while playing
 CHART = {"displayModeBar": False}  # no Plotly toolbar over the titles
+MAP = CHART | {"scrollZoom": True}  # maps: wheel zoom, drag a box, double-click resets
 
 
-@st.cache_resource
-def network(name: str):
-    return load_network(name)
+@st.cache_resource(max_entries=8, show_spinner="reading the network...")
+def network(model_dir: str, model: str):
+    """The network of the model folder ``model_dir`` (hash ``model``), its map layout
+    computed once (:attr:`~wdn_explain.network.Network.map_coordinates`)."""
+    net = model_network(model_dir)
+    net.map_coordinates  # noqa: B018 -- a layout for a network without coordinates, cached
+    return net
 
 
 @st.cache_resource(max_entries=8)
@@ -86,32 +97,33 @@ def scenario_name(path: Path) -> str:
     return f"{timeline_label(path)} [{path.stem.split('_')[1][:6]}]"
 
 
-def available_timelines(default: Path) -> dict[str, Path]:
+def available_timelines(default: Path, model_dir: Path) -> dict[str, Path]:
     found = {f"default: {timeline_label(default)}": default}
     if CACHE_DIR.is_dir():
-        for path in sorted(CACHE_DIR.glob(f"timeline_*_{model_hash(MODEL_DIR)}.npz")):
+        for path in sorted(CACHE_DIR.glob(f"timeline_*_{model_hash(model_dir)}.npz")):
             if path != default:
                 found[scenario_name(path)] = path
     return found
 
 
-def default_timeline() -> Path:
-    """The default scenario's timeline: the shipped one while it is readable and made by
-    this model and engine version, else one computed into the user cache (the installed
-    package is never written)."""
-    if MODEL_DIR == DEFAULT_MODEL and usable(DEFAULT_TIMELINE):
-        return DEFAULT_TIMELINE
-    scenario = load_config(DEFAULT_SCENARIO).scenario_config(0)
-    path = cache_path(scenario, MODEL_DIR, CACHE_DIR)
-    if not usable(path):
+def opening_timeline(model_dir: Path, net) -> Path:
+    """The model's default scenario's timeline (see :func:`default_scenario`): the one in
+    its folder while it is readable and made by this model and engine version, else one
+    computed into the user cache (the installed package is never written)."""
+    shipped = default_timeline(model_dir)
+    if shipped is not None and usable(shipped, model_dir):
+        return shipped
+    scenario = default_scenario(model_dir, net)
+    path = cache_path(scenario, model_dir, CACHE_DIR)
+    if not usable(path, model_dir):
         with st.spinner("explaining the default scenario (first start with this model)..."):
-            explain_scenario(scenario, MODEL_DIR, out=path)
+            explain_scenario(scenario, model_dir, out=path)
     return path
 
 
-def usable(path: Path) -> bool:
-    """Whether a timeline file is current for this model and loads without error."""
-    if not timeline_is_current(path, MODEL_DIR):
+def usable(path: Path, model_dir: Path) -> bool:
+    """Whether a timeline file is current for the model and loads without error."""
+    if not timeline_is_current(path, model_dir):
         return False
     try:
         timeline_from(str(path), path.stat().st_mtime)
@@ -141,7 +153,7 @@ def _factor_input(
     return st.slider(label, lo, hi, min(max(value, lo), hi), step, key=key)
 
 
-def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
+def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> None:
     """A sidebar form offering what the model's training design covers (its injection nodes,
     modes and ranges); a model without a recorded design gets the whole network."""
     nodes = list(envelope.injection_nodes) if envelope else list(net.node_ids)
@@ -175,8 +187,8 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
         submitted = st.form_submit_button("simulate, forecast, explain")
     if not submitted:
         return
-    template = load_config(DEFAULT_SCENARIO).scenario
-    horizon = InputSpec.from_card(read_card(MODEL_DIR)).horizon
+    template = default_scenario(model_dir, net)
+    horizon = InputSpec.from_card(read_card(model_dir)).horizon
     shortest = (horizon + 2) * template.reporting_step_s
     if not shortest <= duration_min * 60 <= MAX_DURATION_S:
         st.sidebar.error(
@@ -189,7 +201,6 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
         spec = ScenarioConfig.model_validate(
             template.model_dump()
             | dict(
-                network=net.name,
                 injection_node=None if roles.get(node) == "reservoir" else node,
                 injection_strength_mg_l=float(strength),
                 injection_mode=mode,
@@ -207,10 +218,10 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
         return
     bar = st.sidebar.progress(0.0, text="simulating and explaining...")
     try:
-        out = cache_path(spec, MODEL_DIR, CACHE_DIR)
+        out = cache_path(spec, model_dir, CACHE_DIR)
         _, status = explain_scenario(
             spec,
-            MODEL_DIR,
+            model_dir,
             out=out,
             progress=lambda d, t: bar.progress(d / t, text=f"explained {d}/{t} steps"),
         )
@@ -234,14 +245,50 @@ def design_notice(tl: Timeline) -> None:
         )
 
 
+# What belongs to one model's page and is forgotten when another model is chosen.
+PER_MODEL_KEYS = ("scenario", "follow", "time_min", "playing", "new_node", "new_mode")
+
+
+def _forget_model_state() -> None:
+    for key in PER_MODEL_KEYS:
+        st.session_state.pop(key, None)
+
+
+def _model_label(name: str, model_dir: Path) -> str:
+    """``name (network)`` from the card, or the bare name when the card is unreadable."""
+    try:
+        return f"{name} ({read_card(model_dir)['data']['network']['name']})"
+    except WdnExplainError:
+        return name
+
+
+def pick_model():
+    """The model chooser (top of the sidebar): returns the model folder and its network,
+    with a caption naming the network (and a notice when its map is a computed layout)."""
+    models = water_models()
+    name = st.sidebar.selectbox(
+        "model",
+        list(models),
+        format_func=lambda m: _model_label(m, models[m]),
+        key="model",
+        on_change=_forget_model_state,
+        help="the trained models shipped in models/ (and $WDN_EXPLAIN_MODEL); each is shown "
+        "on the network it was trained on",
+    )
+    model_dir = models[name]
+    net = network(str(model_dir), model_hash(model_dir))
+    st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
+    return model_dir, net
+
+
 def main() -> None:
     st.set_page_config(page_title="wdn-explain", layout="wide")
     st.title("Why does the model expect chlorine there?")
-    default = default_timeline()
-    net = network("hanoi")
+    model_dir, net = pick_model()
+    default = opening_timeline(model_dir, net)
     controls = st.sidebar.container()  # drawn above the form, filled after it ran
-    new_scenario_form(net, card_envelope(read_card(MODEL_DIR)))
-    timelines = available_timelines(default)
+    new_scenario_form(net, card_envelope(read_card(model_dir)), model_dir)
+    timelines = available_timelines(default, model_dir)
     choice = controls.selectbox("scenario", list(timelines), key="scenario")
     reference = controls.radio(
         "values relative to",
@@ -259,6 +306,8 @@ def main() -> None:
     path = timelines[choice]
     mtime = path.stat().st_mtime
     tl = shown(str(path), mtime, reference)
+    if not net.has_coordinates:
+        st.info(NO_COORDINATES)
     design_notice(tl)
     time_cursor(tl)
     view = View(str(path), mtime, reference, index, order, top_k)
@@ -330,7 +379,7 @@ def page(view: View, net) -> None:
         fig = si_graph_figure(
             tl, net, step, index=view.index, order=view.order, top_k=view.top_k, scale=scale
         )
-        st.plotly_chart(fig, width="stretch", key="si_graph", config=CHART)
+        st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
         s = tl.scenario
         st.caption(
             f"{tl.scenario.describe()}; a forecast every {s.reporting_step_s // 60} min; "
@@ -339,9 +388,7 @@ def page(view: View, net) -> None:
         )
     with right:
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
-        st.plotly_chart(
-            chlorine_figure(tl, net, step), width="stretch", key="chlorine", config=CHART
-        )
+        st.plotly_chart(chlorine_figure(tl, net, step), width="stretch", key="chlorine", config=MAP)
         follow_panel(view, net, step)
 
 

@@ -198,3 +198,44 @@ def test_report_html_has_title_reading_guide_and_both_figures(tl, hanoi):
     assert page.count('class="plotly-graph-div"') == 2
     step = tl.first_informative_step()
     assert summary(tl, hanoi, step, "SV", None).split(":")[0] in page
+
+
+def test_maps_are_webgl_with_one_pipe_trace_and_hanoi_keeps_its_look(tl, hanoi):
+    from wdn_explain.plot import marker_scale
+
+    step = 8
+    fig = si_graph_figure(tl, hanoi, step, index="k-SII", order=3, top_k=5)
+    assert {tr.type for tr in fig.data} == {"scattergl"}
+    (pipes,) = traces(fig, "pipes")
+    segments = np.column_stack([pipes.x, pipes.y]).reshape(hanoi.n_links, 3, 2)
+    assert np.isnan(segments[:, 2]).all()  # one NaN-separated segment per link
+    np.testing.assert_array_equal(segments[:, :2], hanoi.coordinates[hanoi.link_nodes])
+    (nodes,) = traces(fig, "nodes")
+    assert len(nodes.x) == len(nodes.hovertext) == hanoi.n_nodes
+    assert marker_scale(hanoi.n_nodes) == 1.0 and list(nodes.text) == list(hanoi.node_ids)
+    values = tl.node_values("k-SII", 3)[step]
+    scale = np.abs(tl.node_values("k-SII", 3)).max()
+    np.testing.assert_allclose(nodes.marker.size, 9 + 22 * np.abs(values) / scale)
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1
+
+
+def test_large_network_maps_shrink_markers(tl):
+    from dataclasses import replace
+
+    from wdn_explain.network import load_network
+    from wdn_explain.plot import marker_scale
+
+    town = load_network("l-town")
+    assert town.n_nodes > 700 and town.has_coordinates
+    chlorine = np.random.default_rng(0).random((len(tl), town.n_nodes))
+    fig = chlorine_figure(replace(tl, chlorine=chlorine), town, 3)
+    pipes, nodes = fig.data
+    assert (pipes.type, nodes.type) == ("scattergl", "scattergl")
+    assert len(pipes.x) == 3 * town.n_links
+    assert len(nodes.x) == town.n_nodes
+    np.testing.assert_array_equal(nodes.marker.color, chlorine[3])
+    assert nodes.hovertext[0].startswith(f"<b>node {town.node_ids[0]}</b>")
+    assert nodes.marker.size == pytest.approx(12 * marker_scale(town.n_nodes))
+    sizes = [marker_scale(n) for n in (10, 32, 97, 785, 5000)]
+    assert sizes[:2] == [1.0, 1.0] and sizes == sorted(sizes, reverse=True)
+    assert sizes[-1] == 0.35  # never smaller: still visible

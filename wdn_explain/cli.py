@@ -392,7 +392,10 @@ def _config_scheduler(spec: str) -> str | None:
 @app.command()
 def explain(
     scenario: str = typer.Option(
-        "simulations/default_scenario.yaml", help="scenario YAML file or inline YAML mapping"
+        None,
+        help="scenario YAML file or inline YAML mapping [default: the model's default "
+        "scenario: its folder's default_scenario.yaml, else simulations/default_scenario.yaml "
+        "for Hanoi, else the middle of its training design]",
     ),
     model: Path = typer.Option(
         None, help="model folder [default: $WDN_EXPLAIN_MODEL, else the shipped models/default]"
@@ -411,11 +414,17 @@ def explain(
 
     Warns (one line) when the scenario lies outside the model's training design."""
     from .design import UNKNOWN_DESIGN
-    from .timeline import check_timeline_output, default_model, explain_scenario, shipped
+    from .timeline import (
+        check_timeline_output,
+        default_model,
+        default_scenario,
+        explain_scenario,
+        shipped,
+    )
 
     model = default_model() if model is None else shipped(model)
     try:
-        spec = _scenario_from(scenario, index)
+        spec = default_scenario(model) if scenario is None else _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
         timeline, status = explain_scenario(
             spec,
@@ -423,7 +432,7 @@ def explain(
             out=out,
             progress=True,
             allow_large=yes,
-            scheduler=scheduler or _config_scheduler(scenario),
+            scheduler=scheduler or (scenario and _config_scheduler(scenario)),
             gpu=gpu,
         )
     except WdnExplainError as exc:

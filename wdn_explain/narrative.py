@@ -30,6 +30,12 @@ pipes away from each node, so only interactions inside such neighbourhoods can b
 The square marks the reservoir; a thick outline marks the injection node.
 """
 
+# Shown above every map of a network without coordinates (see Network.has_coordinates).
+NO_COORDINATES = (
+    "This network's .inp has no coordinates; the map shows a computed layout (node "
+    "positions say which nodes are connected, not where they are)."
+)
+
 
 def reference_label(reference: str) -> str:
     """The short plain name of a reference (``mean`` -> ``the network average``)."""

@@ -56,6 +56,9 @@ def resolve_network_path(network: str | Path) -> Path:
     return path
 
 
+KAMADA_KAWAI_MAX_NODES = 300  # larger networks get the (faster) seeded spring layout
+
+
 @dataclass(frozen=True)
 class Network:
     """A water distribution network as the rest of the pipeline needs it.
@@ -68,7 +71,8 @@ class Network:
         link_ids: EPANET link ids, shape (n_links,).
         link_nodes: Start and end node index per link, shape (n_links, 2).
         link_types: ``pipe``, ``pump`` or ``valve`` per link.
-        coordinates: Node map coordinates (x, y) in the .inp's units, shape (n_nodes, 2).
+        coordinates: Node map coordinates (x, y) in the .inp's units, shape (n_nodes, 2);
+            NaN for a node the .inp gives no coordinates (see :attr:`map_coordinates`).
     """
 
     name: str
@@ -126,6 +130,29 @@ class Network:
         """SHA-256 of the .inp file, recorded in manifests."""
         return hashlib.sha256(self.inp_path.read_bytes()).hexdigest()
 
+    @property
+    def has_coordinates(self) -> bool:
+        """Whether the .inp places every node, and not all at one point."""
+        xy = self.coordinates
+        return bool(np.isfinite(xy).all() and np.ptp(xy, axis=0).max() > 0)
+
+    @cached_property
+    def map_coordinates(self) -> np.ndarray:
+        """Where maps draw the nodes, shape (n_nodes, 2): the .inp's coordinates, or for a
+        network without them (:attr:`has_coordinates`) a seeded networkx layout, computed
+        once per network: Kamada-Kawai up to :data:`KAMADA_KAWAI_MAX_NODES` nodes, a spring
+        layout beyond."""
+        if self.has_coordinates:
+            return self.coordinates
+        import networkx as nx
+
+        graph = self.to_networkx()
+        if self.n_nodes <= KAMADA_KAWAI_MAX_NODES:
+            pos = nx.kamada_kawai_layout(graph)
+        else:
+            pos = nx.spring_layout(graph, seed=0)
+        return np.array([pos[n] for n in self.node_ids], dtype=float)
+
     def to_networkx(self):
         """Undirected networkx graph over node ids (link ids on the edges)."""
         import networkx as nx
@@ -149,6 +176,16 @@ class Network:
         return nodes, links
 
 
+def _unplaced_to_nan(api) -> None:
+    """Give every node the .inp does not place NaN coordinates (EPANET refuses to report
+    the topology of a file without them)."""
+    for node in range(1, api.getcount(0) + 1):  # 0: EN_NODECOUNT
+        try:
+            api.getcoord(node)
+        except RuntimeError:
+            api.setcoord(node, np.nan, np.nan)
+
+
 def load_network(network: str | Path = "hanoi") -> Network:
     """Read a network by built-in name (``hanoi``) or from an EPANET .inp path.
 
@@ -162,6 +199,7 @@ def load_network(network: str | Path = "hanoi") -> Network:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with ScenarioSimulator(f_inp_in=str(path), raise_exception_on_error=True) as sim:
+                _unplaced_to_nan(sim.epanet_api)
                 topo = sim.get_topology()
     except Exception as exc:  # EPANET reports unreadable files in many ways
         raise ConfigError(f"cannot read network file '{path}': {exc}") from exc

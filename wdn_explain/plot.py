@@ -7,6 +7,14 @@ Node colour and size show the first-order value of the chosen index, in the fore
 light grey straight pipes; higher-order interactions are translucent dashed hulls with a ▲
 marker naming their members. One colour scale is fixed across all frames so that frames
 compare.
+
+Maps stay readable at utility scale (hundreds to thousands of nodes): every map trace is
+WebGL (``scattergl``), the pipes are one line trace, markers shrink with the network's size
+(:func:`marker_scale`), node labels are written only on small networks (hover names every
+node), only the ``top_k`` strongest interactions are drawn, and the axes keep an equal
+aspect under Plotly's own zoom. Nodes are drawn at
+:attr:`~wdn_explain.network.Network.map_coordinates` (a computed layout for a network whose
+.inp has no coordinates).
 """
 
 from __future__ import annotations
@@ -33,6 +41,14 @@ from .timeline import Timeline
 
 POSITIVE, NEGATIVE = "#d62728", "#1f77b4"
 COLORSCALE = "RdBu_r"
+LABELLED_NODES = 60  # node ids are written on maps of at most this many nodes
+_REFERENCE_NODES = 32  # markers keep their full size up to this many nodes (Hanoi)
+
+
+def marker_scale(n_nodes: int) -> float:
+    """How much node markers shrink on a network of ``n_nodes`` (1 up to Hanoi's 32 nodes,
+    falling with the square root of the node count, never below 0.35)."""
+    return float(np.clip(np.sqrt(_REFERENCE_NODES / max(n_nodes, 1)), 0.35, 1.0))
 
 
 @dataclass(frozen=True)
@@ -67,18 +83,18 @@ def frame_data(
 
 
 def _pipe_trace(network: Network) -> dict:
-    """The pipes as thin, light grey straight segments (interactions are drawn curved)."""
-    xy = network.coordinates
-    xs, ys = [], []
-    for u, v in network.link_nodes:
-        xs += [xy[u, 0], xy[v, 0], np.nan]
-        ys += [xy[u, 1], xy[v, 1], np.nan]
+    """The pipes as one trace of thin, light grey straight segments separated by NaN
+    (interactions are drawn curved)."""
+    xy = network.map_coordinates
+    ends = xy[network.link_nodes]  # (n_links, 2 ends, 2)
+    gaps = np.full((network.n_links, 1, 2), np.nan)
+    segments = np.concatenate([ends, gaps], axis=1).reshape(-1, 2)
     return dict(
-        type="scatter",
-        x=np.array(xs),
-        y=np.array(ys),
+        type="scattergl",
+        x=segments[:, 0],
+        y=segments[:, 1],
         mode="lines",
-        line=dict(color=PIPE, width=2),
+        line=dict(color=PIPE, width=2 * marker_scale(network.n_nodes) ** 0.5),
         hoverinfo="skip",
         name="pipes",
     )
@@ -100,7 +116,7 @@ def _arc(a: np.ndarray, b: np.ndarray, n: int = 16) -> np.ndarray:
 def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
     """Six line traces (sign x width class) of curved arcs, hover-free so that hovering a
     node shows the node, plus one trace of arc midpoints carrying each pair's hover text."""
-    xy = network.coordinates
+    xy = network.map_coordinates
     top = max((abs(v) for _, v in pairs), default=0.0) or 1.0
     traces, mids, text, colours = [], [], [], []
     for colour, sign in ((POSITIVE, 1), (NEGATIVE, -1)):
@@ -121,7 +137,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
                 )
             traces.append(
                 dict(
-                    type="scatter",
+                    type="scattergl",
                     x=np.array(xs or [np.nan]),  # NaN separates segments; arrays validate fast
                     y=np.array(ys or [np.nan]),
                     mode="lines",
@@ -134,7 +150,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
     mids_xy = np.array(mids).reshape(-1, 2)
     traces.append(
         dict(
-            type="scatter",
+            type="scattergl",
             x=mids_xy[:, 0] if len(mids) else np.array([np.nan]),
             y=mids_xy[:, 1] if len(mids) else np.array([np.nan]),
             mode="markers",
@@ -150,7 +166,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
 def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
     """Two filled traces (sign) of translucent hulls with dashed outlines around each set of
     three or more nodes, and one trace of ▲ markers at their centres naming the members."""
-    xy = network.coordinates
+    xy = network.map_coordinates
     traces, centres, text, colours = [], [], [], []
     for colour, sign in ((POSITIVE, 1), (NEGATIVE, -1)):
         xs, ys = [], []
@@ -169,7 +185,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
             text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} (share of nodes)")
         traces.append(
             dict(
-                type="scatter",
+                type="scattergl",
                 x=np.array(xs or [np.nan]),
                 y=np.array(ys or [np.nan]),
                 mode="lines",
@@ -184,7 +200,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
     xy_c = np.array(centres).reshape(-1, 2)
     traces.append(
         dict(
-            type="scatter",
+            type="scattergl",
             x=xy_c[:, 0] if centres else np.array([np.nan]),
             y=xy_c[:, 1] if centres else np.array([np.nan]),
             mode="markers",
@@ -200,26 +216,28 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
 def _node_trace(
     network: Network, timeline: Timeline, step: int, values: np.ndarray, scale: float, index: str
 ) -> dict:
-    xy = network.coordinates
+    xy = network.map_coordinates
     roles = np.array(network.node_roles)
     injection = injection_node(timeline.scenario, network)
+    size = marker_scale(network.n_nodes)
+    labelled = network.n_nodes <= LABELLED_NODES
     hover = [
         f"<b>node {nid}</b> ({role})<br>chlorine {c:.3f} mg/L<br>{index} {v:+.4f} (share of nodes)"
         for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)
     ]
     return dict(
-        type="scatter",
+        type="scattergl",
         x=xy[:, 0],
         y=xy[:, 1],
-        mode="markers+text",
-        text=list(network.node_ids),
+        mode="markers+text" if labelled else "markers",
+        text=list(network.node_ids) if labelled else None,
         textposition="top right",
         textfont=dict(size=12, color="#222"),
         hovertext=hover,
         hoverinfo="text",
         name="nodes",
         marker=dict(
-            size=9 + 22 * np.abs(values) / (scale or 1.0),
+            size=size * (9 + 22 * np.abs(values) / (scale or 1.0)),
             color=values,
             colorscale=COLORSCALE,
             cmin=-scale,
@@ -230,7 +248,9 @@ def _node_trace(
             symbol=np.where(
                 roles == "reservoir", "square", np.where(roles == "tank", "diamond", "circle")
             ),
-            line=dict(width=np.where(np.array(network.node_ids) == injection, 4, 1), color="black"),
+            line=dict(
+                width=np.where(np.array(network.node_ids) == injection, 4, size), color="black"
+            ),
         ),
     )
 
@@ -265,9 +285,9 @@ def frame_title(timeline: Timeline, step: int, index: str, order: int | None) ->
 
 
 def _map_layout(network: Network, height: int, title: str) -> dict:
-    """A map layout with room around the nodes (labels and big markers are not clipped) and
-    the title at the left, clear of any toolbar at the right."""
-    xy = network.coordinates
+    """A map layout with room around the nodes (labels and big markers are not clipped),
+    equal aspect, and the title at the left, clear of any toolbar at the right."""
+    xy = network.map_coordinates
     lo, hi = xy.min(axis=0), xy.max(axis=0)
     pad = 0.08 * (hi - lo)
     return dict(
@@ -276,7 +296,12 @@ def _map_layout(network: Network, height: int, title: str) -> dict:
         plot_bgcolor="white",
         title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
         xaxis=dict(visible=False, range=[lo[0] - pad[0], hi[0] + 1.5 * pad[0]]),
-        yaxis=dict(visible=False, range=[lo[1] - pad[1], hi[1] + pad[1]], scaleanchor="x"),
+        yaxis=dict(
+            visible=False,
+            range=[lo[1] - pad[1], hi[1] + pad[1]],
+            scaleanchor="x",
+            scaleratio=1,
+        ),
         showlegend=False,
         hovermode="closest",
     )
@@ -425,21 +450,21 @@ def chlorine_figure(
     timeline: Timeline, network: Network, step: int, height: int = 320
 ) -> go.Figure:
     """Chlorine (mg/L) on the map at one step (colour scale up to the source strength)."""
-    xy = network.coordinates
+    xy = network.map_coordinates
     fig = go.Figure(
         [
             _pipe_trace(network),
-            go.Scatter(
+            go.Scattergl(
                 x=xy[:, 0],
                 y=xy[:, 1],
                 mode="markers",
                 marker=dict(
-                    size=12,
+                    size=12 * marker_scale(network.n_nodes),
                     color=timeline.chlorine[step],
                     colorscale="Greens",
                     cmin=0,
                     cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
-                    line=dict(width=1, color="black"),
+                    line=dict(width=marker_scale(network.n_nodes), color="black"),
                     colorbar=dict(title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10),
                 ),
                 hovertext=[

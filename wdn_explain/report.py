@@ -15,6 +15,7 @@ import numpy as np
 
 from .narrative import (
     HOW_TO_READ,
+    NO_COORDINATES,
     UNIT,
     forecast_time,
     index_label,
@@ -24,7 +25,7 @@ from .narrative import (
     threshold_text,
 )
 from .network import Network
-from .plot import forecast_figure, frame_data, timeline_figure
+from .plot import LABELLED_NODES, forecast_figure, frame_data, marker_scale, timeline_figure
 from .simulation import injection_node
 from .timeline import REFERENCES, Timeline
 
@@ -63,6 +64,7 @@ def report_html(
         f"as chlorinated with {html.escape(threshold_text(timeline))}. Model "
         f"{html.escape(str(timeline.meta['model_hash']))}, exact GraphSHAP-IQ.</p>",
         f"<p><i>{html.escape(summary(timeline, network, start, index, order))}</i></p>",
+        "" if network.has_coordinates else f"<p><b>Note:</b> {html.escape(NO_COORDINATES)}</p>",
         si.to_html(full_html=False, include_plotlyjs=True, auto_play=False),
         forecast_figure(timeline).to_html(full_html=False, include_plotlyjs=False),
         "<h2>How to read this</h2>",
@@ -94,13 +96,16 @@ def write_gif(
     fps: int = 2,
 ) -> None:
     """An animated GIF of node values over time (for slides), drawn with matplotlib: node
-    labels, reservoir and injection markers, a labelled colour bar and, per frame, the
-    forecast, the simulated truth and the reference forecast."""
+    labels (on small networks), reservoir and injection markers, a labelled colour bar and,
+    per frame, the forecast, the simulated truth and the reference forecast. Markers shrink
+    with the network's size (:func:`~.plot.marker_scale`), so that large networks stay
+    readable."""
     import imageio.v2 as imageio
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
 
     order = resolved_order(timeline, index, order)
@@ -108,14 +113,15 @@ def write_gif(
         [frame_data(timeline, t, index, order, 0).node_values for t in range(len(timeline))]
     )
     scale = float(np.abs(values).max()) or 1.0
-    xy = network.coordinates
+    xy = network.map_coordinates
     roles = np.array(network.node_roles)
     injection = network.node_index(injection_node(timeline.scenario, network))
+    area = marker_scale(network.n_nodes) ** 2  # matplotlib sizes are areas
     images = []
     for t in range(len(timeline)):
         fig, ax = plt.subplots(figsize=(8, 6.4), dpi=80)
-        for u, v in network.link_nodes:
-            ax.plot(xy[[u, v], 0], xy[[u, v], 1], color="#cccccc", lw=2, zorder=1)
+        pipes = LineCollection(xy[network.link_nodes], colors="#cccccc", lw=2 * area**0.5)
+        ax.add_collection(pipes, autolim=True)
         for role, marker in (("junction", "o"), ("reservoir", "s"), ("tank", "D")):
             keep = roles == role
             if keep.any():
@@ -126,14 +132,23 @@ def write_gif(
                     cmap="RdBu_r",
                     vmin=-scale,
                     vmax=scale,
-                    s=50 + 300 * np.abs(values[t, keep]) / scale,
+                    s=area * (50 + 300 * np.abs(values[t, keep]) / scale),
                     marker=marker,
                     edgecolors="black",
+                    linewidths=area**0.5,
                     zorder=2,
                 )
-        ax.scatter(*xy[injection], s=500, facecolors="none", edgecolors="black", lw=2.5, zorder=3)
-        for i, nid in enumerate(network.node_ids):
-            ax.annotate(nid, xy[i], xytext=(5, 5), textcoords="offset points", fontsize=9)
+        ax.scatter(
+            *xy[injection],
+            s=500 * area**0.5,
+            facecolors="none",
+            edgecolors="black",
+            lw=2.5,
+            zorder=3,
+        )
+        if network.n_nodes <= LABELLED_NODES:
+            for i, nid in enumerate(network.node_ids):
+                ax.annotate(nid, xy[i], xytext=(5, 5), textcoords="offset points", fontsize=9)
         fig.colorbar(sc, ax=ax, label=f"{index} ({UNIT})", shrink=0.8)
         ax.legend(
             handles=[
@@ -144,18 +159,21 @@ def write_gif(
                 Line2D([], [], marker="o", ls="", color="#d62728", label="raises forecast"),
                 Line2D([], [], marker="o", ls="", color="#1f77b4", label="lowers forecast"),
             ],
-            loc="lower left",
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=4,
             fontsize=8,
             frameon=False,
         )
         e = timeline.explanations[t]
-        ax.set_title(
+        fig.suptitle(
             f"{index_label(index, order)}: {forecast_time(timeline, t)}\n"
             f"forecast {e.prediction:.2f}, simulated {timeline.truth[t]:.2f}, reference "
             f"({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — {UNIT}",
             fontsize=10,
         )
         ax.set_axis_off()
+        ax.set_aspect("equal")
         ax.margins(0.08)
         fig.tight_layout()
         fig.canvas.draw()
