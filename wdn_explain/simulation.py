@@ -208,11 +208,11 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
                 source_strength=config.injection_strength_mg_l,
             )
             nodes, links = list(network.node_ids), list(network.link_ids)
-            sim.set_node_quality_sensors(nodes)
-            sim.set_link_quality_sensors(links)
-            sim.set_flow_sensors(links)
-            sim.set_pressure_sensors(nodes)
-            sim.set_demand_sensors(nodes)
+            sensors = sim.sensor_config  # set at once: each EPyT-Flow setter rebuilds it
+            sensors.quality_node_sensors = sensors.pressure_sensors = nodes
+            sensors.demand_sensors = nodes
+            sensors.quality_link_sensors = sensors.flow_sensors = links
+            sim.sensor_config = sensors
             scada = sim.run_simulation()
             scada = (
                 scada.convert_units(
