@@ -77,6 +77,7 @@ def pipeline(folder: Path, network: str, n_scenarios: int, duration_s: int) -> d
     train = ["--epochs", 1, "--layers", 2, "--hidden", 8, "--batch-size", 8, "--device", "cpu"]
     run("train", "--data", data, "--out", model, "--network", network, *train)
     out["evaluate"] = run("evaluate", "--model", model, "--data", data, "--split", "all")
+    out["n_scenarios"] = n_scenarios
     run("explain", "--scenario", config, "--index", 0, "--model", model, "--out", tl_path)
     run("report", "--timeline", tl_path, "--out", report)
     run("export", "--timeline", tl_path, "--index", "SV", "--csv", csv)
@@ -86,18 +87,28 @@ def pipeline(folder: Path, network: str, n_scenarios: int, duration_s: int) -> d
 def check_pipeline(out: dict, network: str, duration_s: int) -> None:
     ids = inp_node_ids(load_network(network).inp_path)
     n_reports = duration_s // 300 + 1
-    scenario = SimulationResult.load(scenario_path(out["data"], 0))
+    scenarios = [
+        SimulationResult.load(scenario_path(out["data"], i)) for i in range(out["n_scenarios"])
+    ]
+    scenario = scenarios[0]
     assert scenario.node_ids.tolist() == ids
     assert scenario.node_chlorine_mg_l.shape == (n_reports, len(ids))
-    assert "persist" in out["evaluate"]
+
+    labels = np.array([(s.node_chlorine_mg_l >= THRESHOLD).mean(axis=1) for s in scenarios])
+    lines = out["evaluate"].splitlines()
+    assert lines[0].startswith(f"all: {labels[:, HORIZON:].size} samples")
+    persistence = next(line.split() for line in lines if line.split()[:1] == ["persistence"])
+    mae = np.abs(labels[:, HORIZON:] - labels[:, :-HORIZON]).mean()
+    assert float(persistence[1]) == pytest.approx(mae, abs=6e-5)  # printed to 4 decimals
 
     tl = Timeline.load(out["timeline"])
     assert tl.node_ids.tolist() == ids
     assert tl.steps.tolist() == list(range(n_reports - HORIZON))
     assert tl.chlorine.shape == (n_reports - HORIZON, len(ids))
-    label = (scenario.node_chlorine_mg_l >= THRESHOLD).mean(axis=1)[HORIZON:]
-    np.testing.assert_allclose(tl.truth, label, atol=1e-6)  # explain simulates it again
-    assert label[-1] > 0  # chlorine reached nodes: the forecast has something to explain
+    np.testing.assert_allclose(tl.truth, labels[0, HORIZON:], atol=1e-6)  # simulated again
+    assert labels[0, -1] > 0  # chlorine reached nodes: the forecast has something to explain
+    assert all(e.exact and e.n_layers == 2 for e in tl.explanations)
+    assert np.abs(tl.forecast - tl.reference_forecast).max() > 1e-6  # something to share
     sv = tl.node_values("SV")
     assert sv.shape == (len(tl), len(ids))
     np.testing.assert_allclose(sv.sum(axis=1), tl.forecast - tl.reference_forecast, atol=1e-5)
