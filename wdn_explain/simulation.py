@@ -17,6 +17,7 @@ import warnings
 import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from .errors import ConfigError, DataError
 from .files import atomic_write
 from .network import Network, load_network
 from .scenario import ScenarioConfig
+
+if TYPE_CHECKING:
+    from epyt_flow.simulation import ScenarioSimulator
 
 _ARRAYS = (
     "times_s",
@@ -138,7 +142,9 @@ def injection_node(config: ScenarioConfig, network: Network) -> str:
     return network.reservoirs[0]
 
 
-def _set_demand_patterns(sim, patterns: dict[str, np.ndarray], base: dict[str, float]) -> None:
+def _set_demand_patterns(
+    sim: ScenarioSimulator, patterns: dict[str, np.ndarray], base: dict[str, float]
+) -> None:
     """Give each junction its own demand pattern through the EPANET toolkit.
 
     Does what ``ScenarioSimulator.set_node_demand_pattern`` does, without the sensor
