@@ -59,6 +59,8 @@ def report_html(
         "<style>body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
         "p{line-height:1.4}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
+        f"<p>Network <b>{html.escape(network.name)}</b>: {network.n_nodes} nodes, "
+        f"{network.n_links} links.</p>",
         f"<p><b>{html.escape(index_label(index, order))}</b> values relative to "
         f"<b>{html.escape(REFERENCES[timeline.reference][1])}</b>, in {UNIT}. A node counts "
         f"as chlorinated with {html.escape(threshold_text(timeline))}. Model "
