@@ -282,3 +282,40 @@ def test_cpu_and_gpu_training_agree(waq_dir, monkeypatch, stream):
         assert g["val_mae"] == pytest.approx(h["val_mae"], abs=1e-5)
     for p, q in zip(cpu_model.parameters(), gpu_model.parameters()):
         torch.testing.assert_close(p, q, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--batch-size", "big"], "batch size must be 'auto' or an integer (got 'big')"),
+        (["--batch-size", "0"], "batch_size must be >= 1 (got 0)"),
+        (["--lr", "fast"], "lr must be 'auto' or a number (got 'fast')"),
+        (["--warmup-epochs", "-1"], "warmup_epochs must be >= 0 (got -1)"),
+        (["--device", "gpu0"], "unknown device 'gpu0' (use auto, cpu, cuda or cuda:N)"),
+    ],
+)
+def test_bad_train_options_are_one_line_errors(tmp_path, waq_dir, option, message):
+    from typer.testing import CliRunner
+
+    from wdn_explain.cli import app
+
+    args = ["train", "--data", str(waq_dir), "--out", str(tmp_path / "m"), *option]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {message}"
+    assert not (tmp_path / "m").exists()
+
+
+def test_cli_trains_with_auto_batch_size_on_cpu(tmp_path, waq_dir):
+    from typer.testing import CliRunner
+
+    from wdn_explain.cli import app
+    from wdn_explain.training import AUTO_BATCH_SIZE
+
+    out = tmp_path / "m"
+    args = ["train", "--data", str(waq_dir), "--out", str(out), "--epochs", "1", "--hidden", "4"]
+    result = CliRunner().invoke(app, [*args, "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    card = json.loads((out / "card.json").read_text())
+    assert card["train"]["batch_size"] == AUTO_BATCH_SIZE["cpu"]
+    assert card["train"]["lr"] == pytest.approx(3e-3 * (AUTO_BATCH_SIZE["cpu"] / 64) ** 0.5)
