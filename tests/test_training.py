@@ -232,15 +232,19 @@ def test_tiny_training_is_deterministic(waq_dir):
         assert torch.equal(value, runs[1].best_state[key]), key
 
 
-def test_auto_batch_size_and_learning_rate():
+def test_auto_batch_size_learning_rate_and_warmup():
     from wdn_explain.training import AUTO_BATCH_SIZE
 
     cpu = TrainConfig().for_device(torch.device("cpu"))
-    assert cpu.batch_size == AUTO_BATCH_SIZE["cpu"]
-    assert cpu.lr == pytest.approx(3e-3 * (AUTO_BATCH_SIZE["cpu"] / 64) ** 0.5)
-    assert TrainConfig(batch_size=256).for_device(torch.device("cpu")).lr == pytest.approx(6e-3)
-    assert TrainConfig(batch_size=256, lr=1e-3).for_device(torch.device("cuda")).lr == 1e-3
-    assert TrainConfig().for_device(torch.device("cuda")).batch_size == AUTO_BATCH_SIZE["cuda"]
+    assert (cpu.batch_size, cpu.lr, cpu.warmup_epochs) == (AUTO_BATCH_SIZE["cpu"], 3e-3, 0)
+    gpu = TrainConfig().for_device(torch.device("cuda"))
+    assert gpu.batch_size == AUTO_BATCH_SIZE["cuda"]
+    assert gpu.lr == pytest.approx(3e-3 * (AUTO_BATCH_SIZE["cuda"] / 64) ** 0.5)
+    assert gpu.warmup_epochs == 2
+    big = TrainConfig(batch_size=256).for_device(torch.device("cpu"))
+    assert (big.lr, big.warmup_epochs) == (pytest.approx(6e-3), 2)
+    fixed = TrainConfig(batch_size=256, lr=1e-3, warmup_epochs=0)
+    assert fixed.for_device(torch.device("cuda")) == fixed
     with pytest.raises(ConfigError, match="warmup_epochs must be >= 0 \\(got -1\\)"):
         TrainConfig(warmup_epochs=-1)
     with pytest.raises(ConfigError, match="batch_size must be >= 1 \\(got 0\\)"):
@@ -319,3 +323,4 @@ def test_cli_trains_with_auto_batch_size_on_cpu(tmp_path, waq_dir):
     card = json.loads((out / "card.json").read_text())
     assert card["train"]["batch_size"] == AUTO_BATCH_SIZE["cpu"]
     assert card["train"]["lr"] == pytest.approx(3e-3 * (AUTO_BATCH_SIZE["cpu"] / 64) ** 0.5)
+    assert card["train"]["warmup_epochs"] == (2 if AUTO_BATCH_SIZE["cpu"] > 64 else 0)

@@ -164,13 +164,11 @@ def train(
     hidden: int = typer.Option(32, help="hidden channels"),
     layers: int = typer.Option(3, help="message-passing layers"),
     batch_size: str = typer.Option(
-        "auto", help="graphs per batch, or auto: 2048 on a GPU, 512 on a CPU"
+        "auto", help="graphs per batch, or auto: 2048 on a GPU, 64 on a CPU"
     ),
-    lr: str = typer.Option(
-        "auto", help="peak learning rate, or auto: 3e-3 x sqrt(batch size / 64)"
-    ),
-    warmup_epochs: int = typer.Option(
-        2, help="epochs over which the learning rate rises linearly from 0"
+    lr: str = typer.Option("auto", help="peak learning rate, or auto: 3e-3 x sqrt(batch / 64)"),
+    warmup_epochs: str = typer.Option(
+        "auto", help="epochs of linear learning-rate warm-up, or auto: 2 above batch 64, else 0"
     ),
     horizon: int = typer.Option(4, help="forecast lead in reported steps"),
     threshold: float = typer.Option(
@@ -205,7 +203,7 @@ def train(
                 epochs=epochs,
                 batch_size=_auto(batch_size, "batch size", int),
                 lr=_auto(lr, "lr", float),
-                warmup_epochs=warmup_epochs,
+                warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
                 horizon=horizon,
                 threshold=threshold,
                 node_features=node_features,

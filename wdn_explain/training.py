@@ -39,10 +39,13 @@ logger = logging.getLogger(__name__)
 
 BASE_BATCH_SIZE = 64
 BASE_LR = 3e-3
-AUTO_BATCH_SIZE = {"cuda": 2048, "cpu": 512}
-"""``batch_size=None`` per device type: large where kernels are cheap to launch and wide
-(a GPU), moderate on a busy CPU, where a batch of 512 already amortises the per-step
-overhead and more samples per step only cost convergence (see the README's training figures)."""
+AUTO_BATCH_SIZE = {"cuda": 2048, "cpu": 64}
+"""``batch_size=None`` per device type. On a GPU a step costs about the same from 64 to a few
+thousand graphs (launch-bound), so large batches cut the epoch time by their size; on a CPU
+the cost follows the samples, and batch 64 reached the best test MAE per wall second of the
+sizes measured (README, "Training")."""
+AUTO_WARMUP_EPOCHS = 2
+"""``warmup_epochs=None``: this many epochs above batch 64, none at 64 or below."""
 RESIDENT_FRACTION = 0.5
 """A split is kept on a CUDA device when it takes at most this fraction of its free memory;
 a larger split stays on the host and each batch is copied over (streamed)."""
@@ -52,15 +55,16 @@ a larger split stays on the host and each batch is copied over (streamed)."""
 class TrainConfig:
     """Optimisation settings (stored, resolved for the device, in the model card).
 
-    ``batch_size=None`` picks :data:`AUTO_BATCH_SIZE` for the device and ``lr=None`` scales
-    :data:`BASE_LR` (tuned at batch 64) by the square root of ``batch_size / 64``; the
-    learning rate rises linearly from zero over the first ``warmup_epochs``.
+    ``batch_size=None`` picks :data:`AUTO_BATCH_SIZE` for the device, ``lr=None`` scales
+    :data:`BASE_LR` (tuned at batch 64) by the square root of ``batch_size / 64``, and the
+    learning rate rises linearly from zero over the first ``warmup_epochs``
+    (``None``: :data:`AUTO_WARMUP_EPOCHS` above batch 64, else none).
     """
 
     epochs: int = 60
     batch_size: int | None = None
     lr: float | None = None
-    warmup_epochs: int = 0
+    warmup_epochs: int | None = None
     lr_factor: float = 0.5
     lr_patience: int = 3
     patience: int = 8
@@ -76,16 +80,19 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be >= 1 (got {value})")
-        if self.warmup_epochs < 0:
+        if self.warmup_epochs is not None and self.warmup_epochs < 0:
             raise ConfigError(f"warmup_epochs must be >= 0 (got {self.warmup_epochs})")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
             raise ConfigError(f"lr must be a positive finite number (got {self.lr})")
 
     def for_device(self, device: torch.device) -> TrainConfig:
-        """This config with ``batch_size`` and ``lr`` resolved for ``device``."""
+        """This config with ``batch_size``, ``lr`` and ``warmup_epochs`` resolved for ``device``."""
         batch_size = self.batch_size or AUTO_BATCH_SIZE[device.type]
         lr = self.lr or BASE_LR * math.sqrt(batch_size / BASE_BATCH_SIZE)
-        return replace(self, batch_size=batch_size, lr=lr)
+        warmup = self.warmup_epochs
+        if warmup is None:
+            warmup = AUTO_WARMUP_EPOCHS if batch_size > BASE_BATCH_SIZE else 0
+        return replace(self, batch_size=batch_size, lr=lr, warmup_epochs=warmup)
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -201,7 +208,7 @@ def fit(
             ``(epoch, epochs)`` after each epoch.
     """
     cfg = config
-    if cfg.batch_size is None or cfg.lr is None:
+    if cfg.batch_size is None or cfg.lr is None or cfg.warmup_epochs is None:
         raise ConfigError("fit needs a resolved TrainConfig (use config.for_device(device))")
     device = torch.device(device)
     generator = torch.Generator().manual_seed(cfg.seed)
