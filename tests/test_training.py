@@ -1,5 +1,6 @@
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -140,3 +141,186 @@ def test_interruption_keeps_the_best_epoch(waq_dir, tmp_path):
     assert card["interrupted"] and len(card["history"]) == 2
     _, saved = load_model(tmp_path / "m")
     assert saved["interrupted"] and saved["history"] == card["history"]
+
+
+def _splits(waq_dir):
+    from wdn_explain.dataset import load_waq_arrays
+
+    arrays = load_waq_arrays(waq_dir)
+    return {s: WaqDataset(waq_dir, s, arrays=arrays) for s in ("train", "val")}
+
+
+def _model(seed: int = 0, device: str = "cpu"):
+    from wdn_explain.model import ChlorineGNN
+
+    torch.manual_seed(seed)
+    return ChlorineGNN(replace(SMALL, in_channels=2)).to(device)
+
+
+def _loss_and_grads(model, x, edge_index, edge_attr, batch, y):
+    model.zero_grad()
+    loss = torch.nn.functional.l1_loss(model(x, edge_index, edge_attr, batch), y)
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+def test_stacked_batches_give_the_dataloader_loss_and_gradients(waq_dir):
+    """Same samples in the same order: loss and gradients of the device-side batches equal
+    those of batches collated by PyG's DataLoader, the last partial batch included."""
+    from torch_geometric.loader import DataLoader
+
+    ds = _splits(waq_dir)["train"]
+    order = torch.randperm(len(ds), generator=torch.Generator().manual_seed(3))
+    ours = list(ds.stacked().batches(8, order))
+    theirs = list(DataLoader([ds[int(i)] for i in order], batch_size=8))
+    assert len(ours) == len(theirs) == -(-len(ds) // 8)
+    assert len(ours[-1].y) == len(ds) % 8 or len(ds) % 8 == 0
+    model = _model()
+    for a, b in zip(ours, theirs):
+        loss_a, grads_a = _loss_and_grads(model, a.x, a.edge_index, a.edge_attr, a.batch, a.y)
+        loss_b, grads_b = _loss_and_grads(model, b.x, b.edge_index, b.edge_attr, b.batch, b.y)
+        torch.testing.assert_close(loss_a, loss_b)
+        for ga, gb in zip(grads_a, grads_b):
+            torch.testing.assert_close(ga, gb)
+
+
+@pytest.mark.parametrize("warmup_epochs", [0, 1])
+def test_fit_equals_a_plain_loop_over_dataloader_batches(waq_dir, warmup_epochs):
+    """fit() trains exactly like a plain Adam loop over DataLoader batches drawn with the
+    same seeded permutation per epoch (and the documented linear warm-up)."""
+    from torch_geometric.loader import DataLoader
+
+    from wdn_explain.training import fit
+
+    sets = _splits(waq_dir)
+    config = TrainConfig(epochs=2, batch_size=8, lr=1e-2, warmup_epochs=warmup_epochs)
+    model = _model()
+    result = fit(model, sets["train"].stacked(), sets["val"].stacked(), config, torch.device("cpu"))
+
+    oracle = _model()
+    optimiser = torch.optim.Adam(oracle.parameters(), lr=1e-2)
+    generator = torch.Generator().manual_seed(config.seed)
+    n_batches = -(-len(sets["train"]) // 8)
+    step = 0
+    for _ in range(2):
+        order = torch.randperm(len(sets["train"]), generator=generator)
+        for b in DataLoader([sets["train"][int(i)] for i in order], batch_size=8):
+            if step < warmup_epochs * n_batches:
+                optimiser.param_groups[0]["lr"] = 1e-2 * (step + 1) / (warmup_epochs * n_batches)
+            step += 1
+            _loss_and_grads(oracle, b.x, b.edge_index, b.edge_attr, b.batch, b.y)
+            optimiser.step()
+    for p, q in zip(model.parameters(), oracle.parameters()):
+        torch.testing.assert_close(p, q)
+    # the validation MAE of the last epoch is the plain MAE of that epoch's predictions
+    val_mae = np.abs(predict(oracle, sets["val"]) - sets["val"].targets()).mean()
+    assert result.history[-1]["val_mae"] == pytest.approx(val_mae, rel=1e-5)
+
+
+def test_tiny_training_is_deterministic(waq_dir):
+    from wdn_explain.training import fit
+
+    sets = _splits(waq_dir)
+    config = TrainConfig(epochs=3, batch_size=16, warmup_epochs=1).for_device(torch.device("cpu"))
+    runs = []
+    for _ in range(2):
+        result = fit(_model(), sets["train"].stacked(), sets["val"].stacked(), config, "cpu")
+        runs.append(result)
+    strip = [[{k: v for k, v in h.items() if k != "seconds"} for h in r.history] for r in runs]
+    assert strip[0] == strip[1]
+    for key, value in runs[0].best_state.items():
+        assert torch.equal(value, runs[1].best_state[key]), key
+
+
+def test_auto_batch_size_learning_rate_and_warmup():
+    from wdn_explain.training import AUTO_BATCH_SIZE
+
+    cpu = TrainConfig().for_device(torch.device("cpu"))
+    assert (cpu.batch_size, cpu.lr, cpu.warmup_epochs) == (AUTO_BATCH_SIZE["cpu"], 3e-3, 0)
+    gpu = TrainConfig().for_device(torch.device("cuda"))
+    assert gpu.batch_size == AUTO_BATCH_SIZE["cuda"]
+    assert gpu.lr == pytest.approx(3e-3 * (AUTO_BATCH_SIZE["cuda"] / 64) ** 0.5)
+    assert gpu.warmup_epochs == 2
+    big = TrainConfig(batch_size=256).for_device(torch.device("cpu"))
+    assert (big.lr, big.warmup_epochs) == (pytest.approx(6e-3), 2)
+    fixed = TrainConfig(batch_size=256, lr=1e-3, warmup_epochs=0)
+    assert fixed.for_device(torch.device("cuda")) == fixed
+    with pytest.raises(ConfigError, match="warmup_epochs must be >= 0 \\(got -1\\)"):
+        TrainConfig(warmup_epochs=-1)
+    with pytest.raises(ConfigError, match="batch_size must be >= 1 \\(got 0\\)"):
+        TrainConfig(batch_size=0)
+
+
+def test_fit_refuses_an_unresolved_config(waq_dir):
+    from wdn_explain.training import fit
+
+    sets = _splits(waq_dir)
+    with pytest.raises(ConfigError, match="resolved TrainConfig"):
+        fit(_model(), sets["train"].stacked(), sets["val"].stacked(), TrainConfig(), "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("stream", [False, True])
+def test_cpu_and_gpu_training_agree(waq_dir, monkeypatch, stream):
+    """Same seed, same batches: GPU training (resident or streamed from the host) ends
+    with the CPU's weights and losses within float tolerance."""
+    from wdn_explain import training
+
+    if stream:  # no split fits: batches are copied from the host
+        monkeypatch.setattr(training, "RESIDENT_FRACTION", 0.0)
+    sets = _splits(waq_dir)
+    config = TrainConfig(epochs=3, batch_size=16, warmup_epochs=1).for_device(torch.device("cpu"))
+    runs = {}
+    for device in ("cpu", "cuda"):
+        model = _model(device=device)
+        runs[device] = (
+            training.fit(
+                model, sets["train"].stacked(), sets["val"].stacked(), config, torch.device(device)
+            ),
+            model.cpu(),
+        )
+    (cpu, cpu_model), (gpu, gpu_model) = runs["cpu"], runs["cuda"]
+    for h, g in zip(cpu.history, gpu.history):
+        assert g["train_mae"] == pytest.approx(h["train_mae"], abs=1e-5)
+        assert g["val_mae"] == pytest.approx(h["val_mae"], abs=1e-5)
+    for p, q in zip(cpu_model.parameters(), gpu_model.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--batch-size", "big"], "batch size must be 'auto' or an integer (got 'big')"),
+        (["--batch-size", "0"], "batch_size must be >= 1 (got 0)"),
+        (["--lr", "fast"], "lr must be 'auto' or a number (got 'fast')"),
+        (["--warmup-epochs", "-1"], "warmup_epochs must be >= 0 (got -1)"),
+        (["--device", "gpu0"], "unknown device 'gpu0' (use auto, cpu, cuda or cuda:N)"),
+    ],
+)
+def test_bad_train_options_are_one_line_errors(tmp_path, waq_dir, option, message):
+    from typer.testing import CliRunner
+
+    from wdn_explain.cli import app
+
+    args = ["train", "--data", str(waq_dir), "--out", str(tmp_path / "m"), *option]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {message}"
+    assert not (tmp_path / "m").exists()
+
+
+def test_cli_trains_with_auto_batch_size_on_cpu(tmp_path, waq_dir):
+    from typer.testing import CliRunner
+
+    from wdn_explain.cli import app
+    from wdn_explain.training import AUTO_BATCH_SIZE
+
+    out = tmp_path / "m"
+    args = ["train", "--data", str(waq_dir), "--out", str(out), "--epochs", "1", "--hidden", "4"]
+    result = CliRunner().invoke(app, [*args, "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    card = json.loads((out / "card.json").read_text())
+    assert card["train"]["batch_size"] == AUTO_BATCH_SIZE["cpu"]
+    assert card["train"]["lr"] == pytest.approx(3e-3 * (AUTO_BATCH_SIZE["cpu"] / 64) ** 0.5)
+    assert card["train"]["warmup_epochs"] == (2 if AUTO_BATCH_SIZE["cpu"] > 64 else 0)

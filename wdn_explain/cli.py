@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from .chem.cli import app as chem_app
-from .errors import WdnExplainError
+from .errors import ConfigError, WdnExplainError
 
 app = typer.Typer(
     help="Exact Shapley-interaction explanations of GNNs on water distribution networks.",
@@ -143,6 +143,19 @@ def _echo_factors(configs, reservoirs: tuple[str, ...], factor_levels) -> None:
     )
 
 
+def _auto(value: str, name: str, kind: type[int] | type[float]) -> int | float | None:
+    """None for ``auto``, else ``value`` as ``kind``; ConfigError names the bad value."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(
+            f"{name} must be 'auto' or {'an integer' if kind is int else 'a number'} "
+            f"(got '{value}')"
+        ) from None
+
+
 @app.command()
 def train(
     data: Path = typer.Option(..., help="WAQ folder (from `simulate`)"),
@@ -150,8 +163,13 @@ def train(
     epochs: int = typer.Option(60, help="maximum epochs (early stopping on validation)"),
     hidden: int = typer.Option(32, help="hidden channels"),
     layers: int = typer.Option(3, help="message-passing layers"),
-    batch_size: int = typer.Option(64, help="graphs per batch"),
-    lr: float = typer.Option(3e-3, help="initial learning rate"),
+    batch_size: str = typer.Option(
+        "auto", help="graphs per batch, or auto: 2048 on a GPU, 64 on a CPU"
+    ),
+    lr: str = typer.Option("auto", help="peak learning rate, or auto: 3e-3 x sqrt(batch / 64)"),
+    warmup_epochs: str = typer.Option(
+        "auto", help="epochs of linear learning-rate warm-up, or auto: 2 above batch 64, else 0"
+    ),
     horizon: int = typer.Option(4, help="forecast lead in reported steps"),
     threshold: float = typer.Option(
         0.05, help="chlorine that counts as chlorinated, in the first feature's unit"
@@ -183,8 +201,9 @@ def train(
             ),
             train_config=TrainConfig(
                 epochs=epochs,
-                batch_size=batch_size,
-                lr=lr,
+                batch_size=_auto(batch_size, "batch size", int),
+                lr=_auto(lr, "lr", float),
+                warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
                 horizon=horizon,
                 threshold=threshold,
                 node_features=node_features,

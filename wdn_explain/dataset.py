@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import torch
+from torch import Tensor
 from torch_geometric.data import Data, Dataset
 
 from .design import factor_levels
@@ -258,28 +259,116 @@ class WaqDataset(Dataset):
     def get(self, idx: int) -> Data:
         return self.graph(*self.locate(idx))
 
+    def stacked(self) -> StackedSamples:
+        """Every sample of the split as stacked host tensors, in sample order."""
+        s, t = self.sample_index()
+        return StackedSamples(
+            x=self._x[s, t],
+            edge_attr=self._edge_attr[s, t],
+            y=torch.from_numpy(self._y[s, t + self.horizon]),
+            edge_index=self._edge_index,
+        )
+
     def batches(
         self, batch_size: int, *, shuffle: bool = False, generator: torch.Generator | None = None
     ) -> Iterator[Data]:
-        """Mini-batches in PyG's batched layout (``x``, ``edge_index``, ``edge_attr``, ``y``,
-        ``batch``), built by stacking arrays: every sample shares one graph structure, so
-        this skips collating ``Data`` objects one by one. The tensors equal what
-        ``torch_geometric.loader.DataLoader`` makes of this dataset (tested)."""
-        n_nodes = self._x.shape[2]
-        order = (
-            torch.randperm(len(self), generator=generator) if shuffle else torch.arange(len(self))
+        """Mini-batches as PyG ``Data`` in the batched layout (see :meth:`StackedSamples.batches`).
+        The tensors equal what ``torch_geometric.loader.DataLoader`` makes of this dataset
+        (tested)."""
+        order = torch.randperm(len(self), generator=generator) if shuffle else None
+        for batch in self.stacked().batches(batch_size, order):
+            yield Data(**batch._asdict())
+
+
+class Batch(NamedTuple):
+    """One mini-batch in PyG's batched layout: ``x`` (b n, F), ``edge_index`` (2, b E),
+    ``edge_attr`` (b E, C), ``y`` (b,), ``batch`` (b n,)."""
+
+    x: Tensor
+    edge_index: Tensor
+    edge_attr: Tensor
+    y: Tensor
+    batch: Tensor
+
+
+@dataclass(frozen=True)
+class StackedSamples:
+    """Samples that share one graph, stacked: ``x`` (N, n, F), ``edge_attr`` (N, E, C),
+    ``y`` (N,) and the shared ``edge_index`` (2, E).
+
+    Batches are cut by indexing these tensors where they are stored, so with the samples
+    on the GPU (:meth:`to`) a training epoch builds no Python objects per sample and copies
+    nothing between host and device but the epoch's permutation.
+    """
+
+    x: Tensor
+    edge_attr: Tensor
+    y: Tensor
+    edge_index: Tensor
+
+    def __len__(self) -> int:
+        return self.y.shape[0]
+
+    @property
+    def device(self) -> torch.device:
+        return self.x.device
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the stacked tensors."""
+        return sum(t.numel() * t.element_size() for t in self)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return iter((self.x, self.edge_attr, self.y, self.edge_index))
+
+    def to(self, device: torch.device | str) -> StackedSamples:
+        """The same samples on ``device`` (one copy per tensor)."""
+        return StackedSamples(*(t.to(device) for t in self))
+
+    def batches(
+        self,
+        batch_size: int,
+        order: Tensor | None = None,
+        *,
+        device: torch.device | str | None = None,
+    ) -> Iterator[Batch]:
+        """Mini-batches of ``batch_size`` samples taken in ``order`` (default: sample order).
+
+        Args:
+            order: A permutation of the sample indices (moved once to where the samples are).
+            device: Where the batches are used (default: where the samples are). When it
+                differs, each batch is gathered where the samples are and copied over
+                (streaming from the host for a split too large for the device).
+
+        The batched ``edge_index`` and ``batch`` vector are built once for a full batch and
+        sliced for the last, partial one (graph-major layout, as PyG collates).
+        """
+        dev = self.device if device is None else torch.device(device)
+        n_nodes, n_edges = self.x.shape[1], self.edge_index.shape[1]
+        full = min(batch_size, len(self))
+        graph = torch.arange(full, device=dev)
+        edge_index = self.edge_index.to(dev).repeat(1, full) + (
+            graph.repeat_interleave(n_edges) * n_nodes
         )
+        batch_vec = graph.repeat_interleave(n_nodes)
+        if order is not None:
+            order = order.to(self.device)
         for start in range(0, len(self), batch_size):
-            idx = order[start : start + batch_size].numpy()
-            s, t = self.scenarios[idx // self.n_times], idx % self.n_times
-            b = len(idx)
-            offsets = torch.arange(b).repeat_interleave(self._edge_index.shape[1]) * n_nodes
-            yield Data(
-                x=self._x[s, t].reshape(-1, self._x.shape[-1]),
-                edge_index=self._edge_index.repeat(1, b) + offsets,
-                edge_attr=self._edge_attr[s, t].reshape(-1, 1),
-                y=torch.from_numpy(self._y[s, t + self.horizon]),
-                batch=torch.arange(b).repeat_interleave(n_nodes),
+            rows = (
+                slice(start, start + batch_size)
+                if order is None
+                else order[start : start + batch_size]
+            )
+            x, edge_attr, y = (
+                t[rows].to(dev, non_blocking=True) for t in (self.x, self.edge_attr, self.y)
+            )
+            b = y.shape[0]
+            yield Batch(
+                x=x.reshape(b * n_nodes, -1),
+                edge_index=edge_index[:, : b * n_edges],
+                edge_attr=edge_attr.reshape(b * n_edges, -1),
+                y=y,
+                batch=batch_vec[: b * n_nodes],
             )
 
 
