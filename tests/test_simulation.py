@@ -105,3 +105,21 @@ def test_si_network_reported_in_si_as_converted(monkeypatch):
         ("node_chlorine_mg_l", 1e-5),
     ):
         np.testing.assert_allclose(getattr(direct, name), getattr(converted, name), atol=tol)
+
+
+def test_epanet_report_goes_to_a_private_folder_and_is_removed(tmp_path, monkeypatch):
+    """EPANET's report file lives in a temporary folder of its own while the simulator is
+    open, and nothing is left in the temp folder afterwards (EPyT-Flow's default leaves one
+    <random>.rpt per process in the system temp folder)."""
+    import tempfile
+
+    from wdn_explain.network import builtin_network_path, scenario_simulator
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with scenario_simulator(builtin_network_path("net1")) as sim:
+        sim.run_simulation()
+        reports = list(tmp_path.glob("*/epanet.rpt"))
+        assert len(reports) == 1
+    assert list(tmp_path.iterdir()) == []
+    simulate(ScenarioConfig(duration_s=600, reporting_step_s=300))
+    assert list(tmp_path.iterdir()) == []

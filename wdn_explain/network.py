@@ -9,7 +9,11 @@ its end node (the direction EPANET counts as positive flow), edge ``e + n_links`
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -186,19 +190,31 @@ def _unplaced_to_nan(api) -> None:
             api.setcoord(node, np.nan, np.nan)
 
 
+@contextmanager
+def scenario_simulator(inp_path: str | Path, **kwargs) -> Iterator:
+    """EPyT-Flow's ``ScenarioSimulator`` of ``inp_path`` with EPANET's report file in a
+    private temporary folder, removed afterwards (EPyT-Flow's default is one ``<random>.rpt``
+    per process in the system temp folder, never deleted, whose name two processes may draw
+    alike)."""
+    from epyt_flow.simulation import ScenarioSimulator
+
+    with tempfile.TemporaryDirectory(prefix="wdn-explain-epanet-") as folder:
+        report = os.path.join(folder, "epanet.rpt")
+        with ScenarioSimulator(f_inp_in=str(inp_path), rpt_file_out=report, **kwargs) as sim:
+            yield sim
+
+
 def load_network(network: str | Path = "hanoi") -> Network:
     """Read a network by built-in name (``hanoi``) or from an EPANET .inp path.
 
     Raises:
         ConfigError: unknown name, missing file, or a file EPANET cannot read.
     """
-    from epyt_flow.simulation import ScenarioSimulator
-
     path = resolve_network_path(network)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with ScenarioSimulator(f_inp_in=str(path), raise_exception_on_error=True) as sim:
+            with scenario_simulator(path, raise_exception_on_error=True) as sim:
                 _unplaced_to_nan(sim.epanet_api)
                 topo = sim.get_topology()
     except Exception as exc:  # EPANET reports unreadable files in many ways

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import ConfigError, DataError
 from .files import atomic_write
-from .network import Network, load_network
+from .network import Network, load_network, scenario_simulator
 from .scenario import ScenarioConfig
 
 if TYPE_CHECKING:
@@ -176,13 +176,12 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
         ConfigError: unknown network or injection node.
     """
     from epanet_plus import EpanetConstants
-    from epyt_flow.simulation import ScenarioSimulator
 
     network = network or load_network(config.network)
     injection = injection_node(config, network)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # EPANET warns about negative pressures at peaks
-        with ScenarioSimulator(f_inp_in=str(network.inp_path)) as sim:
+        with scenario_simulator(network.inp_path) as sim:
             sim.set_general_parameters(
                 simulation_duration=config.duration_s,
                 hydraulic_time_step=config.hydraulic_step_s,
