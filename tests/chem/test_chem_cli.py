@@ -52,7 +52,7 @@ def test_explain_pasted_smiles(model_dir):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--dataset", "Benzene"], "trained on 'MUTAG' with node features"),
+        (["--dataset", "Benzene"], "trained on 'MUTAG' with 7 node features"),
         (["--index", "188"], "index 188 is outside 0..187 of MUTAG"),
         (["--smiles", "C1CC("], "unparsable SMILES 'C1CC('"),
         (["--smiles", "CCS"], "atom 'S' of SMILES 'CCS'"),
