@@ -47,6 +47,7 @@ def main() -> None:
     index, ring = first_benzene_molecule(benzene, model)
     graph, symbols = benzene.graphs[index], benzene.symbols[index]
     result = explain_molecule(model, graph)
+    benzene_sv = result.interaction_values("SV", 1)
     mi = result.moebius.dict_values
     rank = sorted(mi, key=lambda s: -abs(mi[s])).index(ring) + 1
     print(f"Benzene #{index} {benzene.smiles[index]} log-odds 'benzene' {result.prediction:+.3f}")
@@ -60,10 +61,21 @@ def main() -> None:
     # the pyridine case: one CH of that ring turned into N
     pyridine, n_atom = aza_variant(benzene.smiles[index], ring)
     graph, symbols = smiles_graph_for(pyridine, card.feature_names)
+    assert symbols[n_atom] == "N" and graph.num_nodes == len(benzene.symbols[index])
     result = explain_molecule(model, graph)
     sv = result.interaction_values("SV", 1)
     print(f"pyridine variant {pyridine} log-odds 'benzene' {result.prediction:+.3f}")
-    print(f"pyridine variant SV of N{n_atom} {sv[(n_atom,)]:+.3f}")
+    print(
+        f"pyridine variant SV of N{n_atom} {sv[(n_atom,)]:+.3f} "
+        f"(C{n_atom} of Benzene #{index}: {benzene_sv[(n_atom,)]:+.3f})"
+    )
+    ring_sv = sum(sv[(i,)] for i in ring)
+    print(
+        f"pyridine variant SV sum of the ring {ring_sv:+.3f} "
+        f"(Benzene #{index}: {sum(benzene_sv[(i,)] for i in ring):+.3f})"
+    )
+    mean = explain_molecule(model, graph, baseline="mean").interaction_values("SV", 1)
+    print(f"pyridine variant SV of N{n_atom} against the mean atom {mean[(n_atom,)]:+.3f}")
     fig = draw_si_graph(result.interaction_values("k-SII", 2), graph, symbols, title=pyridine)
     fig.savefig(out / "chem_pyridine_ksii2.png", dpi=100)
 
