@@ -1,11 +1,12 @@
 """Molecule datasets: the TU collection through PyG's ``TUDataset`` and SMILES CSVs via RDKit.
 
 Every loader returns a :class:`MoleculeDataset`: PyG graphs with one-hot node features
-``x`` (n, F) -- the node labels of a TU set; for SMILES molecules the atom type followed by
-the atom descriptors of :data:`ATOM_DESCRIPTORS` (degree, hydrogens, charge, aromaticity,
-ring membership: what tells C=O from C-OH and a chain CH2 from an aromatic CH) --, both directions of every bond in ``edge_index`` and the bond type one-hot in
+``x`` (n, F), both directions of every bond in ``edge_index`` and the bond type one-hot in
 ``edge_attr`` (E, 4: single, double, triple, aromatic), class labels ``y`` (0/1) and, for
-molecules, the atom symbol of every node (``symbols``) for drawing.
+molecules, the atom symbol of every node (``symbols``) for drawing. The node features are
+the node labels of a TU set; for a SMILES molecule, the atom type followed by the
+:data:`ATOM_DESCRIPTORS` (degree, hydrogens, charge, aromaticity, ring membership: what
+tells C=O from C-OH and a chain CH2 from an aromatic CH, since GCN/GIN/GAT ignore bonds).
 
 Real users get the files from the standard download paths; offline, point ``root`` at a
 folder that holds them (``root/MUTAG/raw/MUTAG_A.txt``, ``root/Benzene/benzene_smiles.csv``)
@@ -66,6 +67,7 @@ SMILES_FEATURES = (
     *ATOM_TYPES,
     *(f"{name} {label}" for name, _, labels in ATOM_DESCRIPTORS for label in labels),
 )
+_TU_ATOMS = {atom for atoms in TU_DATASETS.values() if atoms for atom in atoms}
 #: Bond types, in the order of the edge feature one-hot (MUTAG's edge labels are reordered).
 BOND_TYPES = ("single", "double", "triple", "aromatic")
 _MUTAG_BONDS = (3, 0, 1, 2)  # MUTAG edge label (aromatic, single, double, triple) -> BOND_TYPES
@@ -214,7 +216,7 @@ def read_smiles_csv(path: str | Path, name: str | None = None) -> MoleculeDatase
                 raise DataError(
                     f"{path}: line {line} is malformed: label '{label}' is not a number"
                 ) from None
-            graph, atoms = smiles_to_graph(smi, ATOM_TYPES, other, descriptors=True)
+            graph, atoms = smiles_to_graph(smi, ATOM_TYPES, other)
             if graph is None:
                 raise DataError(f"{path}: line {line}: unparsable SMILES '{smi}' of '{mol_id}'")
             graph.y = torch.tensor([y])
@@ -309,9 +311,6 @@ def smiles_graph_for(smiles: str, feature_names: list[str]) -> tuple[Data, list[
     if graph is None:
         raise DataError(f"unparsable SMILES '{smiles}'")
     return graph, symbols
-
-
-_TU_ATOMS = {atom for atoms in TU_DATASETS.values() if atoms for atom in atoms}
 
 
 def _descriptor_one_hots(mol) -> torch.Tensor:
