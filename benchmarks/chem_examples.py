@@ -47,6 +47,7 @@ def main() -> None:
     index, ring = first_benzene_molecule(benzene, model)
     graph, symbols = benzene.graphs[index], benzene.symbols[index]
     result = explain_molecule(model, graph)
+    benzene_sv = result.interaction_values("SV", 1)
     mi = result.moebius.dict_values
     rank = sorted(mi, key=lambda s: -abs(mi[s])).index(ring) + 1
     print(f"Benzene #{index} {benzene.smiles[index]} log-odds 'benzene' {result.prediction:+.3f}")
@@ -58,12 +59,27 @@ def main() -> None:
     )
     fig.savefig(out / "chem_benzene_moebius.png", dpi=100)
     # the pyridine case: one CH of that ring turned into N
-    pyridine, n_atom = aza_variant(benzene.smiles[index], ring)
+    pyridine, c_atom = aza_variant(benzene.smiles[index], ring)
     graph, symbols = smiles_graph_for(pyridine, card.feature_names)
+    n_atom, aza_ring = pyridine_ring(pyridine)  # the SMILES is written in another atom order
     result = explain_molecule(model, graph)
     sv = result.interaction_values("SV", 1)
     print(f"pyridine variant {pyridine} log-odds 'benzene' {result.prediction:+.3f}")
-    print(f"pyridine variant SV of N{n_atom} {sv[(n_atom,)]:+.3f}")
+    print(
+        f"pyridine variant SV of N{n_atom} {sv[(n_atom,)]:+.3f} "
+        f"(the C{c_atom} it replaces in Benzene #{index}: {benzene_sv[(c_atom,)]:+.3f})"
+    )
+    ring_sv = sum(sv[(i,)] for i in aza_ring)
+    print(
+        f"pyridine variant SV sum of the ring {ring_sv:+.3f} "
+        f"(Benzene #{index}: {sum(benzene_sv[(i,)] for i in ring):+.3f})"
+    )
+    aza_mi = result.moebius.dict_values.get(aza_ring, 0.0)
+    print(
+        f"pyridine variant 6-way Moebius of the ring {aza_mi:+.3f} (Benzene #{index}: {mi[ring]:+.3f})"
+    )
+    mean = explain_molecule(model, graph, baseline="mean").interaction_values("SV", 1)
+    print(f"pyridine variant SV of N{n_atom} against the mean atom {mean[(n_atom,)]:+.3f}")
     fig = draw_si_graph(result.interaction_values("k-SII", 2), graph, symbols, title=pyridine)
     fig.savefig(out / "chem_pyridine_ksii2.png", dpi=100)
 
@@ -84,8 +100,16 @@ def first_benzene_molecule(dataset, model, max_atoms: int = 16) -> tuple[int, tu
     raise ValueError("no such molecule")
 
 
+def pyridine_ring(smiles: str) -> tuple[int, tuple[int, ...]]:
+    """The N and the six ring atoms of the pyridine ring, in the SMILES's atom order."""
+    from rdkit import Chem
+
+    match = Chem.MolFromSmiles(smiles).GetSubstructMatch(Chem.MolFromSmarts("n1ccccc1"))
+    return match[0], tuple(sorted(match))
+
+
 def aza_variant(smiles: str, ring: tuple[int, ...]) -> tuple[str, int]:
-    """The molecule with the first unsubstituted ring carbon replaced by N (atom order kept)."""
+    """The molecule with the first unsubstituted ring carbon replaced by N, and that carbon."""
     from rdkit import Chem
 
     mol = Chem.RWMol(Chem.MolFromSmiles(smiles))

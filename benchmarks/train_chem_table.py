@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from wdn_explain.chem.datasets import load_dataset
+from wdn_explain.chem.datasets import SMILES_FEATURES, load_dataset
 from wdn_explain.chem.models import ChemModelConfig
 from wdn_explain.chem.training import ChemTrainConfig, train_classifier
 
@@ -33,7 +33,12 @@ PAPER = {
     ("FluorideCarbonyl", "GIN", 2): 87.2,
     ("AlkaneCarbonyl", "GCN", 3): 99.1,
 }
+# trained first: the two rows that were below the paper with atom-type features only, then
+# the row of the shipped models/chem/benzene-gin3
+FIRST = (("AlkaneCarbonyl", "GCN", 3), ("Benzene", "GAT", 1), ("Benzene", "GIN", 3))
 TRAIN = ChemTrainConfig(epochs=100, patience=20, batch_size=64, lr=3e-3, seed=0)
+# AlkaneCarbonyl is the smallest set (4 326 molecules): a longer budget costs a few minutes
+LONGER = {("AlkaneCarbonyl", "GCN", 3): ChemTrainConfig(epochs=300, patience=60, seed=0)}
 HIDDEN, DROPOUT = 64, 0.1
 FIELDS = ["dataset", "model", "layers", "test_acc", "paper_acc", "val_acc", "train_acc"]
 FIELDS += ["epochs_run", "best_epoch", "seconds", "device", "split"]
@@ -49,8 +54,9 @@ def main() -> None:
         with open(out, newline="") as handle:
             done = {(r["dataset"], r["model"], int(r["layers"])): r for r in csv.DictReader(handle)}
     datasets = {}
-    for key, paper in PAPER.items():
+    for key in [*FIRST, *(k for k in PAPER if k not in FIRST)]:
         name, arch, layers = key
+        paper = PAPER[key]
         if key not in done:
             if name not in datasets:
                 datasets[name] = load_dataset(name, data_root, download=False)
@@ -62,7 +68,8 @@ def main() -> None:
                 num_layers=layers,
                 dropout=DROPOUT,
             )
-            _, card = train_classifier(ds, config, TRAIN, model_root / f"{name}-{arch}-{layers}")
+            train = LONGER.get(key, TRAIN)
+            _, card = train_classifier(ds, config, train, model_root / f"{name}-{arch}-{layers}")
             done[key] = {
                 "dataset": name,
                 "model": arch,
@@ -86,6 +93,8 @@ def main() -> None:
             f"{name} {arch}-{layers} test accuracy {r['test_acc']} % (paper {paper} %)", flush=True
         )
     lines = [
+        f"Node features of the SMILES sets ({len(SMILES_FEATURES)}): {', '.join(SMILES_FEATURES)}.",
+        "",
         "| dataset | model | L | test acc. (ours) | paper | epochs (best) | time | device |",
         "|---|---|---|---|---|---|---|---|",
     ]

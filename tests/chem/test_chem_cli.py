@@ -8,6 +8,9 @@ import pytest
 from shapiq import InteractionValues
 from typer.testing import CliRunner
 
+from wdn_explain.chem.datasets import ATOM_TYPES
+from wdn_explain.chem.models import MoleculeGNN
+from wdn_explain.chem.training import load_classifier, save_classifier
 from wdn_explain.cli import app
 
 runner = CliRunner()
@@ -52,7 +55,7 @@ def test_explain_pasted_smiles(model_dir):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--dataset", "Benzene"], "trained on 'MUTAG' with node features"),
+        (["--dataset", "Benzene"], "trained on 'MUTAG' with 7 node features"),
         (["--index", "188"], "index 188 is outside 0..187 of MUTAG"),
         (["--smiles", "C1CC("], "unparsable SMILES 'C1CC('"),
         (["--smiles", "CCS"], "atom 'S' of SMILES 'CCS'"),
@@ -63,6 +66,22 @@ def test_explain_bad_input(model_dir, chem_root, args, message):
     result = run("explain", "--model", model_dir, "--root", chem_root, *args)
     assert result.exit_code == 1
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_model_of_the_earlier_featurisation_refused(model_dir, chem_root, tmp_path):
+    """A Benzene model of the atom-type-only SMILES features (before the descriptors)."""
+    _, card = load_classifier(model_dir)
+    config = card.model.model_copy(update={"in_channels": len(ATOM_TYPES)})
+    update = {"dataset": "Benzene", "feature_names": list(ATOM_TYPES), "model": config}
+    save_classifier(MoleculeGNN(config).eval(), card.model_copy(update=update), tmp_path / "old")
+    cases = [
+        (["--root", chem_root, "--index", "0"], "the featurisation changed since: retrain"),
+        (["--smiles", "c1ccccc1"], "a model trained on an earlier featurisation must be retrained"),
+    ]
+    for args, message in cases:
+        result = run("explain", "--model", tmp_path / "old", *args)
+        assert result.exit_code == 1
+        assert message in result.output and "Traceback" not in result.output
 
 
 def test_missing_dataset_folder(tmp_path):

@@ -7,7 +7,9 @@ import torch
 
 from wdn_explain.chem.datasets import (
     ATOM_TYPES,
+    SMILES_FEATURES,
     SMILES_URL,
+    TU_DATASETS,
     TU_URL,
     load_dataset,
     read_smiles_csv,
@@ -32,14 +34,25 @@ def test_mutag(mutag):
 def test_benzene_balanced(benzene):
     assert len(benzene) == 12_000
     assert int(benzene.labels.sum()) == 6_001
-    assert benzene.feature_names == list(ATOM_TYPES)
-    assert all(g.x.shape[1] == len(ATOM_TYPES) for g in benzene.graphs[:50])
+    assert benzene.feature_names == list(SMILES_FEATURES)
+    assert all(g.x.shape[1] == len(SMILES_FEATURES) for g in benzene.graphs[:50])
+
+
+def atom_features(graph, i: int) -> set[str]:
+    """Names of the features set for atom ``i`` (one per one-hot block)."""
+    return {SMILES_FEATURES[j] for j in torch.nonzero(graph.x[i]).flatten().tolist()}
+
+
+def names(text: str) -> set[str]:
+    return set(text.split(", "))
 
 
 def test_pyridine_graph():
     graph, symbols = smiles_to_graph("c1ccncc1")
     assert symbols == ["C", "C", "C", "N", "C", "C"]
-    assert graph.x.argmax(dim=1).tolist() == [0, 0, 0, 1, 0, 0]
+    assert graph.x[:, : len(ATOM_TYPES)].argmax(dim=1).tolist() == [0, 0, 0, 1, 0, 0]
+    assert atom_features(graph, 3) == names("N, degree 2, H 0, charge 0, aromatic yes, ring yes")
+    assert atom_features(graph, 0) == names("C, degree 2, H 1, charge 0, aromatic yes, ring yes")
     assert graph.edge_index.shape == (2, 12)
     assert graph.edge_attr.argmax(dim=1).tolist() == [3] * 12  # aromatic
     acetone, _ = smiles_to_graph("CC(=O)C")
@@ -48,6 +61,24 @@ def test_pyridine_graph():
         for (i, j), k in zip(acetone.edge_index.t().tolist(), acetone.edge_attr.argmax(dim=1))
     }
     assert kinds[(1, 2)] == 1 and kinds[(0, 1)] == 0  # double C=O, single C-C
+
+
+def test_descriptors_tell_carbonyl_from_hydroxyl_and_chain_from_ring():
+    """What AlkaneCarbonyl's label depends on: C=O vs C-OH, a chain CH2 vs an aromatic CH."""
+    acetone, _ = smiles_to_graph("CC(=O)C")
+    propanol, _ = smiles_to_graph("CC(O)C")
+    assert atom_features(acetone, 2) == names("O, degree 1, H 0, charge 0, aromatic no, ring no")
+    assert atom_features(propanol, 2) == names("O, degree 1, H 1, charge 0, aromatic no, ring no")
+    butane, _ = smiles_to_graph("CCCC")
+    assert {"degree 2", "H 2", "aromatic no", "ring no"} <= atom_features(butane, 1)
+    assert {"degree 1", "H 3+"} <= atom_features(butane, 0)
+    ion, _ = smiles_to_graph("C[N+](C)(C)C.[O-]C=O")
+    assert {"N", "degree 4", "charge +"} <= atom_features(ion, 1)
+    assert {"O", "charge -"} <= atom_features(ion, 5)
+    salt, _ = smiles_to_graph("[O-2]")  # beyond the end bins: the nearest bin
+    assert {"O", "degree 0", "H 0", "charge -"} <= atom_features(salt, 0)
+    # every atom sets exactly one feature per block (atom type and each descriptor)
+    assert torch.equal(butane.x.sum(dim=1), torch.full((4,), 6.0))
 
 
 def write(tmp_path, text):
@@ -61,7 +92,7 @@ def test_other_atoms_counted_in_warning(tmp_path):
     with pytest.warns(UserWarning, match=r"3 atoms .* mapped to 'other' \(Se x2, Si x1\)"):
         ds = read_smiles_csv(path)
     assert len(ds) == 3 and ds.ids == ["a", "b", "c"]
-    assert ds.graphs[0].x[1].argmax() == ATOM_TYPES.index("other")
+    assert ds.graphs[0].x[1, : len(ATOM_TYPES)].argmax() == ATOM_TYPES.index("other")
     assert ds.labels.tolist() == [1, 0, 0]
 
 
@@ -113,3 +144,55 @@ def test_pasted_smiles_for_a_model_without_other():
         smiles_graph_for("CCS", mutag_types)
     with pytest.raises(DataError, match="unparsable SMILES 'C1CC\\('"):
         smiles_graph_for("C1CC(", mutag_types)
+    full, _ = smiles_graph_for("O=[N+]([O-])c1ccccc1", list(SMILES_FEATURES))
+    assert torch.equal(full.x, smiles_to_graph("O=[N+]([O-])c1ccccc1")[0].x)
+    assert full.x.shape == (9, len(SMILES_FEATURES))
+
+
+OTHER_TU = [name for name in TU_DATASETS if name != "MUTAG"]
+#: node attributes per node in the real files (read past: the features are the node labels)
+TU_ATTRIBUTES = {"Mutagenicity": 0, "PROTEINS": 1, "ENZYMES": 18, "BZR": 3, "COX2": 3}
+
+
+def write_tu(root, name: str, graph_labels: list[int]) -> None:
+    """A tiny TU-format folder: a triangle (nodes 1-3) and one bond (nodes 4-5)."""
+    raw = root / name / "raw"
+    raw.mkdir(parents=True)
+    edges = [(1, 2), (2, 3), (1, 3), (4, 5)]
+    both = [pair for i, j in edges for pair in ((i, j), (j, i))]
+    (raw / f"{name}_A.txt").write_text("".join(f"{i}, {j}\n" for i, j in both))
+    (raw / f"{name}_graph_indicator.txt").write_text("1\n1\n1\n2\n2\n")
+    (raw / f"{name}_graph_labels.txt").write_text("".join(f"{y}\n" for y in graph_labels))
+    (raw / f"{name}_node_labels.txt").write_text("0\n1\n0\n2\n1\n")
+    if TU_ATTRIBUTES[name]:
+        row = ", ".join(["0.5"] * TU_ATTRIBUTES[name])
+        (raw / f"{name}_node_attributes.txt").write_text(f"{row}\n" * 5)
+
+
+@pytest.mark.parametrize("name", OTHER_TU)
+def test_other_tu_sets_load_through_the_same_path(tmp_path, name):
+    write_tu(tmp_path, name, [2, 1])
+    ds = load_dataset(name, tmp_path, download=False)
+    assert ds.labels.tolist() == [1, 0]  # raw labels 2, 1 -> class numbers in sorted order
+    first, second = ds.graphs
+    assert first.x.tolist() == [[1, 0, 0], [0, 1, 0], [1, 0, 0]]  # node labels 0, 1, 0
+    assert second.x.tolist() == [[0, 0, 1], [0, 1, 0]]
+    assert sorted(map(tuple, first.edge_index.t().tolist())) == [
+        (0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)
+    ]  # fmt: skip
+    atoms = TU_DATASETS[name]
+    if atoms:  # Mutagenicity: node labels are atoms (C, O, Cl, ...)
+        assert ds.feature_names == list(atoms[:3])
+        assert ds.symbols == [["C", "O", "C"], ["Cl", "O"]]
+    else:
+        assert ds.feature_names == ["label 0", "label 1", "label 2"] and ds.symbols is None
+
+
+@pytest.mark.parametrize("name", OTHER_TU)
+def test_other_tu_set_missing_says_where(tmp_path, name):
+    with pytest.raises(DataError) as err:
+        load_dataset(name, tmp_path, download=False)
+    message = str(err.value)
+    assert f"dataset '{name}' not found" in message
+    assert f"put its unzipped TU files into '{tmp_path / name / 'raw'}'" in message
+    assert f"{TU_URL}/{name}.zip" in message

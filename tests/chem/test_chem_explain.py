@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from wdn_explain.chem.datasets import smiles_to_graph
+from wdn_explain.chem.datasets import SMILES_FEATURES, smiles_to_graph
 from wdn_explain.chem.explain import (
     draw_si_graph,
     explain_molecule,
@@ -22,7 +22,12 @@ def random_model(architecture: str, layers: int, seed: int = 0) -> MoleculeGNN:
     """Random weights and batch-norm statistics (so batch norm is not the identity)."""
     torch.manual_seed(seed)
     model = MoleculeGNN(
-        ChemModelConfig(architecture=architecture, in_channels=14, hidden=8, num_layers=layers)
+        ChemModelConfig(
+            architecture=architecture,
+            in_channels=len(SMILES_FEATURES),
+            hidden=8,
+            num_layers=layers,
+        )
     )
     for norm in model.norms:
         norm.running_mean.uniform_(-0.5, 0.5)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from wdn_explain.chem.datasets import (
+    ATOM_TYPES,
+    SMILES_FEATURES,
+    load_dataset,
+    smiles_graph_for,
+)
 from wdn_explain.chem.models import ChemModelConfig, MoleculeGNN
 from wdn_explain.chem.training import (
     ChemTrainConfig,
@@ -32,7 +39,9 @@ def test_stratified_split():
 @pytest.fixture(scope="module")
 def trained(benzene, tmp_path_factory):
     out = tmp_path_factory.mktemp("model") / "benzene-gin2"
-    config = ChemModelConfig(architecture="GIN", in_channels=14, hidden=16, num_layers=2)
+    config = ChemModelConfig(
+        architecture="GIN", in_channels=len(SMILES_FEATURES), hidden=16, num_layers=2
+    )
     train = ChemTrainConfig(epochs=12, patience=12, max_graphs=1000, seed=0)
     model, card = train_classifier(benzene, config, train, out, device="cpu")
     return model, card, out
@@ -58,11 +67,28 @@ def test_model_folder_round_trip(trained, benzene):
 
 def test_other_dataset_features_refused(trained, mutag):
     _, card, _ = trained
-    with pytest.raises(DataError, match="trained on 'Benzene' with node features .*'MUTAG' has"):
+    with pytest.raises(
+        DataError, match="trained on 'Benzene' with 31 node features .*'MUTAG' has 7 \\[C, N"
+    ):
         check_features(card, mutag)
-    config = ChemModelConfig(architecture="GCN", in_channels=14, num_layers=1)
-    with pytest.raises(ConfigError, match="in_channels 14 does not match the 7 node features"):
+    config = ChemModelConfig(architecture="GCN", in_channels=31, num_layers=1)
+    with pytest.raises(ConfigError, match="in_channels 31 does not match the 7 node features"):
         train_classifier(mutag, config, ChemTrainConfig(epochs=1))
+
+
+def test_model_of_the_atom_type_featurisation_refused(trained, benzene):
+    """A card of the earlier SMILES featurisation (atom types only) names both lists and asks
+    for retraining, on the dataset and on a pasted SMILES."""
+    _, card, _ = trained
+    old = card.model_copy(update={"feature_names": list(ATOM_TYPES)})
+    with pytest.raises(DataError) as err:
+        check_features(old, benzene)
+    message = str(err.value)
+    assert f"trained on 'Benzene' with {len(ATOM_TYPES)} node features [C, N, O" in message
+    assert f"'Benzene' has {len(SMILES_FEATURES)} [C, N" in message
+    assert message.endswith("the featurisation changed since: retrain the model")
+    with pytest.raises(DataError, match="earlier featurisation must be retrained"):
+        smiles_graph_for("c1ccccc1", old.feature_names)
 
 
 def test_not_a_molecule_model(tmp_path):
@@ -85,3 +111,18 @@ def test_batch_norm_readout_is_linear():
     two = model(torch.cat([x, x]), torch.cat([ei, ei + 4], dim=1))
     bias = model.head.bias
     assert torch.allclose(two - bias, 2 * (one - bias), atol=1e-5)
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "models" / "chem"
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in SHIPPED.glob("*/card.json")))
+def test_shipped_models_fit_their_dataset(name, chem_root):
+    """Every shipped model takes its dataset's current features and classifies it."""
+    model, card = load_classifier(SHIPPED / name)
+    data = load_dataset(card.dataset, chem_root, download=False)
+    check_features(card, data)
+    graphs = data.graphs[:200]
+    with torch.no_grad():
+        right = sum(int(model(g.x, g.edge_index).argmax()) == int(g.y) for g in graphs)
+    assert right / len(graphs) > 0.8

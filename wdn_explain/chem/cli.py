@@ -93,7 +93,9 @@ def explain(
     output: int = typer.Option(
         None, help="explain this class logit (default: log-odds of class 1)"
     ),
-    baseline: str = typer.Option("zeros", help="masked atoms: zeros (no atom type) or mean"),
+    baseline: str = typer.Option(
+        "zeros", help="masked atoms: zeros (all features 0: no atom) or mean"
+    ),
     top: int = typer.Option(10, help="interactions to list"),
     png: Path = typer.Option(None, help="write the SI-Graph drawing here"),
     json_out: Path = typer.Option(None, "--json", help="write shapiq InteractionValues JSON"),

@@ -3,7 +3,10 @@
 Every loader returns a :class:`MoleculeDataset`: PyG graphs with one-hot node features
 ``x`` (n, F), both directions of every bond in ``edge_index`` and the bond type one-hot in
 ``edge_attr`` (E, 4: single, double, triple, aromatic), class labels ``y`` (0/1) and, for
-molecules, the atom symbol of every node (``symbols``) for drawing.
+molecules, the atom symbol of every node (``symbols``) for drawing. The node features are
+the node labels of a TU set; for a SMILES molecule, the atom type followed by the
+:data:`ATOM_DESCRIPTORS` (degree, hydrogens, charge, aromaticity, ring membership: what
+tells C=O from C-OH and a chain CH2 from an aromatic CH, since GCN/GIN/GAT ignore bonds).
 
 Real users get the files from the standard download paths; offline, point ``root`` at a
 folder that holds them (``root/MUTAG/raw/MUTAG_A.txt``, ``root/Benzene/benzene_smiles.csv``)
@@ -50,6 +53,21 @@ SMILES_DATASETS = {
 DATASETS = (*TU_DATASETS, *SMILES_DATASETS)
 #: Atom types of the SMILES featurisation (the papers' list); anything else is ``other``.
 ATOM_TYPES = ("C", "N", "O", "S", "F", "P", "Cl", "Br", "Na", "Ca", "I", "B", "H", "other")
+#: One-hot atom descriptors after the atom type: (name, lowest value, bin labels); a value
+#: outside the bins falls into the nearest end bin.
+ATOM_DESCRIPTORS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("degree", 0, ("0", "1", "2", "3", "4", "5+")),
+    ("H", 0, ("0", "1", "2", "3+")),
+    ("charge", -1, ("-", "0", "+")),
+    ("aromatic", 0, ("no", "yes")),
+    ("ring", 0, ("no", "yes")),
+)
+#: Node features of the SMILES sets (recorded in a model's card as ``feature_names``).
+SMILES_FEATURES = (
+    *ATOM_TYPES,
+    *(f"{name} {label}" for name, _, labels in ATOM_DESCRIPTORS for label in labels),
+)
+_TU_ATOMS = {atom for atoms in TU_DATASETS.values() if atoms for atom in atoms}
 #: Bond types, in the order of the edge feature one-hot (MUTAG's edge labels are reordered).
 BOND_TYPES = ("single", "double", "triple", "aromatic")
 _MUTAG_BONDS = (3, 0, 1, 2)  # MUTAG edge label (aromatic, single, double, triple) -> BOND_TYPES
@@ -213,16 +231,21 @@ def read_smiles_csv(path: str | Path, name: str | None = None) -> MoleculeDatase
             f"({listed})",
             stacklevel=2,
         )
-    return MoleculeDataset(name or path.stem, graphs, list(ATOM_TYPES), symbols, ids, smiles)
+    return MoleculeDataset(name or path.stem, graphs, list(SMILES_FEATURES), symbols, ids, smiles)
 
 
 def smiles_to_graph(
-    smiles: str, atom_types: tuple[str, ...] | list[str] = ATOM_TYPES, other: Counter | None = None
+    smiles: str,
+    atom_types: tuple[str, ...] | list[str] = ATOM_TYPES,
+    other: Counter | None = None,
+    *,
+    descriptors: bool = True,
 ) -> tuple[Data | None, list[str]]:
     """One molecule graph from SMILES (None if RDKit cannot parse it) and its atom symbols.
 
-    Node features one-hot encode ``atom_types``; a symbol outside them becomes ``other``
-    (counted in ``other``) when ``other`` is one of the types, else it is refused.
+    Node features one-hot encode ``atom_types`` (a symbol outside them becomes ``other``,
+    counted in ``other``, when ``other`` is one of the types, else it is refused), followed
+    by the :data:`ATOM_DESCRIPTORS` one-hots when ``descriptors`` is set.
 
     Raises:
         DataError: an atom outside ``atom_types`` when there is no ``other`` type.
@@ -248,6 +271,8 @@ def smiles_to_graph(
                 f"[{', '.join(atom_types)}]"
             )
     x = torch.nn.functional.one_hot(torch.tensor(types), len(atom_types)).float()
+    if descriptors:
+        x = torch.cat([x, _descriptor_one_hots(mol)], dim=1)
     src, dst, kinds = [], [], []
     for bond in mol.GetBonds():
         i, j = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
@@ -262,16 +287,46 @@ def smiles_to_graph(
     return Data(x=x, edge_index=edge_index, edge_attr=edge_attr.reshape(-1, len(BOND_TYPES))), atoms
 
 
-def smiles_graph_for(smiles: str, atom_types: list[str]) -> tuple[Data, list[str]]:
-    """A pasted SMILES featurised for a model trained on ``atom_types`` (its card's features).
+def smiles_graph_for(smiles: str, feature_names: list[str]) -> tuple[Data, list[str]]:
+    """A pasted SMILES featurised the way a model was trained (its card's ``feature_names``).
+
+    :data:`SMILES_FEATURES` get the full SMILES featurisation; the atom types of a TU molecule
+    set (MUTAG, Mutagenicity) get atom-type one-hots.
 
     Raises:
-        DataError: unparsable SMILES or an atom the model has no feature for.
+        DataError: unparsable SMILES, an atom the model has no feature for, or features that
+            are neither of the two.
     """
-    graph, symbols = smiles_to_graph(smiles, atom_types)
+    if list(feature_names) == list(SMILES_FEATURES):
+        graph, symbols = smiles_to_graph(smiles, ATOM_TYPES, descriptors=True)
+    elif all(name in _TU_ATOMS for name in feature_names):
+        graph, symbols = smiles_to_graph(smiles, feature_names, descriptors=False)
+    else:
+        raise DataError(
+            f"a SMILES cannot be featurised for a model with the {len(feature_names)} node "
+            f"features [{', '.join(feature_names)}]: expected the {len(SMILES_FEATURES)} "
+            f"features of the SMILES sets or the atom types of a TU set (a model trained on "
+            f"an earlier featurisation must be retrained)"
+        )
     if graph is None:
         raise DataError(f"unparsable SMILES '{smiles}'")
     return graph, symbols
+
+
+def _descriptor_one_hots(mol) -> torch.Tensor:
+    """(n, D) one-hots of :data:`ATOM_DESCRIPTORS` for every atom of an RDKit molecule."""
+    values = {
+        "degree": lambda a: a.GetDegree(),
+        "H": lambda a: a.GetTotalNumHs(),
+        "charge": lambda a: a.GetFormalCharge(),
+        "aromatic": lambda a: int(a.GetIsAromatic()),
+        "ring": lambda a: int(a.IsInRing()),
+    }
+    blocks = []
+    for name, low, labels in ATOM_DESCRIPTORS:
+        bins = [min(max(values[name](a) - low, 0), len(labels) - 1) for a in mol.GetAtoms()]
+        blocks.append(torch.nn.functional.one_hot(torch.tensor(bins), len(labels)).float())
+    return torch.cat(blocks, dim=1)
 
 
 def _bond_kind(bond) -> int:

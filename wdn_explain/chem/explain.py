@@ -49,8 +49,8 @@ def explain_molecule(
 
     Explains the log-odds of class 1 ("mutagenic", "contains benzene") by default, or the
     logit ``output_index``. A masked atom gets the ``baseline`` features: ``zeros`` (default:
-    no atom type) or the engine's ``mean`` atom of the molecule -- with which a molecule of
-    one element, such as benzene, would show no contributions at all.
+    all features 0, no atom) or the engine's ``mean`` atom of the molecule -- with which a
+    molecule of identical atoms, such as benzene, would show no contributions at all.
     """
     target = LogOdds(model) if output_index is None else model
     explainer = GraphSHAPIQ(target, method="masked", baseline=baseline, progress=progress)

@@ -231,8 +231,10 @@ def load_classifier(model_dir: str | Path) -> tuple[MoleculeGNN, ChemCard]:
 def check_features(card: ChemCard, dataset: MoleculeDataset) -> None:
     """Refuse a dataset whose node features are not the ones the model was trained on."""
     if card.feature_names != dataset.feature_names:
+        same = card.dataset == dataset.name
         raise DataError(
-            f"the model was trained on '{card.dataset}' with node features "
-            f"[{', '.join(card.feature_names)}]; '{dataset.name}' has "
-            f"[{', '.join(dataset.feature_names)}]"
+            f"the model was trained on '{card.dataset}' with {len(card.feature_names)} node "
+            f"features [{', '.join(card.feature_names)}]; '{dataset.name}' has "
+            f"{len(dataset.feature_names)} [{', '.join(dataset.feature_names)}]"
+            + ("; the featurisation changed since: retrain the model" if same else "")
         )
