@@ -172,6 +172,15 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
             "duration (min)", value=180, step=30, key="new_duration", help=DURATION_HELP
         )
         seed = st.number_input("seed", min_value=0, value=1, step=1, key="new_seed")
+        budget = st.number_input(
+            "approximation lambda (0: exact)",
+            min_value=0,
+            value=0,
+            step=1,
+            key="new_budget",
+            help="0 explains exactly; lambda >= 1 runs the lambda-approximation (interactions up "
+            "to lambda nodes evaluated), for networks too large for exact values",
+        )
         submitted = st.form_submit_button("simulate, forecast, explain")
     if not submitted:
         return
@@ -207,11 +216,12 @@ def new_scenario_form(net, envelope: DesignEnvelope | None) -> None:
         return
     bar = st.sidebar.progress(0.0, text="simulating and explaining...")
     try:
-        out = cache_path(spec, MODEL_DIR, CACHE_DIR)
+        out = cache_path(spec, MODEL_DIR, CACHE_DIR, budget=int(budget) or None)
         _, status = explain_scenario(
             spec,
             MODEL_DIR,
             out=out,
+            budget=int(budget) or None,
             progress=lambda d, t: bar.progress(d / t, text=f"explained {d}/{t} steps"),
         )
     except WdnExplainError as exc:
@@ -335,7 +345,7 @@ def page(view: View, net) -> None:
         st.caption(
             f"{tl.scenario.describe()}; a forecast every {s.reporting_step_s // 60} min; "
             f"chlorinated: {threshold_text(tl)}; values relative to "
-            f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, exact GraphSHAP-IQ"
+            f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, {tl.engine_label}"
         )
     with right:
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)

@@ -77,9 +77,10 @@ def write_complexity(
     return tables
 
 
-def plot_complexity(tables: dict[int, list[dict]], name: str):
+def plot_complexity(tables: dict[int, list[dict]], name: str, *, annotate: bool = False):
     """log10 model calls against the number of nodes per layer count, with 2^n (the paper's
-    complexity figure); bounded counts are drawn hollow."""
+    complexity figure); bounded counts are drawn hollow. Rows hold ``n``, ``log10_calls``,
+    ``exact`` and ``graph_id``; ``annotate`` writes each point's ``graph_id`` beside it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,6 +97,8 @@ def plot_complexity(tables: dict[int, list[dict]], name: str):
                 xs, ys = zip(*pts)
                 label = f"L = {n_layers}" + ("" if exact else " (bound)")
                 ax.scatter(xs, ys, s=12, label=label, edgecolors=colour, **style)
+        for r in rows if annotate else []:
+            ax.annotate(str(r["graph_id"]), (r["n"], r["log10_calls"]), fontsize=7)
     ax.set_xlabel("number of nodes n")
     ax.set_ylabel("log10 model calls")
     ax.set_title(f"{name}: exact GraphSHAP-IQ vs brute force")
