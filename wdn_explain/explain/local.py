@@ -36,6 +36,7 @@ POOLINGS: tuple[str, ...] = ("mean", "add")
 Piece = tuple[int, int, int]  # (node j, first local mask, end): target states of one chunk
 MIN_CHUNK_STATES = 64  # chunks never shrink below this, whatever the budget
 MAX_CHUNK_STATES = 1 << 16  # nor grow beyond it: larger chunks are slower on CPU (page faults)
+MAX_CHUNK_STATES_CUDA = 1 << 20  # on a GPU, fewer and larger chunks (fewer kernel launches)
 
 
 @runtime_checkable
@@ -221,7 +222,8 @@ def node_games(
             torch.stack([baseline.expand_as(x), x], dim=1).reshape(2 * n, -1), edge_attr
         )
         per_state = state_bytes(h.shape[1], h.element_size(), state_graph.mean_in_degree())
-        max_states = max(MIN_CHUNK_STATES, min(MAX_CHUNK_STATES, work_bytes // per_state))
+        cap = MAX_CHUNK_STATES_CUDA if device.type == "cuda" else MAX_CHUNK_STATES
+        max_states = max(MIN_CHUNK_STATES, min(cap, work_bytes // per_state))
         last = state_graph.n_layers - 1
         for layer in range(last):
             parts = [
