@@ -2,7 +2,7 @@
 
 The MIs of a graph game are a sum of blocks: block b lives on the power set of a small
 sorted node list (a receptive field) and holds 2**k values. Node games give one block per
-node (their sum is the graph game's MIs); the masked path gives one block per maximal
+distinct field (:class:`NodeGameSum`; their sum is the graph game's MIs); the masked path gives one block per maximal
 field, each MI owned by exactly one block. Both are exact inputs to the linear conversions
 of :mod:`.indices`, done per block by a superset-sum transform (k * 2**k work).
 """
@@ -45,19 +45,6 @@ class MoebiusBlocks:
     groups: dict[int, tuple[np.ndarray, np.ndarray]]
     constant: float = 0.0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_node_games(
-        cls, n_players: int, fields: list[np.ndarray], games: list[np.ndarray], constant: float
-    ) -> MoebiusBlocks:
-        """Blocks from node games g_i on the power sets of their fields (values, not MIs).
-
-        Nodes with identical fields are merged (their games add up) before the transform.
-        """
-        total = NodeGameSum(n_players, fields)
-        for j, g in enumerate(games):
-            total.add(j, 0, len(g), g)
-        return total.blocks(constant)
 
     @property
     def max_size(self) -> int:

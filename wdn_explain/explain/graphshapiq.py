@@ -287,6 +287,8 @@ class GraphSHAPIQ:
         return int(budget * 2**30)
 
     def _check_size(self, fields: list[np.ndarray], n_players: int, limit: int) -> None:
+        if sum(2 ** len(f) for f in maximal_fields(fields)) <= limit:
+            return  # the Thm. 3.7 bound is within the limit: no need to count
         count, exact = interaction_count(
             fields, n_players, max_count_bytes=min(2**30, self.memory_budget_bytes() // 4)
         )
