@@ -81,7 +81,8 @@ class GraphSHAPIQ:
         memory_budget_gb: Host memory (GB) the ``local`` method may use for the state
             graph and the result; chunks of node states are sized to fit it (and the free
             memory of a GPU). Default: half the memory available when explaining. An
-            explanation whose result alone needs over half of it is refused.
+            explanation whose result alone needs over half of it is refused. Held to within
+            a few percent from about 0.05 GB up (below that, ~20 MB of fixed overhead).
         readout_check: After an exact explanation, test MI recovery on the grand and empty
             coalitions, the 8 largest receptive fields and 8 random coalitions,
             within 64 float epsilons of the model's dtype x (1 + max|nu|); ``error`` raises,
@@ -320,7 +321,7 @@ class GraphSHAPIQ:
                 f"--memory-gb){_budget_hint(fields[-1], limit)}"
             )
         state_graph = self.state_graph(game.edge_index, fields)
-        work = budget - result
+        work = (budget - result) * 3 // 4  # a quarter for the rest (readout check, tables)
         if game.x.device.type == "cuda":
             work = min(work, int(0.8 * device_free_bytes(game.x.device)))
         total = NodeGameSum(game.n_players, fields[-1])
