@@ -94,14 +94,17 @@ def followed(path: str, mtime: float, reference: str, members, index: str, order
 def scenario_name(path: Path) -> str:
     """How the scenario picker names a cached timeline: what the scenario is, plus a short
     hash that keeps two scenarios differing only in other factors apart."""
-    return f"{timeline_label(path)} [{path.stem.split('_')[1][:6]}]"
+    lam = path.stem.partition("_lambda")[2]
+    approx = f" (approximation, lambda = {lam})" if lam else ""
+    return f"{timeline_label(path)}{approx} [{path.stem.split('_')[1][:6]}]"
 
 
 def available_timelines(default: Path, model_dir: Path) -> dict[str, Path]:
     found = {f"default: {timeline_label(default)}": default}
     if CACHE_DIR.is_dir():
-        for path in sorted(CACHE_DIR.glob(f"timeline_*_{model_hash(model_dir)}.npz")):
-            if path != default:
+        digest = model_hash(model_dir)
+        for path in sorted(CACHE_DIR.glob(f"timeline_*_{digest}*.npz")):
+            if path != default and path.stem.partition("_lambda")[0].endswith(digest):
                 found[scenario_name(path)] = path
     return found
 
@@ -184,6 +187,15 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
             "duration (min)", value=180, step=30, key="new_duration", help=DURATION_HELP
         )
         seed = st.number_input("seed", min_value=0, value=1, step=1, key="new_seed")
+        budget = st.number_input(
+            "approximation lambda (0: exact)",
+            min_value=0,
+            value=0,
+            step=1,
+            key="new_budget",
+            help="0 explains exactly; lambda >= 1 runs the lambda-approximation (interactions up "
+            "to lambda nodes evaluated), for networks too large for exact values",
+        )
         submitted = st.form_submit_button("simulate, forecast, explain")
     if not submitted:
         return
@@ -218,11 +230,12 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
         return
     bar = st.sidebar.progress(0.0, text="simulating and explaining...")
     try:
-        out = cache_path(spec, model_dir, CACHE_DIR)
+        out = cache_path(spec, model_dir, CACHE_DIR, budget=int(budget) or None)
         _, status = explain_scenario(
             spec,
             model_dir,
             out=out,
+            budget=int(budget) or None,
             progress=lambda d, t: bar.progress(d / t, text=f"explained {d}/{t} steps"),
         )
     except WdnExplainError as exc:
@@ -384,7 +397,7 @@ def page(view: View, net) -> None:
         st.caption(
             f"{tl.scenario.describe()}; a forecast every {s.reporting_step_s // 60} min; "
             f"chlorinated: {threshold_text(tl)}; values relative to "
-            f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, exact GraphSHAP-IQ"
+            f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, {tl.engine_label}"
         )
     with right:
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)

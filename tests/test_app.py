@@ -157,6 +157,21 @@ def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
     assert set(panel_minutes(app).values()) == {cursor(app)}
 
 
+def test_an_approximation_from_the_form_is_labelled_as_one(app, tmp_path):
+    """lambda >= 1 in the form: its own cache file, named as an approximation in the scenario
+    picker and the caption; the exact default stays listed beside it."""
+    app.selectbox(key="new_node").set_value("12")
+    app.number_input(key="new_duration").set_value(45)
+    app.number_input(key="new_budget").set_value(1)
+    app.sidebar.button[0].click().run()
+    assert not app.exception
+    chosen = app.selectbox(key="scenario").value
+    assert chosen.startswith("booster at 12, ") and "(approximation, lambda = 1)" in chosen
+    assert [p.name.endswith("_lambda1.npz") for p in (tmp_path / "cache").glob("*.npz")] == [True]
+    assert "lambda-approximation (lambda = 1), not exact" in " ".join(c.value for c in app.caption)
+    assert any(o.startswith("default: ") for o in app.selectbox(key="scenario").options)
+
+
 @pytest.mark.parametrize("minutes", [0, 20, 100000])
 def test_new_scenario_form_names_a_bad_duration(app, tmp_path, minutes):
     app.number_input(key="new_duration").set_value(minutes)

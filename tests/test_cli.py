@@ -169,7 +169,7 @@ def test_explain_inline_spec_and_report(tmp_path, tiny_model_dir):
     spec = "{duration_s: 2400, seed: 3}"
     result = run("explain", "--scenario", spec, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 0, result.output
-    assert "computed: 5 steps explained (local" in result.output
+    assert "computed: 5 steps explained (exact GraphSHAP-IQ, local" in result.output
     again = run("explain", "--scenario", spec, "--model", tiny_model_dir, "--out", out)
     assert "cached: 5 steps" in again.output
     report = run(
@@ -190,6 +190,82 @@ def test_explain_inline_spec_and_report(tmp_path, tiny_model_dir):
     import imageio.v2 as imageio
 
     assert len(imageio.mimread(tmp_path / "r.gif")) == 5  # one frame per explained step
+
+
+def test_explain_budget_is_labelled_an_approximation_everywhere(tmp_path, tiny_model_dir):
+    """--budget 1 on a 2-layer Hanoi model (fields of up to 10 nodes): the lambda-approximation,
+    recorded in the timeline and named in the CLI line, the report and both exports; an exact
+    run on the same file recomputes instead of reusing it."""
+    import json
+
+    import pandas as pd
+
+    from wdn_explain.timeline import Timeline
+
+    out, spec = tmp_path / "a.npz", "{duration_s: 2400, seed: 3}"
+    args = ("explain", "--scenario", spec, "--model", tiny_model_dir, "--out", out)
+    result = run(*args, "--budget", 1)
+    assert result.exit_code == 0, result.output
+    label = "GraphSHAP-IQ lambda-approximation (lambda = 1), not exact"
+    assert f"computed: 5 steps explained ({label}, approximate" in result.output
+    tl = Timeline.load(out)
+    assert tl.meta["budget"] == 1 and tl.meta["exact"] is False and not tl.exact
+    assert all(e.method == "approximate" and e.budget == 1 for e in tl.explanations)
+    assert run("report", "--timeline", out, "--out", tmp_path / "r.html").exit_code == 0
+    assert label in (tmp_path / "r.html").read_text()
+    export = run(
+        "export", "--timeline", out, "--csv", tmp_path / "a.csv", "--json-dir", tmp_path / "j"
+    )
+    assert export.exit_code == 0, export.output
+    assert pd.read_csv(tmp_path / "a.csv")["estimated"].all()
+    saved = json.loads((tmp_path / "j" / "step_0000.json").read_text())
+    assert saved["metadata"]["estimated"] is True and saved["parameters"]["method"] == label
+    exact = run(*args)
+    assert exact.exit_code == 0, exact.output
+    assert "recomputed: cache made with another budget" in exact.output
+    assert Timeline.load(out).exact and Timeline.load(out).meta["budget"] is None
+
+
+def test_explain_refusal_names_the_budget_option(tmp_path, tiny_model_dir):
+    spec = "{duration_s: 2400, seed: 3}"
+    args = ("explain", "--scenario", spec, "--model", tiny_model_dir, "--out", tmp_path / "x.npz")
+    result = run(*args, "--memory-gb", 1e-7)
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert "over half the memory budget" in result.output
+    assert "try the lambda-approximation with --budget" in result.output
+    bad = run(*args, "--budget", 0)
+    assert bad.exit_code == 1 and "budget (lambda) must be an integer >= 1 (got 0)" in bad.output
+
+
+def test_approximate_timelines_have_their_own_cache_file(tmp_path, tiny_model_dir):
+    from wdn_explain.scenario import ScenarioConfig
+    from wdn_explain.timeline import cache_path
+
+    spec = ScenarioConfig()
+    exact = cache_path(spec, tiny_model_dir, tmp_path)
+    assert cache_path(spec, tiny_model_dir, tmp_path, budget=2) not in (exact, tmp_path / "x")
+    assert cache_path(spec, tiny_model_dir, tmp_path, budget=2).name.endswith("_lambda2.npz")
+
+
+def test_complexity_plot(tmp_path):
+    result = run(
+        "complexity",
+        "--network",
+        "net1",
+        "--layers",
+        1,
+        "--layers",
+        2,
+        "--plot",
+        tmp_path / "c.png",
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = run("complexity", "--plot", tmp_path / "c.png")  # an existing PNG is replaced
+    assert bad.exit_code == 0
+    (tmp_path / "notes.txt").write_text("keep")
+    refused = run("complexity", "--plot", tmp_path / "notes.txt")
+    assert refused.exit_code == 1 and (tmp_path / "notes.txt").read_text() == "keep"
 
 
 def test_explain_bad_scenarios(tmp_path, tiny_model_dir):

@@ -192,7 +192,9 @@ def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, go
     calls = []
     explain = GraphSHAPIQ.explain
     monkeypatch.setattr(
-        GraphSHAPIQ, "explain", lambda self, data: calls.append(1) or explain(self, data)
+        GraphSHAPIQ,
+        "explain",
+        lambda self, data, **kw: calls.append(1) or explain(self, data, **kw),
     )
     timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
     assert status == "computed (resumed: 3 of 10 steps kept from an interrupted run)"

@@ -64,7 +64,8 @@ def report_html(
         f"<p><b>{html.escape(index_label(index, order))}</b> values relative to "
         f"<b>{html.escape(REFERENCES[timeline.reference][1])}</b>, in {UNIT}. A node counts "
         f"as chlorinated with {html.escape(threshold_text(timeline))}. Model "
-        f"{html.escape(str(timeline.meta['model_hash']))}, exact GraphSHAP-IQ.</p>",
+        f"{html.escape(str(timeline.meta['model_hash']))}, "
+        f"{html.escape(timeline.engine_label)}.</p>",
         f"<p><i>{html.escape(summary(timeline, network, start, index, order))}</i></p>",
         "" if network.has_coordinates else f"<p><b>Note:</b> {html.escape(NO_COORDINATES)}</p>",
         si.to_html(full_html=False, include_plotlyjs=True, auto_play=False),

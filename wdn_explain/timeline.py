@@ -119,6 +119,18 @@ class Timeline:
         )
 
     @property
+    def exact(self) -> bool:
+        """Whether every explanation is exact (False: a lambda-approximation)."""
+        return all(e.exact for e in self.explanations)
+
+    @property
+    def engine_label(self) -> str:
+        """How the values were computed, as every view and file states it."""
+        if self.exact:
+            return "exact GraphSHAP-IQ"
+        return f"GraphSHAP-IQ lambda-approximation (lambda = {self.meta.get('budget')}), not exact"
+
+    @property
     def reference_forecast(self) -> np.ndarray:
         """The forecast with every node at the reference, per step, shape (T,)."""
         return np.array([e.empty_prediction for e in self.explanations])
@@ -184,6 +196,7 @@ class Timeline:
                 time_s=int(self.times_s[t]),
                 forecast=float(self.forecast[t]),
                 truth=float(self.truth[t]),
+                method=self.engine_label,
             )
             paths.append(path)
         return paths
@@ -482,9 +495,17 @@ def check_timeline_output(
     return out
 
 
-def cache_path(scenario: ScenarioConfig, model_dir: str | Path, cache_dir: str | Path) -> Path:
-    """Where the timeline of ``scenario`` explained with ``model_dir`` is cached."""
-    return Path(cache_dir) / f"timeline_{scenario.config_hash()}_{model_hash(model_dir)}.npz"
+def cache_path(
+    scenario: ScenarioConfig,
+    model_dir: str | Path,
+    cache_dir: str | Path,
+    *,
+    budget: int | None = None,
+) -> Path:
+    """Where the timeline of ``scenario`` explained with ``model_dir`` is cached (with a
+    lambda ``budget``: its own file, so an approximation never stands in for the exact one)."""
+    name = f"timeline_{scenario.config_hash()}_{model_hash(model_dir)}"
+    return Path(cache_dir) / (f"{name}_lambda{budget}.npz" if budget else f"{name}.npz")
 
 
 def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpec) -> list[Data]:
@@ -526,9 +547,15 @@ def explain_scenario(
     allow_large: bool = False,
     scheduler: str | None = None,
     gpu: bool = False,
+    budget: int | None = None,
+    memory_gb: float | None = None,
 ) -> tuple[Timeline, str]:
     """Simulate a scenario, forecast and explain every step exactly, relative to every
     reference in :data:`REFERENCES` (the network average and no chlorine); cache to ``out``.
+
+    With ``budget`` (lambda) every step is explained by the lambda-approximation instead,
+    recorded in ``meta["budget"]`` (a cached file is reused only for the same budget);
+    ``memory_gb`` is the engine's memory budget (see ``GraphSHAPIQ(memory_budget_gb=...)``).
 
     Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
     interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
@@ -548,6 +575,12 @@ def explain_scenario(
     from .network import load_network
     from .training import load_model
 
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+    ):
+        raise ConfigError(f"budget (lambda) must be an integer >= 1 (got {budget!r})")
+    if memory_gb is not None and not memory_gb > 0:
+        raise ConfigError(f"memory budget must be over 0 GB (got {memory_gb!r})")
     model, card = load_model(model_dir)
     network = load_network(scenario.network)
     if card["data"]["network"]["sha256"] != network.file_sha256:
@@ -566,6 +599,7 @@ def explain_scenario(
         "threshold": inputs.threshold,
         "threshold_unit": inputs.threshold_unit,
         "explainer": options,
+        "budget": budget,
         "references": list(REFERENCES),
         "out_of_design": out_of_design(scenario, card, network),
     }
@@ -580,6 +614,7 @@ def explain_scenario(
                     "model_hash",
                     "engine_version",
                     "explainer",
+                    "budget",
                     "references",
                 )
                 if cached.meta.get(k) != meta[k]
@@ -616,7 +651,10 @@ def explain_scenario(
     with progress_callback(progress, "explain timeline") as cb:
         for r, reference in enumerate(meta["references"]):
             explainer = GraphSHAPIQ(
-                model, progress=False, **(options | {"baseline": REFERENCES[reference][0]})
+                model,
+                progress=False,
+                memory_budget_gb=memory_gb,
+                **(options | {"baseline": REFERENCES[reference][0]}),
             )
             series[reference] = []
             for i, t in enumerate(steps):
@@ -624,7 +662,7 @@ def explain_scenario(
                 explanation = store.get(key) if store is not None else None
                 kept += explanation is not None and scheduler is None
                 if explanation is None:
-                    explanation = explainer.explain(graphs[t])
+                    explanation = explainer.explain(graphs[t], budget=budget)
                     if store is not None:
                         store.put(key, explanation)
                 series[reference].append(explanation)
@@ -642,7 +680,13 @@ def explain_scenario(
         forecast=np.array([e.prediction for e in explanations]),
         truth=labels[steps + horizon],
         explanations=explanations,
-        meta={**meta, "baseline": "mean", "reference": "mean", "model_dir": str(model_dir)},
+        meta={
+            **meta,
+            "baseline": "mean",
+            "reference": "mean",
+            "model_dir": str(model_dir),
+            "exact": all(e.exact for series_ in (explanations, *series.values()) for e in series_),
+        },
         alternatives=series,
     )
     if out is not None:
@@ -674,14 +718,16 @@ def _explain_task(
     store = StepStore(Path(folder))
     if store.has(key):
         return key
+    options = json.loads(options_json)
+    budget = options.pop("budget", None)  # an explain() argument, not an explainer option
     cache_key = (model, options_json, reference)
     if cache_key not in _TASK_EXPLAINERS:  # workers keep the model across tasks
-        options = json.loads(options_json) | {"baseline": REFERENCES[reference][0]}
+        options |= {"baseline": REFERENCES[reference][0]}
         device = "cuda" if model[2] and torch.cuda.is_available() else "cpu"
         _TASK_EXPLAINERS[cache_key] = GraphSHAPIQ(
             load_model(model[0])[0].to(device), progress=False, **options
         )
-    store.save(key, _TASK_EXPLAINERS[cache_key].explain(graph))
+    store.save(key, _TASK_EXPLAINERS[cache_key].explain(graph, budget=budget))
     return key
 
 
@@ -709,7 +755,8 @@ def _explain_on_cluster(
     tasks = []
     for key in missing:
         reference, t = references[key // len(steps)], int(steps[key % len(steps)])
-        args = (model, json.dumps(options), reference, graphs[t], folder, key)
+        task_options = options | {"budget": meta["budget"]}
+        args = (model, json.dumps(task_options), reference, graphs[t], folder, key)
         tasks.append((f"explain-{run.hexdigest()[:12]}-{reference}-step-{t:06d}", args))
     with progress_callback(progress, "explain on cluster") as cb:
         failures = run_tasks(
@@ -734,10 +781,16 @@ def _check_size(
     out: str | Path | None,
     allow_large: bool,
 ) -> None:
-    """Refuse a timeline whose estimate (time, disk, memory) exceeds the limits."""
+    """Refuse a timeline whose estimate (time, disk, memory) exceeds the limits (sized by
+    the lambda-approximation's model calls when ``meta["budget"]`` is set)."""
     from .explain import complexity
+    from .explain.neighbourhoods import approximation_calls, maximal_fields, receptive_fields
 
     n_steps = max(0, scenario.n_reports - meta["horizon"])
-    fields = complexity(network.edge_index, network.n_nodes, n_layers)
-    estimate = estimate_timeline(n_steps, fields.n_interactions)
+    if meta["budget"]:
+        fields = receptive_fields(network.edge_index, network.n_nodes, n_layers)[-1]
+        size = approximation_calls(maximal_fields(fields), meta["budget"])
+    else:
+        size = complexity(network.edge_index, network.n_nodes, n_layers).n_interactions
+    estimate = estimate_timeline(n_steps, size)
     check_size(estimate, Path(out or ".").absolute().parent, allow_large=allow_large)

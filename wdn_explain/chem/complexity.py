@@ -77,15 +77,17 @@ def write_complexity(
     return tables
 
 
-def plot_complexity(tables: dict[int, list[dict]], name: str):
+def plot_complexity(tables: dict[int, list[dict]], name: str, *, annotate: bool = False):
     """log10 model calls against the number of nodes per layer count, with 2^n (the paper's
-    complexity figure); bounded counts are drawn hollow."""
+    complexity figure); bounded counts are drawn hollow. Rows hold ``n``, ``log10_calls``,
+    ``exact`` and ``graph_id``; ``annotate`` names each graph once, above its points."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    named: set[str] = set()
     largest = max(r["n"] for rows in tables.values() for r in rows)
     ax.plot([0, largest], [0, largest * math.log10(2)], "k--", label="$2^n$ (brute force)")
     for n_layers, rows in tables.items():
@@ -96,6 +98,10 @@ def plot_complexity(tables: dict[int, list[dict]], name: str):
                 xs, ys = zip(*pts)
                 label = f"L = {n_layers}" + ("" if exact else " (bound)")
                 ax.scatter(xs, ys, s=12, label=label, edgecolors=colour, **style)
+        for r in rows if annotate else []:
+            if r["graph_id"] not in named:  # once per graph, at its first layer count
+                named.add(r["graph_id"])
+                ax.annotate(str(r["graph_id"]), (r["n"], r["log10_calls"] + 4), fontsize=7)
     ax.set_xlabel("number of nodes n")
     ax.set_ylabel("log10 model calls")
     ax.set_title(f"{name}: exact GraphSHAP-IQ vs brute force")

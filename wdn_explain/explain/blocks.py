@@ -2,7 +2,7 @@
 
 The MIs of a graph game are a sum of blocks: block b lives on the power set of a small
 sorted node list (a receptive field) and holds 2**k values. Node games give one block per
-node (their sum is the graph game's MIs); the masked path gives one block per maximal
+distinct field (:class:`NodeGameSum`; their sum is the graph game's MIs); the masked path gives one block per maximal
 field, each MI owned by exactly one block. Both are exact inputs to the linear conversions
 of :mod:`.indices`, done per block by a superset-sum transform (k * 2**k work).
 """
@@ -45,29 +45,6 @@ class MoebiusBlocks:
     groups: dict[int, tuple[np.ndarray, np.ndarray]]
     constant: float = 0.0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_node_games(
-        cls, n_players: int, fields: list[np.ndarray], games: list[np.ndarray], constant: float
-    ) -> MoebiusBlocks:
-        """Blocks from node games g_i on the power sets of their fields (values, not MIs).
-
-        Nodes with identical fields are merged (their games add up) before the transform.
-        """
-        merged: dict[tuple[int, ...], np.ndarray] = {}
-        for f, g in zip(fields, games):
-            key = tuple(f.tolist())
-            merged[key] = (
-                merged[key] + g if key in merged else np.asarray(g, dtype=np.float64).copy()
-            )
-        by_size: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
-        for key, g in merged.items():
-            by_size.setdefault(len(key), []).append((key, g))
-        groups = {}
-        for k, items in sorted(by_size.items()):
-            nodes = np.array([key for key, _ in items], dtype=np.int64).reshape(len(items), k)
-            groups[k] = (nodes, moebius_transform(np.stack([g for _, g in items])))
-        return cls(n_players, groups, constant)
 
     @property
     def max_size(self) -> int:
@@ -197,3 +174,50 @@ class MoebiusBlocks:
         label = index if index in ("SV", "BV") else base
         baseline = float(values[0]) if base == "FBII" else self.empty_value()
         return label, order, lookup, np.array(values), baseline
+
+
+class NodeGameSum:
+    """Node games summed per distinct field in float64, written range by range.
+
+    Node j's game on its field's local masks ``lo..hi`` is added with :meth:`add` (nodes
+    with identical fields share one row); :meth:`blocks` transforms the rows in place into
+    the graph game's MIs. Holds exactly the result: 8 bytes per mask of every distinct field.
+    """
+
+    def __init__(self, n_players: int, fields: list[np.ndarray]) -> None:
+        rows: dict[tuple[int, ...], int] = {}
+        by_size: dict[int, list[tuple[int, ...]]] = {}
+        self.n_players = n_players
+        self._where: list[tuple[int, int]] = []
+        for f in fields:
+            key = tuple(f.tolist())
+            if key not in rows:
+                rows[key] = len(by_size.setdefault(len(key), []))
+                by_size[len(key)].append(key)
+            self._where.append((len(key), rows[key]))
+        self._nodes = {
+            k: np.array(keys, dtype=np.int64).reshape(len(keys), k)
+            for k, keys in sorted(by_size.items())
+        }
+        self._tables: dict[int, np.ndarray] = {}
+
+    @staticmethod
+    def result_bytes(fields: list[np.ndarray]) -> int:
+        """Bytes the sum of node games over ``fields`` will hold."""
+        return 8 * sum(2 ** len(f) for f in {tuple(f.tolist()) for f in fields})
+
+    def add(self, node: int, lo: int, hi: int, values: np.ndarray) -> None:
+        """Add node ``node``'s game values on local masks ``lo..hi``."""
+        k, row = self._where[node]
+        if k not in self._tables:
+            self._tables[k] = np.zeros((len(self._nodes[k]), 2**k))
+        self._tables[k][row, lo:hi] += values
+
+    def blocks(self, constant: float) -> MoebiusBlocks:
+        """The MIs (Möbius transform of every row, in place) as :class:`MoebiusBlocks`."""
+        groups = {}
+        for k, nodes in self._nodes.items():
+            table = self._tables.pop(k, None)
+            table = np.zeros((len(nodes), 2**k)) if table is None else table
+            groups[k] = (nodes, moebius_transform(table))
+        return MoebiusBlocks(self.n_players, groups, constant)

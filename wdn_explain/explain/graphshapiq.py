@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
-from scipy.special import comb
 
 from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
-from .blocks import MoebiusBlocks
+from .blocks import MoebiusBlocks, NodeGameSum
 from .explanation import ENGINE_VERSION, Explanation
 from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
 from .hypercube import (
@@ -42,7 +41,14 @@ from .hypercube import (
 )
 from .inputs import plan_call, validate_graph
 from .local import POOLINGS, LocalMessagePassing, StateGraph, node_games
-from .neighbourhoods import group_by_size, maximal_fields, receptive_fields
+from .memory import default_memory_budget_gb, device_free_bytes
+from .neighbourhoods import (
+    approximation_calls,
+    group_by_size,
+    interaction_count,
+    maximal_fields,
+    receptive_fields,
+)
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -56,6 +62,7 @@ MAX_BRUTEFORCE_PLAYERS = 20
 RANDOM_CHECKS = 8  # random coalitions of the readout check, beside N, ∅ and the fields
 MAX_FIELD_CHECKS = 8  # receptive fields checked by their own coalition (the largest first)
 READOUT_TOLERANCE_EPS = 64  # readout tolerance: float epsilons of the model's dtype x (1 + max|nu|)
+MAX_MASKED_INTERACTIONS = 10_000_000  # default limit on |I| for the masked method (model calls)
 
 
 class GraphSHAPIQ:
@@ -68,8 +75,14 @@ class GraphSHAPIQ:
         n_layers: Message-passing layers L (default: ``model.num_layers``; never below it).
         baseline: ``mean`` node feature of the graph (default), ``zeros`` or a vector.
         method: One of ``auto``, ``local``, ``masked``, ``approximate``, ``bruteforce``.
-        max_interactions: Refuse exact work above this |I| (the error suggests a budget).
+        max_interactions: Refuse exact work above this |I| (the error suggests a budget);
+            default: 10 million for ``masked``, no limit for ``local`` (bounded by memory).
         max_batch_nodes: Nodes per evaluated batch of masked graphs (memory bound).
+        memory_budget_gb: Host memory (GB) the ``local`` method may use for the state
+            graph and the result; chunks of node states are sized to fit it (and the free
+            memory of a GPU). Default: half the memory available when explaining. An
+            explanation whose result alone needs over half of it is refused. Held to within
+            a few percent from about 0.05 GB up (below that, ~20 MB of fixed overhead).
         readout_check: After an exact explanation, test MI recovery on the grand and empty
             coalitions, the 8 largest receptive fields and 8 random coalitions,
             within 64 float epsilons of the model's dtype x (1 + max|nu|); ``error`` raises,
@@ -85,8 +98,9 @@ class GraphSHAPIQ:
         *,
         baseline: Baseline = "mean",
         method: Method = "auto",
-        max_interactions: int = 10_000_000,
+        max_interactions: int | None = None,
         max_batch_nodes: int = 400_000,
+        memory_budget_gb: float | None = None,
         readout_check: ReadoutCheck = "error",
         progress: ProgressArg = False,
     ) -> None:
@@ -107,6 +121,12 @@ class GraphSHAPIQ:
                 f"n_layers={n_layers} is below the model's num_layers={depth}: the receptive "
                 "fields would miss nodes the model sees (leave n_layers out)"
             )
+        if memory_budget_gb is not None and (
+            isinstance(memory_budget_gb, bool)
+            or not isinstance(memory_budget_gb, int | float)
+            or not memory_budget_gb > 0
+        ):
+            raise ExplainError(f"memory_budget_gb must be a number > 0 (got {memory_budget_gb!r})")
         if method == "local":
             _check_local(model, int(n_layers))
         self.model = model
@@ -115,6 +135,7 @@ class GraphSHAPIQ:
         self.method = method
         self.max_interactions = max_interactions
         self.max_batch_nodes = max_batch_nodes
+        self.memory_budget_gb = memory_budget_gb
         self.readout_check = readout_check
         self.progress = progress
         self._state_graphs: dict[tuple, StateGraph] = {}
@@ -207,12 +228,14 @@ class GraphSHAPIQ:
                 blocks, n_evals, n_states, exact = self._approximate(
                     game, fields[-1], int(budget), cb
                 )
+            elif method == "local":
+                if self.max_interactions is not None:
+                    self._check_size(fields[-1], game.n_players, self.max_interactions)
+                blocks, n_evals, n_states, exact = self._local(game, fields, cb)
             else:
-                self._check_size(fields[-1], game.n_players)
-                if method == "local":
-                    blocks, n_evals, n_states, exact = self._local(game, fields, cb)
-                else:
-                    blocks, n_evals, n_states, exact = self._masked(game, fields[-1], cb)
+                limit = self.max_interactions or MAX_MASKED_INTERACTIONS
+                self._check_size(fields[-1], game.n_players, limit)
+                blocks, n_evals, n_states, exact = self._masked(game, fields[-1], cb)
         check = exact and self.readout_check != "off" and method != "bruteforce"
         coalitions, predicted = _check_coalitions(game, blocks, fields[-1], check)
         values = game.evaluate(coalitions)
@@ -259,34 +282,24 @@ class GraphSHAPIQ:
         warnings.warn(msg, stacklevel=3)
 
     # -- methods -------------------------------------------------------------------------
-    def _check_size(self, fields: list[np.ndarray], n_players: int) -> None:
-        maximal = maximal_fields(fields)
-        bound = sum(2 ** len(f) for f in maximal)
-        if bound <= self.max_interactions:
+    def memory_budget_bytes(self) -> int:
+        """The host memory budget in bytes (the default is taken from the memory available now)."""
+        budget = self.memory_budget_gb or default_memory_budget_gb()
+        return int(budget * 2**30)
+
+    def _check_size(self, fields: list[np.ndarray], n_players: int, limit: int) -> None:
+        if sum(2 ** len(f) for f in maximal_fields(fields)) <= limit:
+            return  # the Thm. 3.7 bound is within the limit: no need to count
+        count, exact = interaction_count(
+            fields, n_players, max_count_bytes=min(2**30, self.memory_budget_bytes() // 4)
+        )
+        if count <= limit:
             return
-        largest = max(len(f) for f in maximal)
-        if largest <= 24 and bound <= 8 * self.max_interactions:
-            count = len(
-                unique_keys(
-                    np.concatenate(
-                        [global_keys(n, n_players) for n in group_by_size(maximal).values()]
-                    )
-                )[0]
-            )
-            what = f"|I| = {count}"
-        else:
-            count, what = bound, f"|I| <= {bound} (Thm. 3.7 bound)"
-        if count <= self.max_interactions:
-            return
-        suggestion = ""
-        for lam in range(largest - 1, 0, -1):
-            calls = sum(int(comb(len(f), np.arange(lam + 1)).sum()) for f in maximal) + len(maximal)
-            if calls <= self.max_interactions:
-                suggestion = f"; try budget={lam} (lambda-approximation, about {calls} model calls)"
-                break
+        what = f"|I| = {count}" if exact else f"|I| <= {count} (Thm. 3.7 bound)"
+        largest = max(len(f) for f in fields)
         raise ExplainError(
-            f"exact explanation needs {what} model calls, over max_interactions="
-            f"{self.max_interactions} (largest receptive field {largest} nodes){suggestion}"
+            f"exact explanation needs {what} model calls, over max_interactions={limit} "
+            f"(largest receptive field {largest} nodes){_budget_hint(fields, limit)}"
         )
 
     def state_graph(self, edge_index: torch.Tensor, fields: list[list[np.ndarray]]) -> StateGraph:
@@ -298,18 +311,32 @@ class GraphSHAPIQ:
         return self._state_graphs[key]
 
     def _local(self, game: GraphGame, fields, cb):
+        budget = self.memory_budget_bytes()
+        result = NodeGameSum.result_bytes(fields[-1])
+        if 2 * result > budget:
+            limit = self.max_interactions or MAX_MASKED_INTERACTIONS
+            raise ExplainError(
+                f"exact explanation holds {result / 8:.3g} node-game values ({result / 2**30:.3g} "
+                f"GB), over half the memory budget of {budget / 2**30:.3g} GB (memory_budget_gb, "
+                f"--memory-gb){_budget_hint(fields[-1], limit)}"
+            )
         state_graph = self.state_graph(game.edge_index, fields)
-        games, constant = node_games(
+        work = (budget - result) * 3 // 4  # a quarter for the rest (readout check, tables)
+        if game.x.device.type == "cuda":
+            work = min(work, int(0.8 * device_free_bytes(game.x.device)))
+        total = NodeGameSum(game.n_players, fields[-1])
+        constant = node_games(
             self.model,
             game.x,
             game.edge_attr,
             game.baseline,
             game.output_index,
             state_graph,
+            total.add,
+            work_bytes=work,
             progress=cb,
         )
-        blocks = MoebiusBlocks.from_node_games(game.n_players, fields[-1], games, constant)
-        return blocks, 0, state_graph.n_states, True
+        return total.blocks(constant), 0, state_graph.n_states, True
 
     def _masked(self, game: GraphGame, fields: list[np.ndarray], cb):
         groups = group_by_size(maximal_fields(fields))
@@ -399,6 +426,20 @@ class GraphSHAPIQ:
         values = game.evaluate(coalitions, progress=cb)
         mi = moebius_transform(values[None, :].copy())
         return MoebiusBlocks(n, {n: (np.arange(n)[None, :], mi)}), 2**n, 0, True
+
+
+def _budget_hint(fields: list[np.ndarray], max_calls: int) -> str:
+    """The largest lambda whose approximation stays within ``max_calls`` model calls, as
+    advice for the CLI and the API; empty when none does."""
+    maximal = maximal_fields(fields)
+    for lam in range(max(len(f) for f in maximal) - 1, 0, -1):
+        calls = approximation_calls(maximal, lam)
+        if calls <= max_calls:
+            return (
+                f"; try the lambda-approximation with --budget {lam} (budget={lam} in Python, "
+                f"about {calls} model calls)"
+            )
+    return ""
 
 
 def _words(n_players: int) -> int:
@@ -501,7 +542,7 @@ def check_linear_readout(
     )
     game = explainer.game(data)
     fields = receptive_fields(game.edge_index, game.n_players, explainer.n_layers)[-1]
-    explainer._check_size(fields, game.n_players)
+    explainer._check_size(fields, game.n_players, MAX_MASKED_INTERACTIONS)
     blocks, *_ = explainer._masked(game, fields, None)
     return recovery_error(game, blocks, n_samples=n_samples, seed=seed)
 

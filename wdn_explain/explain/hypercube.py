@@ -64,15 +64,33 @@ def masks_of_size(k: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     return masks, positions
 
 
-def project_masks(k: int, positions: np.ndarray) -> np.ndarray:
-    """Map every local mask over k nodes to the mask over the sub-list at ``positions``.
+def project_masks(k: int, positions: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+    """Map local masks over k nodes to masks over the sub-list at ``positions``.
 
-    Bit b of the result is bit ``positions[b]`` of the input; the result has length 2**k.
+    Bit b of the result is bit ``positions[b]`` of the input; ``masks`` defaults to all
+    2**k masks. Two lookup tables (low and high bits) make it two gathers per mask.
     """
-    masks = np.arange(2**k, dtype=np.int64)
-    out = np.zeros(2**k, dtype=np.int64)
+    if masks is None:
+        masks = np.arange(2**k, dtype=np.int64)
+    low = min(k, _TABLE_BITS)
+    positions = np.asarray(positions, dtype=np.int64)
+    low_table = _project_table(low, tuple(positions.tolist()), 0)
+    high_table = _project_table(k - low, tuple(positions.tolist()), low)
+    return low_table[masks & ((1 << low) - 1)] | high_table[masks >> low]
+
+
+_TABLE_BITS = 12
+
+
+@lru_cache(maxsize=1024)
+def _project_table(bits: int, positions: tuple[int, ...], shift: int) -> np.ndarray:
+    """Projected value of every ``bits``-bit mask standing for input bits shift.. (read-only)."""
+    masks = np.arange(2**bits, dtype=np.int64)
+    out = np.zeros(2**bits, dtype=np.int64)
     for b, p in enumerate(positions):
-        out |= ((masks >> int(p)) & 1) << b
+        if shift <= p < shift + bits:
+            out |= ((masks >> (p - shift)) & 1) << b
+    out.flags.writeable = False
     return out
 
 

@@ -7,15 +7,21 @@ T ∩ N_j^(l), so each distinct (node, T ∩ N_j^(l)) pair -- a *state* -- is co
 a target state (j, M) at layer l receives one message from the state (k, M ∩ N_k^(l-1)) of
 each in-neighbour k and keeps its own previous state (j, M ∩ N_j^(l-1)). Running the model's
 own layer on this bipartite state graph gives exactly the embeddings of the masked graphs
-(mean aggregation sees the same in-degree), at a fraction of the messages. The wiring
-depends only on the graph's structure, so it is built once and reused for every time step.
+(mean aggregation sees the same in-degree), at a fraction of the messages.
+
+Memory is bounded: every layer is evaluated in chunks of at most ``max_states`` target
+states (a large field is split into aligned ranges of its local masks), each chunk wired
+when it is evaluated (two table look-ups per index: about 0.05 s per million states, against
+about a second of model work) and the last layer's chunks reduced at once into the node
+games. Chunks stay small enough (``MAX_CHUNK_STATES``) for the allocator to reuse their
+buffers: larger ones only add page faults.
 
 Models opt in by implementing :class:`LocalMessagePassing`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -27,6 +33,10 @@ from .hypercube import project_masks
 
 Pooling = Literal["mean", "add"]
 POOLINGS: tuple[str, ...] = ("mean", "add")
+Piece = tuple[int, int, int]  # (node j, first local mask, end): target states of one chunk
+MIN_CHUNK_STATES = 64  # chunks never shrink below this, whatever the budget
+MAX_CHUNK_STATES = 1 << 16  # nor grow beyond it: larger chunks are slower on CPU (page faults)
+MAX_CHUNK_STATES_CUDA = 1 << 20  # on a GPU, fewer and larger chunks (fewer kernel launches)
 
 
 @runtime_checkable
@@ -61,7 +71,7 @@ class LocalMessagePassing(Protocol):
 
 @dataclass(frozen=True)
 class LayerWiring:
-    """Bipartite state graph of one layer: previous states -> this layer's states.
+    """Bipartite state graph of one chunk of a layer: previous states -> target states.
 
     ``self_state[t]`` is target state t's own previous state; edge e runs from previous
     state ``edge_src[e]`` to target ``edge_dst[e]`` and carries original edge ``edge_id[e]``.
@@ -77,79 +87,108 @@ class LayerWiring:
         return len(self.self_state)
 
 
-def _wire(
-    fields: list[np.ndarray],
-    prev_fields: list[np.ndarray],
-    prev_offsets: np.ndarray,
-    in_edges: list[np.ndarray],
-    src: np.ndarray,
-    targets: range | list[int],
-) -> LayerWiring:
-    self_ids, e_src, e_dst, e_ids = [], [], [], []
-    start = 0
-    for j in targets:
-        field = fields[j]
-        k = len(field)
-        local = np.arange(2**k, dtype=np.int64)
-        self_ids.append(prev_offsets[j] + project_masks(k, np.searchsorted(field, prev_fields[j])))
-        for e in in_edges[j]:
-            s = src[e]
-            e_src.append(prev_offsets[s] + project_masks(k, np.searchsorted(field, prev_fields[s])))
-            e_dst.append(start + local)
-            e_ids.append(np.full(2**k, e, dtype=np.int64))
-        start += 2**k
-
-    def cat(parts: list[np.ndarray]) -> torch.Tensor:
-        return torch.from_numpy(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
-
-    return LayerWiring(cat(self_ids), cat(e_src), cat(e_dst), cat(e_ids))
-
-
 @dataclass(frozen=True)
 class StateGraph:
-    """The state graphs of all layers of one graph structure (see the module docstring).
+    """The state graph of one graph structure (see the module docstring).
 
-    ``hidden[l]`` wires layer l (0-based) for l < L - 1 over all nodes; ``final`` holds the
-    last layer in chunks of at most ``max_states`` target states, ``final_nodes`` the nodes
-    of each chunk. ``fields`` are the final receptive fields N_i.
+    ``fields[l][j]`` is node j's sorted receptive field after l layers; ``fields[-1]`` are
+    the final fields N_i. Wiring is made per chunk by :meth:`chunks`.
     """
 
-    fields: list[np.ndarray]
-    hidden: list[LayerWiring]
-    final: list[LayerWiring]
-    final_nodes: list[list[int]]
+    fields: list[list[np.ndarray]]
+    in_edges: list[np.ndarray]
+    src: np.ndarray
 
     @classmethod
-    def build(
-        cls, edge_index: torch.Tensor, fields: list[list[np.ndarray]], *, max_states: int = 1 << 15
-    ) -> StateGraph:
-        """Wire every layer for receptive ``fields`` (from ``receptive_fields``)."""
+    def build(cls, edge_index: torch.Tensor, fields: list[list[np.ndarray]]) -> StateGraph:
+        """The state graph for receptive ``fields`` (from ``receptive_fields``)."""
         n = len(fields[0])
         src, dst = edge_index.detach().cpu().numpy()
         order = np.argsort(dst, kind="stable")
         cuts = np.searchsorted(dst[order], np.arange(n + 1))
         in_edges = [order[cuts[j] : cuts[j + 1]] for j in range(n)]
-        offsets = np.arange(0, 2 * n + 1, 2, dtype=np.int64)  # layer 0: masked / present
-        hidden = []
-        for layer in range(1, len(fields) - 1):
-            hidden.append(_wire(fields[layer], fields[layer - 1], offsets, in_edges, src, range(n)))
-            sizes = np.array([2 ** len(f) for f in fields[layer]], dtype=np.int64)
-            offsets = np.concatenate([[0], np.cumsum(sizes)])
-        chunks: list[list[int]] = [[]]
-        filled = 0
-        for j, f in enumerate(fields[-1]):
-            if chunks[-1] and filled + 2 ** len(f) > max_states:
-                chunks.append([])
-                filled = 0
-            chunks[-1].append(j)
-            filled += 2 ** len(f)
-        final = [_wire(fields[-1], fields[-2], offsets, in_edges, src, c) for c in chunks]
-        return cls(fields[-1], hidden, final, chunks)
+        return cls(fields, in_edges, src)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.fields) - 1
+
+    def layer_states(self, layer: int) -> int:
+        """Target states of layer ``layer`` (0-based; layer -1 is the masked/present input)."""
+        return sum(2 ** len(f) for f in self.fields[layer + 1])
 
     @property
     def n_states(self) -> int:
-        """Node states evaluated per explanation, over all layers (layer 0 included)."""
-        return 2 * len(self.fields) + sum(w.n_states for w in self.hidden + self.final)
+        """Node states evaluated per explanation, over all layers (input states included)."""
+        return 2 * len(self.fields[0]) + sum(map(self.layer_states, range(self.n_layers)))
+
+    def mean_in_degree(self) -> float:
+        """Edges per target state, weighted by the final layer's states (for chunk sizing)."""
+        degrees = np.array([len(e) for e in self.in_edges], dtype=np.float64)
+        sizes = np.array([2.0 ** len(f) for f in self.fields[-1]])
+        return float((sizes * degrees).sum() / sizes.sum())
+
+    def chunks(self, layer: int, max_states: int) -> Iterator[tuple[list[Piece], LayerWiring]]:
+        """Chunks of layer ``layer``: (pieces, wiring) with at most ``max_states`` targets
+        (a field over ``max_states`` alone is split into aligned ranges of its masks)."""
+        offsets = self._offsets(layer)
+        for pieces in _plan(self.fields[layer + 1], max_states):
+            yield pieces, self._wire(layer, offsets, pieces)
+
+    def _offsets(self, layer: int) -> np.ndarray:
+        """Start of every node's states in the previous layer's state array."""
+        sizes = np.array([2 ** len(f) for f in self.fields[layer]], dtype=np.int64)
+        return np.concatenate([[0], np.cumsum(sizes)])
+
+    def _wire(self, layer: int, offsets: np.ndarray, pieces: list[Piece]) -> LayerWiring:
+        fields, prev = self.fields[layer + 1], self.fields[layer]
+        self_ids, e_src, e_dst, e_ids = [], [], [], []
+        start = 0
+        for j, lo, hi in pieces:
+            f = fields[j]
+            masks = np.arange(lo, hi, dtype=np.int64)
+            local = np.arange(start, start + hi - lo, dtype=np.int64)
+            self_ids.append(offsets[j] + project_masks(len(f), np.searchsorted(f, prev[j]), masks))
+            for e in self.in_edges[j]:
+                s = self.src[e]
+                positions = np.searchsorted(f, prev[s])
+                e_src.append(offsets[s] + project_masks(len(f), positions, masks))
+                e_dst.append(local)
+                e_ids.append(np.full(hi - lo, e, dtype=np.int64))
+            start += hi - lo
+
+        def cat(parts: list[np.ndarray]) -> torch.Tensor:
+            return torch.from_numpy(np.concatenate(parts) if parts else np.zeros(0, np.int64))
+
+        return LayerWiring(cat(self_ids), cat(e_src), cat(e_dst), cat(e_ids))
+
+
+def _plan(fields: list[np.ndarray], max_states: int) -> list[list[Piece]]:
+    """Pack nodes' mask ranges into chunks of at most ``max_states`` target states."""
+    step = 1 << max(0, int(max_states).bit_length() - 1)  # a power of two <= max_states
+    chunks: list[list[Piece]] = [[]]
+    filled = 0
+    for j, f in enumerate(fields):
+        size = 2 ** len(f)
+        for lo in range(0, size, step):
+            hi = min(size, lo + step)
+            if chunks[-1] and filled + hi - lo > max_states:
+                chunks.append([])
+                filled = 0
+            chunks[-1].append((j, lo, hi))
+            filled += hi - lo
+    return chunks
+
+
+def state_bytes(hidden: int, itemsize: int, mean_degree: float) -> int:
+    """Working memory of one target state while its chunk is evaluated: the wiring, the
+    gathered own state and messages, and the layer's intermediates (a generous estimate
+    for a layer of a few linear maps: about 6 hidden vectors per state and 3 per edge)."""
+    return int(8 * (1 + 4 * mean_degree) + hidden * itemsize * (8 + 4 * mean_degree))
+
+
+GameSink = Callable[[int, int, int, np.ndarray], None]
+"""Receives the values of node j's game on local masks lo..hi: ``sink(j, lo, hi, values)``."""
 
 
 def node_games(
@@ -159,19 +198,22 @@ def node_games(
     baseline: torch.Tensor,
     output_index: int,
     state_graph: StateGraph,
+    sink: GameSink,
     *,
+    work_bytes: int = 1 << 30,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[np.ndarray], float]:
-    """Node games g_i on the power set of each receptive field N_i.
+) -> float:
+    """Evaluate the node games g_i on the power set of each field N_i into ``sink``.
+
+    Each chunk of every layer holds at most as many target states as ``work_bytes`` allows
+    (see :func:`state_bytes`); values reach ``sink`` as float32-exact float64 arrays.
 
     Returns:
-        (games, constant): ``games[i]`` has length 2**|N_i| (local masks over the sorted
-        field); ``constant`` is the readout bias.
+        The readout bias (the game's constant).
     """
     n = x.shape[0]
     device = x.device
     scale = {"mean": 1.0 / n, "add": 1.0}[model.pooling]  # validated by the explainer
-    games: list[np.ndarray] = []
     with inference(model):
         weight, bias = model.readout_parameters()
         w = weight[output_index].to(x.dtype)
@@ -179,16 +221,29 @@ def node_games(
         h, edge_feat = model.encode(
             torch.stack([baseline.expand_as(x), x], dim=1).reshape(2 * n, -1), edge_attr
         )
-        for layer, wiring in enumerate(state_graph.hidden):
-            h = _apply(model, layer, h, wiring, edge_feat, device)
-        last = len(state_graph.hidden)
-        for i, (wiring, nodes) in enumerate(zip(state_graph.final, state_graph.final_nodes)):
+        per_state = state_bytes(h.shape[1], h.element_size(), state_graph.mean_in_degree())
+        cap = MAX_CHUNK_STATES_CUDA if device.type == "cuda" else MAX_CHUNK_STATES
+        max_states = max(MIN_CHUNK_STATES, min(cap, work_bytes // per_state))
+        last = state_graph.n_layers - 1
+        for layer in range(last):
+            parts = [
+                _apply(model, layer, h, wiring, edge_feat, device)
+                for _, wiring in state_graph.chunks(layer, max_states)
+            ]
+            h = torch.cat(parts) if len(parts) > 1 else parts[0]
+        total = state_graph.layer_states(last)
+        done = 0
+        for pieces, wiring in state_graph.chunks(last, max_states):
             values = (_apply(model, last, h, wiring, edge_feat, device) @ w).double().mul_(scale)
-            sizes = [2 ** len(state_graph.fields[j]) for j in nodes]
-            games.extend(np.split(values.cpu().numpy(), np.cumsum(sizes)[:-1]))
+            values = values.cpu().numpy()
+            start = 0
+            for j, lo, hi in pieces:
+                sink(j, lo, hi, values[start : start + hi - lo])
+                start += hi - lo
+            done += wiring.n_states
             if progress:
-                progress(i + 1, len(state_graph.final))
-    return games, constant
+                progress(done, total)
+    return constant
 
 
 def _apply(

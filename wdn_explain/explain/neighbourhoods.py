@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 import torch
+from scipy.special import comb
 
 from ..errors import ExplainError
 from .hypercube import global_keys, unique_keys
@@ -113,6 +114,22 @@ def counting_bytes(fields: list[np.ndarray], n_nodes: int) -> int:
     return 3 * 8 * n_words * sum(2 ** len(f) for f in maximal_fields(fields))
 
 
+def interaction_count(
+    fields: list[np.ndarray],
+    n_nodes: int,
+    *,
+    max_exact_field: int = 24,
+    max_count_bytes: int = 2**30,
+) -> tuple[int, bool]:
+    """(|I|, True) counted exactly while max |N_i| <= ``max_exact_field`` and the count fits
+    in ``max_count_bytes`` (see :func:`counting_bytes`), else (the Theorem 3.7 bound
+    ``min(2^n, sum_i 2^|N_i|)`` over maximal fields, False). Never exhausts memory."""
+    largest = max((len(f) for f in fields), default=0)
+    if largest <= max_exact_field and counting_bytes(fields, n_nodes) <= max_count_bytes:
+        return count_interactions(fields, n_nodes), True
+    return min(2**n_nodes, sum(2 ** len(f) for f in maximal_fields(fields))), False
+
+
 def complexity(
     edge_index: torch.Tensor | np.ndarray,
     n_nodes: int,
@@ -121,13 +138,18 @@ def complexity(
     max_exact_field: int = 24,
     max_count_bytes: int = 2**30,
 ) -> Complexity:
-    """|I| for a graph: counted exactly while max |N_i| <= ``max_exact_field`` and the count
-    fits in ``max_count_bytes`` of memory (see :func:`counting_bytes`), else the Theorem 3.7
-    bound ``min(2^n, sum_i 2^|N_i|)`` over maximal fields, flagged ``exact=False``. So the
-    check never exhausts memory, whatever the network and L."""
+    """|I| for a graph, counted or bounded by :func:`interaction_count` (flagged
+    ``exact=False`` when bounded), so the check never exhausts memory, whatever the network
+    and L."""
     fields = receptive_fields(edge_index, n_nodes, n_layers)[-1]
     largest = max((len(f) for f in fields), default=0)
-    if largest <= max_exact_field and counting_bytes(fields, n_nodes) <= max_count_bytes:
-        return Complexity(n_nodes, n_layers, largest, count_interactions(fields, n_nodes), True)
-    bound = min(2**n_nodes, sum(2 ** len(f) for f in maximal_fields(fields)))
-    return Complexity(n_nodes, n_layers, largest, bound, False)
+    count, exact = interaction_count(
+        fields, n_nodes, max_exact_field=max_exact_field, max_count_bytes=max_count_bytes
+    )
+    return Complexity(n_nodes, n_layers, largest, count, exact)
+
+
+def approximation_calls(maximal: list[np.ndarray], lam: int) -> int:
+    """Model calls of the lambda-approximation at most: every subset of size <= ``lam`` of
+    every maximal field (from :func:`maximal_fields`), plus one call per maximal field."""
+    return sum(int(comb(len(f), np.arange(lam + 1)).sum()) for f in maximal) + len(maximal)
