@@ -119,7 +119,7 @@ def settled(driver, wait, condition=lambda d: True) -> dict[str, float]:
     return wait.until(agree)
 
 
-def still(driver, wait, pause_s: float = 2.5) -> dict[str, float]:
+def still(driver, wait, pause_s: float = 5.0) -> dict[str, float]:
     """The panels' times once they stop moving (a tick already on its way may land after
     pause is pressed); fails by timeout when they never stop."""
     end = time.monotonic() + wait._timeout
