@@ -37,7 +37,9 @@ from wdn_explain.plot import (
 )
 from wdn_explain.report import report_html, shapiq_zip
 from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.simulation import injection_node
 from wdn_explain.timeline import (
+    DEFAULT_REFERENCE,
     REFERENCES,
     Timeline,
     cache_path,
@@ -306,6 +308,7 @@ def main() -> None:
     reference = controls.radio(
         "values relative to",
         list(REFERENCES),
+        index=list(REFERENCES).index(DEFAULT_REFERENCE),
         format_func=reference_label,
         key="reference",
         help="the forecast every value is compared with: the model's forecast when every node "
@@ -406,11 +409,12 @@ def page(view: View, net) -> None:
 
 
 def follow_panel(view: View, net, step: int) -> None:
-    """A node's or pair's value over time, or a message saying why there is none."""
+    """A node's or pair's value over time, or a message saying why there is none; it opens
+    on the node where chlorine enters."""
     picked = st.multiselect(
         "node (or pair) to follow",
         list(net.node_ids),
-        default=[net.node_ids[0]],
+        default=[injection_node(view.timeline.scenario, net)],
         max_selections=2,
         key="follow",
     )

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from wdn_explain.narrative import summary
-from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+from wdn_explain.timeline import DEFAULT_REFERENCE, DEFAULT_TIMELINE, Timeline
 
 from conftest import ROOT
 
@@ -16,7 +16,7 @@ APP = str(ROOT / "app" / "main.py")
 
 @pytest.fixture(scope="module")
 def tl():
-    return Timeline.load(DEFAULT_TIMELINE)
+    return Timeline.load(DEFAULT_TIMELINE).relative_to(DEFAULT_REFERENCE)
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     np.testing.assert_allclose(colours, tl.node_values("k-SII", 2)[step])
     assert np.abs(colours).max() > 0  # not the blank first frame
     caption = app.caption[0].value
-    assert "chlorinated: at least 0.05 mg/L" in caption and "network average" in caption
+    assert "chlorinated: at least 0.05 mg/L" in caption and "relative to no chlorine" in caption
 
 
 def test_controls_keep_the_time_and_every_panel_follows(app, tl):
@@ -86,7 +86,7 @@ def test_controls_keep_the_time_and_every_panel_follows(app, tl):
         lambda: app.selectbox(key="index").set_value("FSII"),
         lambda: app.slider(key="order").set_value(3),
         lambda: app.slider(key="top_k").set_value(0),
-        lambda: app.radio(key="reference").set_value("none"),
+        lambda: app.radio(key="reference").set_value("mean"),
     ):
         change().run()
         assert not app.exception
@@ -94,11 +94,11 @@ def test_controls_keep_the_time_and_every_panel_follows(app, tl):
         assert set(panel_minutes(app).values()) == {45}
     si = specs(app)[0]
     assert si["layout"]["title"]["text"].startswith("FSII of order 3, forecast made at 45 min")
-    assert "no chlorine" in si["layout"]["title"]["text"]
+    assert "the network average" in si["layout"]["title"]["text"]
     step = 45 // 5
     np.testing.assert_allclose(
         as_array(trace(si, "nodes")["marker"]["color"]),
-        tl.relative_to("none").node_values("FSII", 3)[step],
+        tl.relative_to("mean").node_values("FSII", 3)[step],
     )
 
 
@@ -151,7 +151,8 @@ def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
     app.sidebar.button[0].click().run()
     assert not app.exception
     assert app.selectbox(key="scenario").value.startswith("booster at 12, ")
-    assert len(specs(app)) == 4
+    assert app.multiselect(key="follow").value == ["20"]  # kept from the opening scenario
+    assert len(specs(app)) >= 3  # SI-Graph, forecast, chlorine (and 20's value if it moves)
     assert list((tmp_path / "cache").glob("timeline_*.npz"))
     assert not app.warning  # inside the design: no notice
     assert set(panel_minutes(app).values()) == {cursor(app)}

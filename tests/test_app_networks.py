@@ -146,7 +146,9 @@ def test_model_chooser_lists_every_water_model_and_switches(start, net1_model, h
     assert not at.exception and not at.error
     hanoi_ids = inp_node_ids(builtin_networks()["hanoi"].read_text())
     assert set(at.multiselect(key="follow").options) == hanoi_ids
-    assert at.multiselect(key="follow").value == [hanoi.node_ids[0]]  # Net1's "22" forgotten
+    assert at.multiselect(key="follow").value == [
+        "20"
+    ]  # where chlorine enters; Net1's "22" forgotten
     assert at.selectbox(key="scenario").value.startswith("default: booster at 20, 1.5 mg/L")
     assert len(nodes_trace(at)["hovertext"]) == 32
     at.selectbox(key="model").select(f"{net1_model} (net1)").run()

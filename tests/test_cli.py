@@ -322,7 +322,7 @@ def test_export_csv_and_interaction_values(tmp_path):
     )
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / "sv.csv", dtype={"nodes": str})
-    tl = Timeline.load(DEFAULT_TIMELINE)
+    tl = Timeline.load(DEFAULT_TIMELINE).relative_to("none")  # the default reference
     row = table[(table["step"] == 10) & (table["nodes"] == "2")]
     assert row["value"].item() == pytest.approx(
         tl.interaction_values(10, "SV", 1)[(tl.node_ids.tolist().index("2"),)]
@@ -403,9 +403,7 @@ def test_exported_json_maps_players_to_node_ids(tmp_path):
 
     from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
 
-    result = run(
-        "export", "--timeline", DEFAULT_TIMELINE, "--reference", "none", "--json-dir", tmp_path
-    )
+    result = run("export", "--timeline", DEFAULT_TIMELINE, "--json-dir", tmp_path)  # default
     assert result.exit_code == 0, result.output
     tl = Timeline.load(DEFAULT_TIMELINE).relative_to("none")
     path = tmp_path / "step_0012.json"

@@ -508,7 +508,9 @@ def explain(
     )
 
 
-REFERENCE_HELP = "values relative to: mean (the network average, the paper's) or none (no chlorine)"
+REFERENCE_HELP = (
+    "values relative to: none (no chlorine; the default) or mean (the network average, the paper's)"
+)
 
 
 @app.command()
@@ -518,7 +520,7 @@ def report(
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
-    reference: str = typer.Option("mean", help=REFERENCE_HELP),
+    reference: str = typer.Option(None, help=REFERENCE_HELP, show_default=False),
     gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
 ) -> None:
     """Write a self-contained HTML report of a timeline (title, how to read it, the animated
@@ -526,13 +528,13 @@ def report(
     from .files import atomic_write, check_output
     from .network import load_network
     from .report import report_html, write_gif
-    from .timeline import Timeline
+    from .timeline import DEFAULT_REFERENCE, Timeline
 
     try:
         check_output(out, what="report file", is_output=_suffix(".html", ".htm"))
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
-        tl = Timeline.load(timeline).relative_to(reference)
+        tl = Timeline.load(timeline).relative_to(reference or DEFAULT_REFERENCE)
         net = load_network(tl.scenario.network)
         page = report_html(tl, net, index=index, order=order, top_k=top_k)
         with atomic_write(out) as tmp:
@@ -549,7 +551,7 @@ def export(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
-    reference: str = typer.Option("mean", help=REFERENCE_HELP),
+    reference: str = typer.Option(None, help=REFERENCE_HELP, show_default=False),
     csv: Path = typer.Option(None, help="one row per (step, interaction), nodes by id"),
     json_dir: Path = typer.Option(
         None, help="one shapiq InteractionValues JSON file per step (with player -> node id)"
@@ -557,7 +559,7 @@ def export(
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
     from .files import check_output
-    from .timeline import Timeline
+    from .timeline import DEFAULT_REFERENCE, Timeline
 
     if csv is None and json_dir is None:
         typer.echo("error: give --csv and/or --json-dir", err=True)
@@ -567,7 +569,7 @@ def export(
             check_output(csv, what="CSV file", is_output=_suffix(".csv"))
         if json_dir:
             check_output(json_dir, kind="dir", what="JSON folder")
-        tl = Timeline.load(timeline).relative_to(reference)
+        tl = Timeline.load(timeline).relative_to(reference or DEFAULT_REFERENCE)
         if csv:
             tl.to_frame(index, order).to_csv(csv, index=False)
         if json_dir:

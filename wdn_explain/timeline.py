@@ -51,6 +51,11 @@ REFERENCES: dict[str, tuple[str, str]] = {
     "none": ("zeros", "no chlorine (every node without chlorine and without a source)"),
 }
 
+#: The reference shown unless one is asked for: "no chlorine", so that the values say which
+#: chlorinated nodes make the forecast (relative to the network average, which is itself
+#: chlorinated once chlorine has spread, every dry node gets a large negative value).
+DEFAULT_REFERENCE = "none"
+
 
 @dataclass
 class Timeline:
