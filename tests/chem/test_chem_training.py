@@ -18,6 +18,7 @@ from wdn_explain.chem.datasets import (
 from wdn_explain.chem.models import ChemModelConfig, MoleculeGNN
 from wdn_explain.chem.training import (
     ChemTrainConfig,
+    balanced_weights,
     check_features,
     load_classifier,
     stratified_split,
@@ -126,3 +127,27 @@ def test_shipped_models_fit_their_dataset(name, chem_root):
     with torch.no_grad():
         right = sum(int(model(g.x, g.edge_index).argmax()) == int(g.y) for g in graphs)
     assert right / len(graphs) > 0.8
+
+
+def test_balanced_weights_equalise_the_classes():
+    labels = np.array([0] * 30 + [1] * 10 + [2] * 5)
+    weights = balanced_weights(labels, 4).numpy()
+    totals = weights[:3] * np.bincount(labels)
+    np.testing.assert_allclose(totals, len(labels) / 4)  # each class weighs n / C in total
+    assert weights[1] == pytest.approx(3 * weights[0])
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "plateau"])
+def test_learning_rate_schedules(benzene, schedule):
+    config = ChemModelConfig(architecture="GCN", in_channels=len(SMILES_FEATURES), hidden=8)
+    train = ChemTrainConfig(
+        epochs=6, patience=8, lr=0.01, max_graphs=200, schedule=schedule, balanced=True
+    )
+    _, card = train_classifier(benzene, config, train, device="cpu")
+    lrs = [h["lr"] for h in card.history]
+    if schedule == "cosine":  # lr of epoch e: lr0 (1 + cos(pi (e - 1) / epochs)) / 2
+        expected = [0.005 * (1 + np.cos(np.pi * e / 6)) for e in range(6)]
+        np.testing.assert_allclose(lrs, expected, rtol=1e-6)
+    else:  # halved at most once per patience // 4 = 2 epochs, never raised
+        assert lrs[0] == 0.01
+        assert all(b in (a, a / 2) for a, b in zip(lrs, lrs[1:]))

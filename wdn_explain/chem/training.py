@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -37,6 +38,11 @@ class ChemTrainConfig(BaseModel):
     batch_size: int = Field(64, ge=1)
     lr: float = Field(3e-3, gt=0)
     weight_decay: float = Field(0.0, ge=0)
+    # learning rate schedule: constant, cosine decay to 0 over ``epochs``, or halved after
+    # ``patience // 4`` epochs without a lower validation loss
+    schedule: Literal["constant", "cosine", "plateau"] = "constant"
+    # weight the cross-entropy by inverse class frequency of the training split
+    balanced: bool = False
     seed: int = 0
     max_graphs: int | None = Field(None, ge=10)
 
@@ -98,7 +104,7 @@ def accuracy_and_loss(model: MoleculeGNN, loader: DataLoader, device: torch.devi
     loss = 0.0
     for batch in loader:
         batch = batch.to(device)
-        logits = model(batch.x, batch.edge_index, batch=batch.batch)
+        logits = model(batch.x, batch.edge_index, batch.edge_attr, batch=batch.batch)
         loss += float(torch.nn.functional.cross_entropy(logits, batch.y, reduction="sum"))
         correct += int((logits.argmax(dim=1) == batch.y).sum())
         total += len(batch.y)
@@ -137,17 +143,22 @@ def train_classifier(
     }
     model = MoleculeGNN(model_config).to(dev)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = _scheduler(optimiser, config)
+    class_weight = None
+    if config.balanced:
+        class_weight = balanced_weights(labels[split["train"]], model_config.n_classes).to(dev)
     best, best_state, best_epoch, history = (-1.0, np.inf), None, 0, []
     start = time.perf_counter()
     with progress_callback(progress, f"train {model_config.architecture}") as cb:
         for epoch in range(1, config.epochs + 1):
+            lr = optimiser.param_groups[0]["lr"]
             model.train()
             train_loss = correct = 0.0
             for batch in loaders["train"]:
                 batch = batch.to(dev)
                 optimiser.zero_grad()
-                logits = model(batch.x, batch.edge_index, batch=batch.batch)
-                loss = torch.nn.functional.cross_entropy(logits, batch.y)
+                logits = model(batch.x, batch.edge_index, batch.edge_attr, batch=batch.batch)
+                loss = torch.nn.functional.cross_entropy(logits, batch.y, weight=class_weight)
                 loss.backward()
                 optimiser.step()
                 train_loss += loss.item() * len(batch.y)
@@ -155,12 +166,17 @@ def train_classifier(
             # running figures of the epoch (train mode), not a second pass
             train_loss, train_acc = train_loss / len(split["train"]), correct / len(split["train"])
             val_acc, val_loss = accuracy_and_loss(model, loaders["val"], dev)
+            if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                scheduler.step(val_loss)
+            elif scheduler is not None:
+                scheduler.step()
             history.append(
                 {
                     "epoch": epoch,
                     "train_loss": train_loss,
                     "train_acc": train_acc,
                     "val_acc": val_acc,
+                    "lr": lr,
                 }
             )
             if val_acc > best[0] or (val_acc == best[0] and val_loss < best[1]):
@@ -191,6 +207,23 @@ def train_classifier(
     if out_dir is not None:
         save_classifier(model, card, out_dir)
     return model, card
+
+
+def balanced_weights(labels: np.ndarray, n_classes: int) -> torch.Tensor:
+    """Cross-entropy class weights n / (C * count): every class weighs the same in total."""
+    counts = np.bincount(labels, minlength=n_classes)
+    return torch.tensor(len(labels) / (n_classes * np.maximum(counts, 1)), dtype=torch.float32)
+
+
+def _scheduler(optimiser: torch.optim.Optimizer, config: ChemTrainConfig):
+    """The learning rate scheduler of ``config.schedule`` (None when constant)."""
+    if config.schedule == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=config.epochs)
+    if config.schedule == "plateau":
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimiser, factor=0.5, patience=max(config.patience // 4, 1)
+        )
+    return None
 
 
 def save_classifier(model: MoleculeGNN, card: ChemCard, out_dir: str | Path) -> Path:
