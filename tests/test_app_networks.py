@@ -260,7 +260,8 @@ def test_water_models_skip_chemistry_and_put_the_override_first(net1_model, monk
     assert list(shipped)[0] == "default"
     assert shipped["waq-paper"] == ROOT / "models" / "waq-paper"
     assert all((path / "card.json").is_file() for path in shipped.values())
-    assert not any("chem" in str(path) for path in shipped.values())
+    water = {p.parent.name for p in (ROOT / "models").glob("*/card.json")}  # not models/chem/*
+    assert set(shipped) == water and {p.parent for p in shipped.values()} == {ROOT / "models"}
     monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(net1_model))
     assert list(water_models()) == [str(net1_model), *shipped]
 
