@@ -528,13 +528,14 @@ def report(
     from .files import atomic_write, check_output
     from .network import load_network
     from .report import report_html, write_gif
-    from .timeline import DEFAULT_REFERENCE, Timeline
+    from .timeline import Timeline
 
     try:
         check_output(out, what="report file", is_output=_suffix(".html", ".htm"))
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
-        tl = Timeline.load(timeline).relative_to(reference or DEFAULT_REFERENCE)
+        tl = Timeline.load(timeline)
+        tl = tl.relative_to(reference or tl.default_reference)
         net = load_network(tl.scenario.network)
         page = report_html(tl, net, index=index, order=order, top_k=top_k)
         with atomic_write(out) as tmp:
@@ -559,7 +560,7 @@ def export(
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
     from .files import check_output
-    from .timeline import DEFAULT_REFERENCE, Timeline
+    from .timeline import Timeline
 
     if csv is None and json_dir is None:
         typer.echo("error: give --csv and/or --json-dir", err=True)
@@ -569,7 +570,8 @@ def export(
             check_output(csv, what="CSV file", is_output=_suffix(".csv"))
         if json_dir:
             check_output(json_dir, kind="dir", what="JSON folder")
-        tl = Timeline.load(timeline).relative_to(reference or DEFAULT_REFERENCE)
+        tl = Timeline.load(timeline)
+        tl = tl.relative_to(reference or tl.default_reference)
         if csv:
             tl.to_frame(index, order).to_csv(csv, index=False)
         if json_dir:

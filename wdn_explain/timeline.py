@@ -104,6 +104,12 @@ class Timeline:
         """Every reference this timeline holds explanations for."""
         return [self.reference, *self.alternatives]
 
+    @property
+    def default_reference(self) -> str:
+        """The reference shown unless one is asked for: :data:`DEFAULT_REFERENCE` when this
+        timeline holds it, else its own."""
+        return DEFAULT_REFERENCE if DEFAULT_REFERENCE in self.references else self.reference
+
     def relative_to(self, reference: str) -> Timeline:
         """The same timeline with ``explanations`` relative to ``reference`` (no copy of the
         values); DataError when the file holds no such explanations."""
