@@ -69,7 +69,7 @@ def network(model_dir: str, model: str):
     """The network of the model folder ``model_dir`` (hash ``model``), its map layout
     computed once (:attr:`~wdn_explain.network.Network.map_coordinates`)."""
     net = model_network(model_dir)
-    net.map_coordinates  # noqa: B018 -- a layout for a network without coordinates, cached
+    _ = net.map_coordinates  # a layout for a network without coordinates, computed once here
     return net
 
 

@@ -64,6 +64,7 @@ def cursor(at) -> int:
 def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert not app.exception
     assert app.title[0].value.startswith("Why does the model expect chlorine")
+    assert not app.dataframe and not app.table and not app.json  # nothing stray on the page
     assert app.selectbox(key="scenario").value.startswith("default: booster at 20, 1.5 mg/L")
     assert len(app.get("plotly_chart")) == 4  # SI-Graph, forecast, chlorine map, node value
     step = tl.first_informative_step()
