@@ -27,6 +27,7 @@ from wdn_explain.narrative import (
     summary,
     threshold_text,
 )
+from wdn_explain.pipeline import explain_scenario
 from wdn_explain.plot import (
     chlorine_figure,
     forecast_figure,
@@ -37,19 +38,20 @@ from wdn_explain.plot import (
 )
 from wdn_explain.report import report_html, shapiq_zip
 from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.shipped import (
+    default_scenario,
+    default_timeline,
+    model_network,
+    timeline_label,
+    water_models,
+)
 from wdn_explain.simulation import injection_node
 from wdn_explain.timeline import (
     DEFAULT_REFERENCE,
     REFERENCES,
     Timeline,
     cache_path,
-    default_scenario,
-    default_timeline,
-    explain_scenario,
-    model_network,
     timeline_is_current,
-    timeline_label,
-    water_models,
 )
 
 logger = logging.getLogger("wdn_explain.app")

@@ -59,7 +59,8 @@ def main() -> None:
 
     from wdn_explain.network import load_network
     from wdn_explain.plot import si_graph_figure, timeline_figure
-    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+    from wdn_explain.shipped import DEFAULT_TIMELINE
+    from wdn_explain.timeline import Timeline
 
     tl, net = Timeline.load(DEFAULT_TIMELINE), load_network("hanoi")
     timeline_figure(tl, net, index="k-SII", order=2, top_k=8)  # warm the index tables

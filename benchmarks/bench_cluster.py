@@ -21,8 +21,9 @@ from pathlib import Path
 import torch
 from distributed import Client, LocalCluster
 
+from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import load_config
-from wdn_explain.timeline import default_model, explain_scenario
+from wdn_explain.shipped import default_model
 from wdn_explain.waq import generate_waq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +60,7 @@ def main() -> None:
             ) as cluster:
                 address = cluster.scheduler_address
                 with Client(address) as client:  # warm up: imports (torch, EPyT-Flow)
-                    client.run(importlib.import_module, "wdn_explain.timeline")
+                    client.run(importlib.import_module, "wdn_explain.pipeline")
                     client.run(importlib.import_module, "wdn_explain.training")
                 start = time.perf_counter()
                 out = generate_waq(config, tmp / f"cluster{workers}", scheduler=address)

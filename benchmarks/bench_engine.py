@@ -44,9 +44,10 @@ def hanoi_step(layers: int = 3):
 
     from wdn_explain.features import InputSpec
     from wdn_explain.network import load_network
+    from wdn_explain.pipeline import scenario_graphs
     from wdn_explain.scenario import load_config
+    from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_SCENARIO
     from wdn_explain.simulation import simulate
-    from wdn_explain.timeline import DEFAULT_MODEL, DEFAULT_SCENARIO, scenario_graphs
     from wdn_explain.training import load_model
 
     model, card = load_model(DEFAULT_MODEL)
@@ -124,8 +125,9 @@ def run_reference(layers: int) -> dict:
 def run_timeline() -> dict:
     import torch
 
+    from wdn_explain.pipeline import explain_scenario
     from wdn_explain.scenario import load_config
-    from wdn_explain.timeline import DEFAULT_MODEL, DEFAULT_SCENARIO, explain_scenario
+    from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_SCENARIO
 
     torch.set_num_threads(2)
     spec = load_config(DEFAULT_SCENARIO).scenario_config(0)

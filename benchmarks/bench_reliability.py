@@ -25,8 +25,8 @@ import torch
 from wdn_explain import timeline as timeline_module
 from wdn_explain import waq
 from wdn_explain.files import atomic_write
+from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig, load_config
-from wdn_explain.timeline import explain_scenario
 from wdn_explain.waq import generate_waq
 
 

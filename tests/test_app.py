@@ -7,7 +7,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from wdn_explain.narrative import summary
-from wdn_explain.timeline import DEFAULT_REFERENCE, DEFAULT_TIMELINE, Timeline
+from wdn_explain.shipped import DEFAULT_TIMELINE
+from wdn_explain.timeline import DEFAULT_REFERENCE, Timeline
 
 from conftest import ROOT
 

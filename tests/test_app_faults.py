@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from wdn_explain import shipped as shipped_module
 from wdn_explain import timeline as timeline_module
 from wdn_explain.model_folder import model_hash
 from wdn_explain.timeline import Timeline
@@ -73,8 +74,8 @@ def test_stale_shipped_timeline_is_never_rewritten(env, tmp_path, tiny_model_dir
     meta = {"format": timeline_module.FORMAT, "model_hash": "another model"}
     np.savez(shipped, meta=np.array(json.dumps(meta)), steps=np.arange(3))
     before = shipped.read_bytes()
-    monkeypatch.setattr(timeline_module, "DEFAULT_MODEL", package)
-    monkeypatch.setattr(timeline_module, "DEFAULT_TIMELINE", shipped)
+    monkeypatch.setattr(shipped_module, "DEFAULT_MODEL", package)
+    monkeypatch.setattr(shipped_module, "DEFAULT_TIMELINE", shipped)
     package.chmod(0o555)  # read-only for ordinary users (root ignores it; the bytes are checked)
     try:
         at = start()

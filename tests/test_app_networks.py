@@ -14,14 +14,14 @@ from typer.testing import CliRunner
 
 from wdn_explain.network import builtin_networks, load_network
 from wdn_explain.scenario import load_config, parse_config
-from wdn_explain.timeline import (
+from wdn_explain.shipped import (
     DEFAULT_SCENARIO,
-    Timeline,
     default_scenario,
     default_timeline,
     model_network,
     water_models,
 )
+from wdn_explain.timeline import Timeline
 
 from conftest import ROOT
 

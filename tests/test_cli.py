@@ -305,7 +305,8 @@ def test_export_csv_and_interaction_values(tmp_path):
     import pandas as pd
     from shapiq import InteractionValues
 
-    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+    from wdn_explain.shipped import DEFAULT_TIMELINE
+    from wdn_explain.timeline import Timeline
 
     result = run(
         "export",
@@ -380,7 +381,8 @@ def test_shipped_files_are_found_from_another_directory(tmp_path, monkeypatch):
 
 
 def test_report_reads_as_a_report(tmp_path):
-    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+    from wdn_explain.shipped import DEFAULT_TIMELINE
+    from wdn_explain.timeline import Timeline
 
     tl = Timeline.load(DEFAULT_TIMELINE)
     out = tmp_path / "r.html"
@@ -401,7 +403,8 @@ def test_exported_json_maps_players_to_node_ids(tmp_path):
 
     from shapiq import InteractionValues
 
-    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+    from wdn_explain.shipped import DEFAULT_TIMELINE
+    from wdn_explain.timeline import Timeline
 
     result = run("export", "--timeline", DEFAULT_TIMELINE, "--json-dir", tmp_path)  # default
     assert result.exit_code == 0, result.output

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from wdn_explain.cli import app
 from wdn_explain.errors import ConfigError
+from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig, parse_config
-from wdn_explain.timeline import explain_scenario
 from wdn_explain.waq import generate_waq
 
 distributed = pytest.importorskip("distributed")

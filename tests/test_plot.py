@@ -13,7 +13,8 @@ from wdn_explain.plot import (
     value_figure,
     value_over_time,
 )
-from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+from wdn_explain.shipped import DEFAULT_TIMELINE
+from wdn_explain.timeline import Timeline
 
 
 @pytest.fixture(scope="module")

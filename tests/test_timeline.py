@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from wdn_explain.errors import DataError
+from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
-from wdn_explain.timeline import Timeline, cache_path, explain_scenario
+from wdn_explain.timeline import Timeline, cache_path
 
 SPEC = ScenarioConfig(duration_s=3000, reporting_step_s=300, seed=5)
 
@@ -78,7 +79,8 @@ def test_model_of_another_network_is_refused(tiny_model_dir, tmp_path):
 
 def test_shipped_default_timeline_is_current():
     """The committed timeline was made by the committed model and this engine version."""
-    from wdn_explain.timeline import DEFAULT_MODEL, DEFAULT_TIMELINE, timeline_is_current
+    from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_TIMELINE
+    from wdn_explain.timeline import timeline_is_current
 
     assert timeline_is_current(DEFAULT_TIMELINE, DEFAULT_MODEL)
 
@@ -90,8 +92,8 @@ def test_no_chlorine_reference(computed, tiny_model_dir, tmp_path):
 
     from wdn_explain.features import InputSpec
     from wdn_explain.network import load_network
+    from wdn_explain.pipeline import scenario_graphs
     from wdn_explain.simulation import simulate
-    from wdn_explain.timeline import scenario_graphs
     from wdn_explain.training import load_model
 
     _, tl, _ = computed
@@ -113,3 +115,18 @@ def test_no_chlorine_reference(computed, tiny_model_dir, tmp_path):
     assert none.relative_to("mean").reference == "mean"
     with pytest.raises(DataError, match="no explanations relative to 'zero'"):
         tl.relative_to("zero")
+
+
+@pytest.mark.parametrize(
+    ("name", "home"), [("explain_scenario", "pipeline"), ("shipped", "shipped")]
+)
+def test_moved_names_still_import_with_a_deprecation(name, home):
+    import importlib
+
+    import wdn_explain.timeline as timeline_module
+
+    with pytest.warns(DeprecationWarning, match=f"moved to wdn_explain.{home}.{name}"):
+        old = getattr(timeline_module, name)
+    assert old is getattr(importlib.import_module(f"wdn_explain.{home}"), name)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        timeline_module.nothing  # noqa: B018

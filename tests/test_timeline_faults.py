@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 from wdn_explain.cli import app
 from wdn_explain.errors import DataError
 from wdn_explain.explain import GraphSHAPIQ
+from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
-from wdn_explain.timeline import REFERENCES, Timeline, explain_scenario
+from wdn_explain.timeline import REFERENCES, Timeline
 
 SPEC = ScenarioConfig(duration_s=2400, reporting_step_s=300, seed=7)
 INLINE = "{duration_s: 2400, seed: 7}"
@@ -209,7 +210,7 @@ def test_ctrl_c_in_explain_is_one_line(tmp_path, tiny_model_dir, monkeypatch):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("wdn_explain.timeline.explain_scenario", interrupt)
+    monkeypatch.setattr("wdn_explain.pipeline.explain_scenario", interrupt)
     out = tmp_path / "t.npz"
     result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 130

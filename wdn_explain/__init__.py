@@ -43,7 +43,7 @@ _LAZY = {
     "check_linear_readout": "explain",
     "complexity": "explain",
     "Timeline": "timeline",
-    "explain_scenario": "timeline",
+    "explain_scenario": "pipeline",
 }
 
 __all__ = ["WdnExplainError", "ConfigError", "DataError", "ExplainError", *_LAZY]

@@ -43,7 +43,7 @@ def simulate(
     """Simulate the scenarios of a config (e.g. the WAQ dataset) into a folder."""
     from .progress import progress_callback
     from .scenario import load_config
-    from .timeline import shipped
+    from .shipped import shipped
     from .waq import generate_waq
 
     try:
@@ -245,7 +245,7 @@ def evaluate(
     overall, per scenario factor and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
     from .features import InputSpec
-    from .timeline import default_model, shipped
+    from .shipped import default_model, shipped
     from .training import check_data_matches, load_model
     from .training import evaluate as run_evaluation
 
@@ -407,7 +407,7 @@ def _scenario_from(spec: str, index: int):
 
     from .errors import ConfigError
     from .scenario import load_config, parse_config
-    from .timeline import shipped
+    from .shipped import shipped
 
     path = shipped(spec)
     if path.suffix in (".yaml", ".yml") or path.is_file():
@@ -427,7 +427,7 @@ def _scenario_from(spec: str, index: int):
 def _config_scheduler(spec: str) -> str | None:
     """The ``scheduler`` key of a scenario YAML file (None for an inline mapping)."""
     from .scenario import load_config
-    from .timeline import shipped
+    from .shipped import shipped
 
     path = shipped(spec)
     return load_config(path).scheduler if path.is_file() else None
@@ -467,13 +467,9 @@ def explain(
 
     Warns (one line) when the scenario lies outside the model's training design."""
     from .design import UNKNOWN_DESIGN
-    from .timeline import (
-        check_timeline_output,
-        default_model,
-        default_scenario,
-        explain_scenario,
-        shipped,
-    )
+    from .pipeline import explain_scenario
+    from .shipped import default_model, default_scenario, shipped
+    from .timeline import check_timeline_output
 
     model = default_model() if model is None else shipped(model)
     try:

@@ -1,7 +1,7 @@
 """Run simulation and explanation tasks on a Dask distributed cluster.
 
 The tasks are the ones that run locally (:func:`wdn_explain.waq._run_task`, one per
-scenario; :func:`wdn_explain.timeline._explain_task`, one per explained step). Each is
+scenario; :func:`wdn_explain.pipeline._explain_task`, one per explained step). Each is
 keyed by what it computes, skips work whose output already exists and writes its output
 atomically itself, so a task retried after a worker died, or run twice, leaves each output
 exactly once and complete. Outputs go to a folder every worker can reach (a shared file

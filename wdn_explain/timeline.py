@@ -1,45 +1,31 @@
-"""Explain every time step of a scenario, and cache the result on disk.
+"""A timeline: explanations of every forecast of one scenario, and its file.
 
 A :class:`Timeline` holds, per explained step t, the exact Möbius interactions of the
 forecast made at t (of the chlorinated fraction at t + horizon), with the simulated
 states the app draws: normalised node chlorine, the forecast and the simulated truth.
-One file per (scenario, model): a compressed, pickle-free ``.npz`` with MIs stored as float32 (the
-model itself computes in float32), reused while scenario, model and engine match.
+One file per (scenario, model): a compressed, pickle-free ``.npz`` with MIs stored as float32
+(the model itself computes in float32), reused while scenario, model and engine match
+(:func:`timeline_is_current`). The run that makes one is :mod:`.pipeline`; the shipped
+models and scenarios are found by :mod:`.shipped`; the views are :mod:`.plot`,
+:mod:`.narrative` and :mod:`.report`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
-import os
+import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .design import card_envelope
-from .errors import ConfigError, DataError, ExplainError
+from .errors import DataError
 from .explain.explanation import ENGINE_VERSION, Explanation
-from .features import InputSpec
 from .files import atomic_write, check_output
-from .model_folder import model_hash, read_card
-from .progress import ProgressArg, progress_callback
-from .scenario import DRAWN_RANGES, ScenarioConfig, load_config
-from .simulation import SimulationResult, injection_node, simulate
-from .sizes import check_size, estimate_timeline
-from .stepstore import StepStore
-
-if TYPE_CHECKING:
-    from torch_geometric.data import Data
-
-    from .explain import GraphSHAPIQ
-    from .network import Network
-
-
-logger = logging.getLogger(__name__)
+from .model_folder import model_hash
+from .scenario import ScenarioConfig
 
 FORMAT = "wdn-explain-timeline/2"  # 2: chlorine in mg/L, out_of_design in meta
 
@@ -324,129 +310,6 @@ def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
     return meta
 
 
-SHIPPED_ROOT = Path(__file__).resolve().parents[1]  # holds models/ and simulations/
-DEFAULT_MODEL = SHIPPED_ROOT / "models" / "default"
-DEFAULT_SCENARIO = SHIPPED_ROOT / "simulations" / "default_scenario.yaml"
-DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
-
-
-def shipped(path: str | Path) -> Path:
-    """``path`` itself when it exists (or is absolute), else the shipped file or folder of
-    that relative name (``models/default``, ``simulations/waq.yaml``), so that the defaults
-    work from any working directory."""
-    path = Path(path)
-    if path.exists() or path.is_absolute() or not (SHIPPED_ROOT / path).exists():
-        return path
-    return SHIPPED_ROOT / path
-
-
-def default_model() -> Path:
-    """The model the app and CLI use unless told otherwise: ``WDN_EXPLAIN_MODEL`` or the
-    shipped default."""
-    return shipped(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
-
-
-# What a water model folder may hold beside model.pt and card.json: the scenario the app and
-# ``explain`` show first for it (scenario 0 of a simulation config) and that scenario's timeline.
-MODEL_SCENARIO, MODEL_TIMELINE = "default_scenario.yaml", "default_timeline.npz"
-
-
-def water_models() -> dict[str, Path]:
-    """The models the app offers, by name: :func:`default_model` first (its folder name, or
-    its path when it lies outside ``models/``), then every water model folder under the
-    shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped)."""
-    root = SHIPPED_ROOT / "models"
-    first = default_model()
-    found = {first.name if first.resolve().parent == root else str(first): first}
-    for card in sorted(root.glob("*/card.json")):
-        if card.parent.name == "chem" or card.parent == first.resolve():
-            continue
-        try:
-            network = json.loads(card.read_text())["data"]["network"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if isinstance(network, dict):
-            found[card.parent.name] = card.parent
-    return found
-
-
-def model_network(model_dir: str | Path) -> Network:
-    """The network a model was trained on: the card's network by name (every network that
-    ships inside ``epyt``), or ``<name>.inp`` in the model folder; its SHA-256 must match the
-    card's. DataError naming the network and what to do otherwise."""
-    from .network import builtin_networks, load_network
-
-    info = read_card(model_dir)["data"]["network"]
-    name = str(info.get("name", "?"))
-    local = Path(model_dir, f"{name}.inp")
-    if local.is_file():
-        network = load_network(local)
-    elif name.lower() in builtin_networks():
-        network = load_network(name)
-    else:
-        raise DataError(
-            f"model '{model_dir}' was trained on network '{name}', which does not ship with "
-            f"epyt: copy that network's .inp file into the model folder as '{local}'"
-        )
-    if network.file_sha256 != info["sha256"]:
-        raise DataError(
-            f"model '{model_dir}' was trained on another version of network '{name}' (sha256 "
-            f"{str(info['sha256'])[:12]}..., '{network.inp_path}' has "
-            f"{network.file_sha256[:12]}...): copy the .inp it was trained on into the model "
-            f"folder as '{local}'"
-        )
-    return network
-
-
-def default_scenario(model_dir: str | Path, network: Network | None = None) -> ScenarioConfig:
-    """The scenario the app and ``explain`` show first for a model: scenario 0 of the
-    folder's ``default_scenario.yaml``; else, for a model of the default scenario's network
-    (Hanoi), ``simulations/default_scenario.yaml``; else the middle of the model's training
-    design (its first injection node and mode, each range's midpoint, the injection start
-    and the bulk decay at their low ends, as the app's form starts), or the plain defaults
-    at the first reservoir for a card without a design.
-
-    Args:
-        network: The model's network (:func:`model_network`), when already loaded.
-    """
-    own = Path(model_dir, MODEL_SCENARIO)
-    if own.is_file():
-        return load_config(own).scenario_config(0)
-    card = read_card(model_dir)
-    fallback = load_config(DEFAULT_SCENARIO)
-    if card["data"]["network"].get("name") == fallback.scenario.network:
-        return fallback.scenario_config(0)
-    network = network or model_network(model_dir)
-    local = network.inp_path.resolve().parent == Path(model_dir).resolve()
-    name = network.inp_path.resolve() if local else network.name
-    envelope = card_envelope(card)
-    if envelope is None:
-        return ScenarioConfig(network=str(name))
-    step = envelope.reporting_step_s
-    factors = {
-        key: lo if key in ("injection_start_s", "bulk_decay_per_day") else (lo + hi) / 2
-        for key, (lo, hi) in envelope.ranges.items()
-    }
-    node = envelope.injection_nodes[0] if envelope.injection_nodes else None
-    return ScenarioConfig(
-        network=str(name),
-        reporting_step_s=step,
-        hydraulic_step_s=step,
-        pattern_step_s=step,
-        quality_step_s=min(60, step),
-        injection_node=None if node in network.reservoirs else node,
-        injection_mode=envelope.injection_modes[0] if envelope.injection_modes else "constant",
-        **{k: round(v) if DRAWN_RANGES[k] else v for k, v in factors.items()},
-    )
-
-
-def default_timeline(model_dir: str | Path) -> Path | None:
-    """The folder's ``default_timeline.npz`` while it is current for the model
-    (:func:`timeline_is_current`), else None (the caller computes it into its cache)."""
-    path = Path(model_dir, MODEL_TIMELINE)
-    return path if timeline_is_current(path, model_dir) else None
-
-
 def read_meta(path: str | Path) -> dict[str, Any] | None:
     """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
     try:
@@ -455,15 +318,6 @@ def read_meta(path: str | Path) -> dict[str, Any] | None:
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
         return None
     return meta if isinstance(meta, dict) else None
-
-
-def timeline_label(path: str | Path) -> str:
-    """A plain name of a cached timeline's scenario (where, how strongly, how long, seed)."""
-    meta = read_meta(path) or {}
-    try:
-        return ScenarioConfig.model_validate(meta["scenario"]).describe()
-    except (KeyError, TypeError, ValueError):
-        return f"unreadable timeline {Path(path).name}"
 
 
 def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
@@ -519,289 +373,38 @@ def cache_path(
     return Path(cache_dir) / (f"{name}_lambda{budget}.npz" if budget else f"{name}.npz")
 
 
-def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpec) -> list[Data]:
-    """Model inputs at every report of a simulated scenario, built as in training."""
-    import torch
-    from torch_geometric.data import Data
-
-    strength = np.full(result.n_steps, result.config.injection_strength_mg_l, dtype=np.float32)
-    x = inputs.node_inputs(result.node_chlorine_mg_l, result.node_source_mg_l, strength)
-    edge_attr = inputs.edge_inputs(result.link_flow_lps)
-    return [
-        Data(
-            x=torch.from_numpy(x[t]),
-            edge_index=network.edge_index,
-            edge_attr=torch.from_numpy(edge_attr[t]),
-        )
-        for t in range(result.n_steps)
-    ]
-
-
-def out_of_design(
-    scenario: ScenarioConfig, card: dict[str, Any], network: Network
-) -> list[str] | None:
-    """What of ``scenario`` lies outside the model's training design (see
-    :mod:`wdn_explain.design`); None when the card records no design."""
-    envelope = card_envelope(card)
-    if envelope is None:
-        return None
-    return envelope.outside(scenario, injection_node(scenario, network))
+# Names that lived here before the pipeline and the discovery of shipped files moved out
+# (deprecated: import them from their new home).
+_MOVED = {
+    "explain_scenario": "pipeline",
+    "scenario_graphs": "pipeline",
+    "out_of_design": "pipeline",
+    "SHIPPED_ROOT": "shipped",
+    "DEFAULT_MODEL": "shipped",
+    "DEFAULT_SCENARIO": "shipped",
+    "DEFAULT_TIMELINE": "shipped",
+    "MODEL_SCENARIO": "shipped",
+    "MODEL_TIMELINE": "shipped",
+    "shipped": "shipped",
+    "default_model": "shipped",
+    "water_models": "shipped",
+    "model_network": "shipped",
+    "default_scenario": "shipped",
+    "default_timeline": "shipped",
+    "timeline_label": "shipped",
+}
 
 
-def explain_scenario(
-    scenario: ScenarioConfig,
-    model_dir: str | Path,
-    *,
-    out: str | Path | None = None,
-    progress: ProgressArg = False,
-    explainer_options: dict[str, Any] | None = None,
-    allow_large: bool = False,
-    scheduler: str | None = None,
-    gpu: bool = False,
-    budget: int | None = None,
-    memory_gb: float | None = None,
-) -> tuple[Timeline, str]:
-    """Simulate a scenario, forecast and explain every step exactly, relative to every
-    reference in :data:`REFERENCES` (the network average and no chlorine); cache to ``out``.
+def __getattr__(name: str) -> Any:
+    """Moved names still import from here, with a DeprecationWarning naming their home."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-    With ``budget`` (lambda) every step is explained by the lambda-approximation instead,
-    recorded in ``meta["budget"]`` (a cached file is reused only for the same budget);
-    ``memory_gb`` is the engine's memory budget (see ``GraphSHAPIQ(memory_budget_gb=...)``).
-
-    Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
-    interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
-    refused before any work unless ``allow_large``.
-
-    Returns (timeline, status) where status is ``cached`` (a matching file was reused),
-    ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale), followed by
-    `` (resumed: k of n steps ...)`` when steps of an interrupted run were reused.
-
-    With ``scheduler`` (a Dask scheduler address, needs ``out``), the steps are explained
-    by :func:`_explain_task` tasks on that cluster (on workers with a ``GPU`` resource when
-    ``gpu`` and one has it, running the model there on CUDA) into the step store, then
-    assembled here: the file's bytes are those of a local run (on CPU workers; a GPU's
-    values agree to about 1e-7).
-    """
-    from .explain import GraphSHAPIQ
-    from .network import load_network
-    from .training import load_model
-
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
-    ):
-        raise ConfigError(f"budget (lambda) must be an integer >= 1 (got {budget!r})")
-    if memory_gb is not None and not memory_gb > 0:
-        raise ConfigError(f"memory budget must be over 0 GB (got {memory_gb!r})")
-    model, card = load_model(model_dir)
-    network = load_network(scenario.network)
-    if card["data"]["network"]["sha256"] != network.file_sha256:
-        raise DataError(
-            f"model '{model_dir}' was trained on network '{card['data']['network']['name']}', "
-            f"the scenario runs on '{network.name}'"
-        )
-    inputs = InputSpec.from_card(card)
-    options = dict(explainer_options or {})
-    meta = {
-        "scenario": scenario.model_dump(mode="json"),
-        "scenario_hash": scenario.config_hash(),
-        "model_hash": model_hash(model_dir),
-        "engine_version": ENGINE_VERSION,
-        "horizon": inputs.horizon,
-        "threshold": inputs.threshold,
-        "threshold_unit": inputs.threshold_unit,
-        "explainer": options,
-        "budget": budget,
-        "references": list(REFERENCES),
-        "out_of_design": out_of_design(scenario, card, network),
-    }
-    status = "computed"
-    if out is not None and Path(out).exists():
-        try:
-            cached = Timeline.load(out)
-            stale = [
-                k
-                for k in (
-                    "scenario_hash",
-                    "model_hash",
-                    "engine_version",
-                    "explainer",
-                    "budget",
-                    "references",
-                )
-                if cached.meta.get(k) != meta[k]
-            ]
-            if not stale:
-                return cached, "cached"
-            status = f"recomputed: cache made with another {', '.join(stale)}"
-        except DataError as exc:
-            status = f"recomputed: {exc}"
-        logger.warning("timeline cache %s %s", out, status)
-    _check_size(
-        scenario, network, options.get("n_layers", model.num_layers), meta, out, allow_large
+    home = f"wdn_explain.{_MOVED[name]}"
+    warnings.warn(
+        f"wdn_explain.timeline.{name} moved to {home}.{name}; import it from there",
+        DeprecationWarning,
+        stacklevel=2,
     )
-    result = simulate(scenario, network)
-    horizon = meta["horizon"]
-    if result.n_steps <= horizon:
-        raise DataError(
-            f"scenario has {result.n_steps} reported steps, not more than the horizon {horizon}"
-        )
-    graphs = scenario_graphs(result, network, inputs)
-    steps = np.arange(result.n_steps - horizon)
-    labels = inputs.labels(
-        result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
-    )
-    series: dict[str, list[Explanation]] = {}
-    store = StepStore.beside(out, meta) if out is not None else None
-    kept = 0
-    if scheduler is not None:
-        if store is None:
-            raise ConfigError("explaining on a cluster needs an output file (out)")
-        kept = _explain_on_cluster(
-            scheduler, model_dir, options, meta, graphs, steps, store, gpu, progress
-        )
-    with progress_callback(progress, "explain timeline") as cb:
-        for r, reference in enumerate(meta["references"]):
-            explainer = GraphSHAPIQ(
-                model,
-                progress=False,
-                memory_budget_gb=memory_gb,
-                **(options | {"baseline": REFERENCES[reference][0]}),
-            )
-            series[reference] = []
-            for i, t in enumerate(steps):
-                key = r * len(steps) + i  # one store for every reference
-                explanation = store.get(key) if store is not None else None
-                kept += explanation is not None and scheduler is None
-                if explanation is None:
-                    explanation = explainer.explain(graphs[t], budget=budget)
-                    if store is not None:
-                        store.put(key, explanation)
-                series[reference].append(explanation)
-                if cb:
-                    cb(key + 1, len(steps) * len(meta["references"]))
-    explanations = series.pop("mean")
-    if kept:
-        total = len(steps) * len(meta["references"])
-        status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
-    timeline = Timeline(
-        steps=steps,
-        times_s=result.times_s[steps],
-        node_ids=np.asarray(network.node_ids),
-        chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
-        forecast=np.array([e.prediction for e in explanations]),
-        truth=labels[steps + horizon],
-        explanations=explanations,
-        meta={
-            **meta,
-            "baseline": "mean",
-            "reference": "mean",
-            "model_dir": str(model_dir),
-            "exact": all(e.exact for series_ in (explanations, *series.values()) for e in series_),
-        },
-        alternatives=series,
-    )
-    if out is not None:
-        timeline.save(out)
-        store.remove()
-    return timeline, status
-
-
-_TASK_EXPLAINERS: dict[tuple, GraphSHAPIQ] = {}
-
-
-def _explain_task(
-    model: tuple[str, str, bool],
-    options_json: str,
-    reference: str,
-    graph: Data,
-    folder: str,
-    key: int,
-) -> int:
-    """Explain one step relative to ``reference`` into the step store ``folder`` (a cluster
-    task): skipped when the step is already stored, written atomically otherwise.
-    ``model`` is the model folder, its hash (workers keep the model while it matches) and
-    whether to run it on the worker's GPU when it has one."""
-    import torch
-
-    from .explain import GraphSHAPIQ
-    from .training import load_model
-
-    store = StepStore(Path(folder))
-    if store.has(key):
-        return key
-    options = json.loads(options_json)
-    budget = options.pop("budget", None)  # an explain() argument, not an explainer option
-    cache_key = (model, options_json, reference)
-    if cache_key not in _TASK_EXPLAINERS:  # workers keep the model across tasks
-        options |= {"baseline": REFERENCES[reference][0]}
-        device = "cuda" if model[2] and torch.cuda.is_available() else "cpu"
-        _TASK_EXPLAINERS[cache_key] = GraphSHAPIQ(
-            load_model(model[0])[0].to(device), progress=False, **options
-        )
-    store.save(key, _TASK_EXPLAINERS[cache_key].explain(graph, budget=budget))
-    return key
-
-
-def _explain_on_cluster(
-    scheduler: str,
-    model_dir: str | Path,
-    options: dict[str, Any],
-    meta: dict[str, Any],
-    graphs: list[Data],
-    steps: np.ndarray,
-    store: StepStore,
-    gpu: bool,
-    progress: ProgressArg,
-) -> int:
-    """Explain the steps missing from ``store`` on the Dask cluster at ``scheduler``;
-    return how many were already stored. ExplainError listing every failed step."""
-    from .cluster import failure_report, run_tasks
-
-    references = meta["references"]
-    total = len(steps) * len(references)
-    missing = [k for k in range(total) if not store.has(k)]
-    folder = str(store.folder.absolute())
-    model = (str(Path(model_dir).absolute()), meta["model_hash"], gpu)
-    run = hashlib.sha256(json.dumps(meta, sort_keys=True).encode() + folder.encode())
-    tasks = []
-    for key in missing:
-        reference, t = references[key // len(steps)], int(steps[key % len(steps)])
-        task_options = options | {"budget": meta["budget"]}
-        args = (model, json.dumps(task_options), reference, graphs[t], folder, key)
-        tasks.append((f"explain-{run.hexdigest()[:12]}-{reference}-step-{t:06d}", args))
-    with progress_callback(progress, "explain on cluster") as cb:
-        failures = run_tasks(
-            scheduler,
-            _explain_task,
-            tasks,
-            progress=cb,
-            done=total - len(missing),
-            total=total,
-            want_gpu=gpu,
-        )
-    if failures:
-        raise ExplainError(failure_report(failures, "steps"))
-    return total - len(missing)
-
-
-def _check_size(
-    scenario: ScenarioConfig,
-    network: Network,
-    n_layers: int,
-    meta: dict[str, Any],
-    out: str | Path | None,
-    allow_large: bool,
-) -> None:
-    """Refuse a timeline whose estimate (time, disk, memory) exceeds the limits (sized by
-    the lambda-approximation's model calls when ``meta["budget"]`` is set)."""
-    from .explain import complexity
-    from .explain.neighbourhoods import approximation_calls, maximal_fields, receptive_fields
-
-    n_steps = max(0, scenario.n_reports - meta["horizon"])
-    if meta["budget"]:
-        fields = receptive_fields(network.edge_index, network.n_nodes, n_layers)[-1]
-        size = approximation_calls(maximal_fields(fields), meta["budget"])
-    else:
-        size = complexity(network.edge_index, network.n_nodes, n_layers).n_interactions
-    estimate = estimate_timeline(n_steps, size)
-    check_size(estimate, Path(out or ".").absolute().parent, allow_large=allow_large)
+    return getattr(importlib.import_module(home), name)

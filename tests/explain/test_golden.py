@@ -43,7 +43,8 @@ def test_shipped_step_reproduces_the_golden_values(explained):
 
 
 def test_shipped_timeline_file_holds_the_same_step():
-    from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+    from wdn_explain.shipped import DEFAULT_TIMELINE
+    from wdn_explain.timeline import Timeline
 
     timeline = Timeline.load(DEFAULT_TIMELINE)
     t = int(np.flatnonzero(timeline.steps == GOLDEN["step"])[0])

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from wdn_explain.cli import app
 from wdn_explain.errors import ExplainError
 from wdn_explain.explain import Explanation, GraphSHAPIQ
-from wdn_explain.timeline import DEFAULT_TIMELINE, Timeline
+from wdn_explain.shipped import DEFAULT_TIMELINE
+from wdn_explain.timeline import Timeline
 
 
 @pytest.fixture

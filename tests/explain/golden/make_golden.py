@@ -18,9 +18,10 @@ import torch
 from wdn_explain.explain import GraphSHAPIQ
 from wdn_explain.features import InputSpec
 from wdn_explain.network import load_network
+from wdn_explain.pipeline import scenario_graphs
 from wdn_explain.scenario import load_config
+from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_SCENARIO
 from wdn_explain.simulation import simulate
-from wdn_explain.timeline import DEFAULT_MODEL, DEFAULT_SCENARIO, scenario_graphs
 from wdn_explain.training import load_model
 
 STEP = 12

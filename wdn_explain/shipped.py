@@ -1,0 +1,149 @@
+"""Where the shipped models, scenarios and timelines are, and what a model folder offers:
+its network, the scenario shown first and that scenario's current timeline."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .design import card_envelope
+from .errors import DataError
+from .model_folder import read_card
+from .scenario import DRAWN_RANGES, ScenarioConfig, load_config
+from .timeline import read_meta, timeline_is_current
+
+if TYPE_CHECKING:
+    from .network import Network
+
+SHIPPED_ROOT = Path(__file__).resolve().parents[1]  # holds models/ and simulations/
+DEFAULT_MODEL = SHIPPED_ROOT / "models" / "default"
+DEFAULT_SCENARIO = SHIPPED_ROOT / "simulations" / "default_scenario.yaml"
+DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
+
+
+def shipped(path: str | Path) -> Path:
+    """``path`` itself when it exists (or is absolute), else the shipped file or folder of
+    that relative name (``models/default``, ``simulations/waq.yaml``), so that the defaults
+    work from any working directory."""
+    path = Path(path)
+    if path.exists() or path.is_absolute() or not (SHIPPED_ROOT / path).exists():
+        return path
+    return SHIPPED_ROOT / path
+
+
+def default_model() -> Path:
+    """The model the app and CLI use unless told otherwise: ``WDN_EXPLAIN_MODEL`` or the
+    shipped default."""
+    return shipped(os.environ.get("WDN_EXPLAIN_MODEL", DEFAULT_MODEL))
+
+
+# What a water model folder may hold beside model.pt and card.json: the scenario the app and
+# ``explain`` show first for it (scenario 0 of a simulation config) and that scenario's timeline.
+MODEL_SCENARIO, MODEL_TIMELINE = "default_scenario.yaml", "default_timeline.npz"
+
+
+def water_models() -> dict[str, Path]:
+    """The models the app offers, by name: :func:`default_model` first (its folder name, or
+    its path when it lies outside ``models/``), then every water model folder under the
+    shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped)."""
+    root = SHIPPED_ROOT / "models"
+    first = default_model()
+    found = {first.name if first.resolve().parent == root else str(first): first}
+    for card in sorted(root.glob("*/card.json")):
+        if card.parent.name == "chem" or card.parent == first.resolve():
+            continue
+        try:
+            network = json.loads(card.read_text())["data"]["network"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(network, dict):
+            found[card.parent.name] = card.parent
+    return found
+
+
+def model_network(model_dir: str | Path) -> Network:
+    """The network a model was trained on: the card's network by name (every network that
+    ships inside ``epyt``), or ``<name>.inp`` in the model folder; its SHA-256 must match the
+    card's. DataError naming the network and what to do otherwise."""
+    from .network import builtin_networks, load_network
+
+    info = read_card(model_dir)["data"]["network"]
+    name = str(info.get("name", "?"))
+    local = Path(model_dir, f"{name}.inp")
+    if local.is_file():
+        network = load_network(local)
+    elif name.lower() in builtin_networks():
+        network = load_network(name)
+    else:
+        raise DataError(
+            f"model '{model_dir}' was trained on network '{name}', which does not ship with "
+            f"epyt: copy that network's .inp file into the model folder as '{local}'"
+        )
+    if network.file_sha256 != info["sha256"]:
+        raise DataError(
+            f"model '{model_dir}' was trained on another version of network '{name}' (sha256 "
+            f"{str(info['sha256'])[:12]}..., '{network.inp_path}' has "
+            f"{network.file_sha256[:12]}...): copy the .inp it was trained on into the model "
+            f"folder as '{local}'"
+        )
+    return network
+
+
+def default_scenario(model_dir: str | Path, network: Network | None = None) -> ScenarioConfig:
+    """The scenario the app and ``explain`` show first for a model: scenario 0 of the
+    folder's ``default_scenario.yaml``; else, for a model of the default scenario's network
+    (Hanoi), ``simulations/default_scenario.yaml``; else the middle of the model's training
+    design (its first injection node and mode, each range's midpoint, the injection start
+    and the bulk decay at their low ends, as the app's form starts), or the plain defaults
+    at the first reservoir for a card without a design.
+
+    Args:
+        network: The model's network (:func:`model_network`), when already loaded.
+    """
+    own = Path(model_dir, MODEL_SCENARIO)
+    if own.is_file():
+        return load_config(own).scenario_config(0)
+    card = read_card(model_dir)
+    fallback = load_config(DEFAULT_SCENARIO)
+    if card["data"]["network"].get("name") == fallback.scenario.network:
+        return fallback.scenario_config(0)
+    network = network or model_network(model_dir)
+    local = network.inp_path.resolve().parent == Path(model_dir).resolve()
+    name = network.inp_path.resolve() if local else network.name
+    envelope = card_envelope(card)
+    if envelope is None:
+        return ScenarioConfig(network=str(name))
+    step = envelope.reporting_step_s
+    factors = {
+        key: lo if key in ("injection_start_s", "bulk_decay_per_day") else (lo + hi) / 2
+        for key, (lo, hi) in envelope.ranges.items()
+    }
+    node = envelope.injection_nodes[0] if envelope.injection_nodes else None
+    return ScenarioConfig(
+        network=str(name),
+        reporting_step_s=step,
+        hydraulic_step_s=step,
+        pattern_step_s=step,
+        quality_step_s=min(60, step),
+        injection_node=None if node in network.reservoirs else node,
+        injection_mode=envelope.injection_modes[0] if envelope.injection_modes else "constant",
+        **{k: round(v) if DRAWN_RANGES[k] else v for k, v in factors.items()},
+    )
+
+
+def default_timeline(model_dir: str | Path) -> Path | None:
+    """The folder's ``default_timeline.npz`` while it is current for the model
+    (:func:`timeline_is_current`), else None (the caller computes it into its cache)."""
+    path = Path(model_dir, MODEL_TIMELINE)
+    return path if timeline_is_current(path, model_dir) else None
+
+
+def timeline_label(path: str | Path) -> str:
+    """A plain name of a cached timeline's scenario (where, how strongly, how long, seed)."""
+    meta = read_meta(path) or {}
+    try:
+        return ScenarioConfig.model_validate(meta["scenario"]).describe()
+    except (KeyError, TypeError, ValueError):
+        return f"unreadable timeline {Path(path).name}"
