@@ -9,12 +9,12 @@ import torch
 from wdn_explain.dataset import WaqDataset
 from wdn_explain.errors import ConfigError, DataError
 from wdn_explain.model import ModelConfig
+from wdn_explain.model_folder import resolve_device
 from wdn_explain.training import (
     TrainConfig,
     evaluate,
     load_model,
     predict,
-    resolve_device,
     save_model,
     train,
 )

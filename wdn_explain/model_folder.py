@@ -1,13 +1,23 @@
-"""The files of a model folder and its identity (no heavy imports: the app uses it)."""
+"""Model folders, for every model kind (water forecasters and molecule classifiers): their
+files, identity, saving and loading with a weight hash, and the device rule. torch is
+imported only by the functions that need it (the app reads cards without it)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import DataError
+from .errors import ConfigError, DataError
+from .files import atomic_write, check_output
+
+if TYPE_CHECKING:
+    import torch
+    from pydantic import BaseModel
+
+    Card = TypeVar("Card", dict, BaseModel)
 
 WEIGHTS, CARD = "model.pt", "card.json"
 _CARD_FIELDS = {"model": (), "train": ("horizon", "threshold", "split_seed"), "data": ("network",)}
@@ -64,3 +74,107 @@ def file_sha256(path: str | Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; otherwise the named device, checked.
+
+    Raises:
+        ConfigError: an unknown device or CUDA asked for without a GPU.
+    """
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"unknown device '{device}' (use auto, cpu, cuda or cuda:N)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device '{device}' asked for, but no CUDA GPU is available")
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError(f"unsupported device '{device}' (use auto, cpu, cuda or cuda:N)")
+    return dev
+
+
+def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Refuse, before any work, a model folder that cannot be written or already holds a
+    model (unless ``overwrite``)."""
+    out = check_output(out_dir, kind="dir", what="model folder")
+    for name in (WEIGHTS, CARD):
+        check_output(out / name, what="model file")
+    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
+        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
+    return out
+
+
+def save_folder(model: torch.nn.Module, card: Card, out_dir: str | Path) -> Card:
+    """Write ``model.pt`` (the state_dict) and ``card.json`` atomically into ``out_dir``; the
+    card (a mapping or a pydantic record) records the weights' SHA-256 as ``weights_sha256``,
+    which :func:`load_state` checks. Returns the card as written."""
+    import torch
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_write(out / WEIGHTS) as tmp:
+        torch.save(model.state_dict(), tmp)
+        digest = file_sha256(tmp)
+    if isinstance(card, Mapping):
+        card = {**card, "weights_sha256": digest}
+        text = json.dumps(card, indent=2)
+    else:
+        card = card.model_copy(update={"weights_sha256": digest})
+        text = card.model_dump_json(indent=2)
+    with atomic_write(out / CARD) as tmp:
+        tmp.write_text(text)
+    return card
+
+
+def load_state(
+    model: torch.nn.Module,
+    model_dir: str | Path,
+    recorded_sha256: str | None,
+    map_location: str | torch.device = "cpu",
+) -> torch.nn.Module:
+    """Load a folder's weights into ``model`` (``weights_only=True``) and put it in eval
+    mode; DataError for weights whose SHA-256 differs from ``recorded_sha256`` (when the card
+    records one), an unreadable file, or a state_dict that does not fit the architecture."""
+    import torch
+
+    path = Path(model_dir, WEIGHTS)
+    if not path.is_file():
+        raise DataError(f"'{model_dir}' is not a model folder (needs {WEIGHTS} and {CARD})")
+    if recorded_sha256 is not None and recorded_sha256 != file_sha256(path):
+        raise DataError(
+            f"weights '{path}' do not match the SHA-256 recorded in its card "
+            "(damaged or replaced file)"
+        )
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many types for damaged files
+        raise DataError(f"weights '{path}' cannot be read ({exc})") from None
+    if not isinstance(state, Mapping):
+        raise DataError(f"weights '{path}' hold a {type(state).__name__}, not a state_dict")
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    shapes = [
+        f"{k} {tuple(state[k].shape)} vs {tuple(expected[k].shape)}"
+        for k in sorted(set(expected) & set(state))
+        if expected[k].shape != state[k].shape
+    ]
+    parts = [
+        f"{what} {', '.join(keys)}"
+        for what, keys in (
+            ("missing", missing),
+            ("unexpected", unexpected),
+            ("shape mismatch", shapes),
+        )
+        if keys
+    ]
+    if parts:
+        raise DataError(
+            f"checkpoint '{path}' does not fit the architecture in its card: {'; '.join(parts)}"
+        )
+    model.load_state_dict(state)
+    return model.eval()

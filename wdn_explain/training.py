@@ -8,7 +8,6 @@ schedule and early stopping on the validation split, all seeded.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import tempfile
@@ -29,9 +28,16 @@ from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
 from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
-from .files import atomic_write, check_output
 from .model import ChlorineGNN, ModelConfig
-from .model_folder import CARD, WEIGHTS, file_sha256, read_card
+from .model_folder import (
+    CARD,
+    WEIGHTS,
+    check_model_output,
+    load_state,
+    read_card,
+    resolve_device,
+    save_folder,
+)
 from .progress import ProgressArg
 
 logger = logging.getLogger(__name__)
@@ -93,21 +99,6 @@ class TrainConfig:
         if warmup is None:
             warmup = AUTO_WARMUP_EPOCHS if batch_size > BASE_BATCH_SIZE else 0
         return replace(self, batch_size=batch_size, lr=lr, warmup_epochs=warmup)
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    """``auto`` -> CUDA when available, else CPU; otherwise the named device, checked."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise ConfigError(f"unknown device '{device}' (use auto, cpu, cuda or cuda:N)") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device '{device}' asked for, but no CUDA GPU is available")
-    if dev.type not in ("cpu", "cuda"):
-        raise ConfigError(f"unsupported device '{device}' (use auto, cpu, cuda or cuda:N)")
-    return dev
 
 
 def _code_version() -> str:
@@ -381,28 +372,12 @@ def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Pat
         raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
 
 
-def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
-    """Refuse, before any work, a model folder that cannot be written or already holds a
-    model (unless ``overwrite``)."""
-    out = check_output(out_dir, kind="dir", what="model folder")
-    for name in (WEIGHTS, CARD):
-        check_output(out / name, what="model file")
-    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
-        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
-    return out
-
-
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
     """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``; the card records the
-    weights' SHA-256 (``weights_sha256``), which :func:`load_model` checks."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out / WEIGHTS) as tmp:
-        torch.save(model.state_dict(), tmp)
-        card["weights_sha256"] = file_sha256(tmp)
-    with atomic_write(out / CARD) as tmp:
-        tmp.write_text(json.dumps(card, indent=2))
-    return out
+    weights' SHA-256 (``weights_sha256``, also set in ``card``), which :func:`load_model`
+    checks."""
+    card.update(save_folder(model, card, out_dir))
+    return Path(out_dir)
 
 
 def load_model(
@@ -417,38 +392,7 @@ def load_model(
         model = ChlorineGNN(ModelConfig(**card["model"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
-    recorded = card.get("weights_sha256")
-    if recorded is not None and recorded != file_sha256(folder / WEIGHTS):
-        raise DataError(
-            f"weights '{folder / WEIGHTS}' do not match the SHA-256 recorded in its card "
-            "(damaged or replaced file)"
-        )
-    try:
-        state = torch.load(folder / WEIGHTS, map_location=map_location, weights_only=True)
-    except Exception as exc:  # torch raises many types for damaged files
-        raise DataError(f"weights '{folder / WEIGHTS}' cannot be read ({exc})") from None
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    shapes = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)
-    if missing or unexpected or shapes:
-        parts = []
-        if missing:
-            parts.append(f"missing {', '.join(missing)}")
-        if unexpected:
-            parts.append(f"unexpected {', '.join(unexpected)}")
-        if shapes:
-            parts.append(
-                "shape mismatch "
-                + ", ".join(
-                    f"{k} {tuple(state[k].shape)} vs {tuple(expected[k].shape)}" for k in shapes
-                )
-            )
-        raise DataError(
-            f"checkpoint '{folder / WEIGHTS}' does not fit the architecture in its card: {'; '.join(parts)}"
-        )
-    model.load_state_dict(state)
-    model.eval()
+    load_state(model, folder, card.get("weights_sha256"), map_location)
     return model, card
 
 

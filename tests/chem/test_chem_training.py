@@ -151,3 +151,17 @@ def test_learning_rate_schedules(benzene, schedule):
     else:  # halved at most once per patience // 4 = 2 epochs, never raised
         assert lrs[0] == 0.01
         assert all(b in (a, a / 2) for a, b in zip(lrs, lrs[1:]))
+
+
+def test_damaged_weights_of_a_shipped_model_are_refused(tmp_path):
+    """Molecule models record their weight hash as water models do: one flipped byte in the
+    weights is refused by name, not loaded."""
+    import shutil
+
+    folder = tmp_path / "mutag"
+    shutil.copytree(SHIPPED / "mutag-gin3", folder)
+    weights = bytearray((folder / "model.pt").read_bytes())
+    weights[-100] ^= 0xFF
+    (folder / "model.pt").write_bytes(bytes(weights))
+    with pytest.raises(DataError, match=r"model.pt' do not match the SHA-256 recorded in its card"):
+        load_classifier(folder)

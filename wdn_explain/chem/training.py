@@ -21,8 +21,7 @@ from sklearn.model_selection import train_test_split
 from torch_geometric.loader import DataLoader
 
 from ..errors import ConfigError, DataError
-from ..files import atomic_write
-from ..model_folder import CARD, WEIGHTS
+from ..model_folder import CARD, WEIGHTS, load_state, resolve_device, save_folder
 from ..progress import ProgressArg, progress_callback
 from .datasets import MoleculeDataset
 from .models import ChemModelConfig, MoleculeGNN
@@ -65,17 +64,7 @@ class ChemCard(BaseModel):
     history: list[dict[str, float]]
     torch_version: str
     date: str
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    """``auto`` -> CUDA when available, else CPU."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.split(":")[0] not in ("cpu", "cuda"):
-        raise ConfigError(f"unknown device '{device}' (use auto, cpu, cuda or cuda:N)")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device '{device}' asked for, but no CUDA GPU is available")
-    return torch.device(device)
+    weights_sha256: str | None = None  # recorded by save_folder
 
 
 def stratified_split(labels: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
@@ -205,7 +194,7 @@ def train_classifier(
     )
     model = model.cpu().eval()
     if out_dir is not None:
-        save_classifier(model, card, out_dir)
+        card = save_classifier(model, card, out_dir)
     return model, card
 
 
@@ -226,15 +215,10 @@ def _scheduler(optimiser: torch.optim.Optimizer, config: ChemTrainConfig):
     return None
 
 
-def save_classifier(model: MoleculeGNN, card: ChemCard, out_dir: str | Path) -> Path:
-    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out / WEIGHTS) as tmp:
-        torch.save(model.state_dict(), tmp)
-    with atomic_write(out / CARD) as tmp:
-        tmp.write_text(card.model_dump_json(indent=2))
-    return out
+def save_classifier(model: MoleculeGNN, card: ChemCard, out_dir: str | Path) -> ChemCard:
+    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``; returns the card with
+    the weights' SHA-256, which :func:`load_classifier` checks."""
+    return save_folder(model, card, out_dir)
 
 
 def load_classifier(model_dir: str | Path) -> tuple[MoleculeGNN, ChemCard]:
@@ -252,13 +236,7 @@ def load_classifier(model_dir: str | Path) -> tuple[MoleculeGNN, ChemCard]:
         raise DataError(
             f"model card '{folder / CARD}' is not a molecule model card ({exc})"
         ) from None
-    model = MoleculeGNN(card.model)
-    try:
-        state = torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
-        model.load_state_dict(state)
-    except Exception as exc:  # torch raises many types for damaged or mismatched files
-        raise DataError(f"weights '{folder / WEIGHTS}' do not fit the card ({exc})") from None
-    return model.eval(), card
+    return load_state(MoleculeGNN(card.model), folder, card.weights_sha256), card
 
 
 def check_features(card: ChemCard, dataset: MoleculeDataset) -> None:
