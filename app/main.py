@@ -49,8 +49,11 @@ from wdn_explain.simulation import injection_node
 from wdn_explain.timeline import (
     DEFAULT_REFERENCE,
     REFERENCES,
+    ExplainSettings,
     Timeline,
     cache_path,
+    read_meta,
+    settings_of,
     timeline_is_current,
 )
 
@@ -98,17 +101,19 @@ def followed(path: str, mtime: float, reference: str, members, index: str, order
 def scenario_name(path: Path) -> str:
     """How the scenario picker names a cached timeline: what the scenario is, plus a short
     hash that keeps two scenarios differing only in other factors apart."""
-    lam = path.stem.partition("_lambda")[2]
+    meta = read_meta(path) or {}
+    lam = settings_of(meta).approximation_lambda if meta else None
     approx = f" (approximation, lambda = {lam})" if lam else ""
-    return f"{timeline_label(path)}{approx} [{path.stem.split('_')[1][:6]}]"
+    return f"{timeline_label(path)}{approx} [{meta.get('scenario_hash', '?')[:6]}]"
 
 
 def available_timelines(default: Path, model_dir: Path) -> dict[str, Path]:
     found = {f"default: {timeline_label(default)}": default}
     if CACHE_DIR.is_dir():
         digest = model_hash(model_dir)
-        for path in sorted(CACHE_DIR.glob(f"timeline_*_{digest}*.npz")):
-            if path != default and path.stem.partition("_lambda")[0].endswith(digest):
+        for path in sorted(CACHE_DIR.glob("timeline_*.npz")):
+            meta = read_meta(path)
+            if path != default and meta is not None and meta.get("model_hash") == digest:
                 found[scenario_name(path)] = path
     return found
 
@@ -234,12 +239,13 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
         return
     bar = st.sidebar.progress(0.0, text="simulating and explaining...")
     try:
-        out = cache_path(spec, model_dir, CACHE_DIR, budget=int(budget) or None)
+        settings = ExplainSettings.of(approximation_lambda=int(budget) or None)
+        out = cache_path(spec, model_dir, CACHE_DIR, settings)
         _, status = explain_scenario(
             spec,
             model_dir,
+            settings=settings,
             out=out,
-            budget=int(budget) or None,
             progress=lambda d, t: bar.progress(d / t, text=f"explained {d}/{t} steps"),
         )
     except WdnExplainError as exc:

@@ -43,12 +43,12 @@ def hanoi_step(layers: int = 3):
     from torch_geometric.data import Data
 
     from wdn_explain.features import InputSpec
+    from wdn_explain.model_folder import load_model
     from wdn_explain.network import load_network
     from wdn_explain.pipeline import scenario_graphs
     from wdn_explain.scenario import load_config
     from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_SCENARIO
     from wdn_explain.simulation import simulate
-    from wdn_explain.training import load_model
 
     model, card = load_model(DEFAULT_MODEL)
     net = load_network()

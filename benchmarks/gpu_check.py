@@ -36,7 +36,8 @@ from bench_training import new_epochs, old_epoch, splits, time_to_mae
 
 from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.model import ChlorineGNN, ModelConfig
-from wdn_explain.training import TrainConfig, fit, load_model, predict
+from wdn_explain.model_folder import load_model
+from wdn_explain.training import TrainConfig, fit, predict
 
 LINES: list[str] = []
 

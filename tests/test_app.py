@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from wdn_explain.narrative import summary
 from wdn_explain.shipped import DEFAULT_TIMELINE
-from wdn_explain.timeline import DEFAULT_REFERENCE, Timeline
+from wdn_explain.timeline import DEFAULT_REFERENCE, Timeline, read_meta, settings_of
 
 from conftest import ROOT
 
@@ -170,7 +170,8 @@ def test_an_approximation_from_the_form_is_labelled_as_one(app, tmp_path):
     assert not app.exception
     chosen = app.selectbox(key="scenario").value
     assert chosen.startswith("booster at 12, ") and "(approximation, lambda = 1)" in chosen
-    assert [p.name.endswith("_lambda1.npz") for p in (tmp_path / "cache").glob("*.npz")] == [True]
+    cached = [read_meta(p) for p in (tmp_path / "cache").glob("*.npz")]
+    assert [settings_of(meta).approximation_lambda for meta in cached] == [1]
     assert "lambda-approximation (lambda = 1), not exact" in " ".join(c.value for c in app.caption)
     assert any(o.startswith("default: ") for o in app.selectbox(key="scenario").options)
 

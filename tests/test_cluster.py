@@ -12,6 +12,7 @@ from wdn_explain.cli import app
 from wdn_explain.errors import ConfigError
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig, parse_config
+from wdn_explain.timeline import ExplainSettings
 from wdn_explain.waq import generate_waq
 
 distributed = pytest.importorskip("distributed")
@@ -57,6 +58,31 @@ def test_explanation_batch_equals_serial(cluster, tmp_path, tiny_model_dir):
     assert status == "computed"
     assert (tmp_path / "cluster.npz").read_bytes() == (tmp_path / "serial.npz").read_bytes()
     assert not (tmp_path / ".cluster.npz.partial").exists()  # step store removed
+
+
+def test_settings_arrive_unchanged_on_the_workers(cluster, tmp_path, tiny_model_dir):
+    """The explain settings travel to the workers as one record: the memory budget and the
+    method the workers' explainers run with are the ones asked for here."""
+    settings = ExplainSettings(method="masked", memory_budget_gb=0.75, references=("mean",))
+    explain_scenario(
+        SPEC,
+        tiny_model_dir,
+        settings=settings,
+        out=tmp_path / "t.npz",
+        scheduler=cluster.scheduler_address,
+    )
+
+    def explainers_here():
+        from wdn_explain.pipeline import _TASK_EXPLAINERS
+
+        return [(k[1], e.method, e.memory_budget_gb) for k, e in _TASK_EXPLAINERS.items()]
+
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+        found = [x for on_worker in client.run(explainers_here).values() for x in on_worker]
+    ours = {
+        (method, memory) for sent, method, memory in found if sent == settings.model_dump_json()
+    }
+    assert ours == {("masked", 0.75)}  # other tests' runs may have left their own explainers
 
 
 def test_worker_killed_mid_run_every_output_once(cluster, tmp_path):

@@ -49,11 +49,6 @@ def test_cache_invalidation(computed, tiny_model_dir, tmp_path):
     assert Timeline.load(bad).meta["scenario_hash"] == SPEC.config_hash()
 
 
-def test_cache_path_names_scenario_and_model(tiny_model_dir, tmp_path):
-    path = cache_path(SPEC, tiny_model_dir, tmp_path)
-    assert SPEC.config_hash() in path.name and path.parent == tmp_path
-
-
 def test_missing_timeline_file(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
         Timeline.load(tmp_path / "none.npz")
@@ -91,10 +86,10 @@ def test_no_chlorine_reference(computed, tiny_model_dir, tmp_path):
     import torch
 
     from wdn_explain.features import InputSpec
+    from wdn_explain.model_folder import load_model
     from wdn_explain.network import load_network
     from wdn_explain.pipeline import scenario_graphs
     from wdn_explain.simulation import simulate
-    from wdn_explain.training import load_model
 
     _, tl, _ = computed
     assert tl.references == ["mean", "none"]
@@ -130,3 +125,63 @@ def test_moved_names_still_import_with_a_deprecation(name, home):
     assert old is getattr(importlib.import_module(f"wdn_explain.{home}"), name)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         timeline_module.nothing  # noqa: B018
+
+
+def test_the_cache_rule_over_every_setting_that_changes_the_values(tmp_path, tiny_model_dir):
+    """One rule decides whether a cached timeline may be reused: it names exactly what
+    differs (scenario, model, engine version, or a value-changing setting), ignores the
+    memory budget (chunking only), and each identity gets its own cache file."""
+    import json
+    import shutil
+
+    from wdn_explain.explain.explanation import ENGINE_VERSION
+    from wdn_explain.model_folder import model_hash
+    from wdn_explain.timeline import ExplainSettings, cache_identity, cache_mismatch
+
+    base = ExplainSettings()
+    meta = {
+        "scenario_hash": SPEC.config_hash(),
+        "model_hash": model_hash(tiny_model_dir),
+        "engine_version": ENGINE_VERSION,
+        "settings": base.model_dump(mode="json"),
+    }
+    assert cache_mismatch(meta, cache_identity(SPEC, tiny_model_dir, base)) == []
+    assert cache_mismatch(None, cache_identity(SPEC, tiny_model_dir, base)) == ["file"]
+    changed = {
+        "method": base.model_copy(update={"method": "masked"}),
+        "n_layers": base.model_copy(update={"n_layers": 5}),
+        "approximation_lambda": base.model_copy(update={"approximation_lambda": 2}),
+        "references": base.model_copy(update={"references": ("mean",)}),
+    }
+    paths = {cache_path(SPEC, tiny_model_dir, tmp_path, base)}
+    for name, settings in changed.items():
+        assert cache_mismatch(meta, cache_identity(SPEC, tiny_model_dir, settings)) == [name]
+        paths.add(cache_path(SPEC, tiny_model_dir, tmp_path, settings))
+    memory = base.model_copy(update={"memory_budget_gb": 0.5})
+    assert cache_mismatch(meta, cache_identity(SPEC, tiny_model_dir, memory)) == []
+    other = SPEC.model_copy(update={"seed": 6})
+    assert cache_mismatch(meta, cache_identity(other, tiny_model_dir, base)) == ["scenario_hash"]
+    paths.add(cache_path(other, tiny_model_dir, tmp_path, base))
+    retrained = tmp_path / "retrained"
+    shutil.copytree(tiny_model_dir, retrained)
+    card = json.loads((retrained / "card.json").read_text())
+    (retrained / "card.json").write_text(json.dumps({**card, "date": "another day"}))
+    assert cache_mismatch(meta, cache_identity(SPEC, retrained, base)) == ["model_hash"]
+    paths.add(cache_path(SPEC, retrained, tmp_path, base))
+    old_engine = {**meta, "engine_version": "0"}
+    assert cache_mismatch(old_engine, cache_identity(SPEC, tiny_model_dir, base)) == [
+        "engine_version"
+    ]
+    assert len(paths) == 7  # one file per identity
+
+
+def test_bad_settings_are_one_line():
+    from wdn_explain.errors import ConfigError
+    from wdn_explain.timeline import ExplainSettings
+
+    with pytest.raises(ConfigError, match=r"memory_budget_gb: .*greater than 0 \(got -1\)"):
+        ExplainSettings.of(memory_budget_gb=-1)
+    with pytest.raises(ConfigError, match="references must include 'mean'"):
+        ExplainSettings.of(references=("none", "median"))
+    with pytest.raises(ConfigError, match="Extra inputs are not permitted"):
+        ExplainSettings.of(budget=2)

@@ -9,15 +9,8 @@ import torch
 from wdn_explain.dataset import WaqDataset
 from wdn_explain.errors import ConfigError, DataError
 from wdn_explain.model import ModelConfig
-from wdn_explain.model_folder import resolve_device
-from wdn_explain.training import (
-    TrainConfig,
-    evaluate,
-    load_model,
-    predict,
-    save_model,
-    train,
-)
+from wdn_explain.model_folder import load_model, resolve_device, save_model
+from wdn_explain.training import TrainConfig, evaluate, predict, train
 
 SMALL = ModelConfig(hidden_channels=8, num_layers=2)
 

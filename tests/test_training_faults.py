@@ -10,8 +10,7 @@ from typer.testing import CliRunner
 from wdn_explain import files, training
 from wdn_explain.cli import app
 from wdn_explain.errors import DataError
-from wdn_explain.model_folder import file_sha256
-from wdn_explain.training import load_model
+from wdn_explain.model_folder import file_sha256, load_model
 
 from conftest import ROOT
 

@@ -36,7 +36,7 @@ _LAZY = {
     "TrainConfig": "training",
     "train": "training",
     "evaluate": "training",
-    "load_model": "training",
+    "load_model": "model_folder",
     # explanation
     "GraphSHAPIQ": "explain",
     "Explanation": "explain",

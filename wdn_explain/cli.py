@@ -245,8 +245,9 @@ def evaluate(
     overall, per scenario factor and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
     from .features import InputSpec
+    from .model_folder import load_model
     from .shipped import default_model, shipped
-    from .training import check_data_matches, load_model
+    from .training import check_data_matches
     from .training import evaluate as run_evaluation
 
     model = default_model() if model is None else shipped(model)
@@ -469,22 +470,22 @@ def explain(
     from .design import UNKNOWN_DESIGN
     from .pipeline import explain_scenario
     from .shipped import default_model, default_scenario, shipped
-    from .timeline import check_timeline_output
+    from .timeline import ExplainSettings, check_timeline_output
 
     model = default_model() if model is None else shipped(model)
     try:
         spec = default_scenario(model) if scenario is None else _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
+        settings = ExplainSettings.of(approximation_lambda=budget, memory_budget_gb=memory_gb)
         timeline, status = explain_scenario(
             spec,
             model,
+            settings=settings,
             out=out,
             progress=True,
             allow_large=yes,
             scheduler=scheduler or (scenario and _config_scheduler(scenario)),
             gpu=gpu,
-            budget=budget,
-            memory_gb=memory_gb,
         )
     except WdnExplainError as exc:
         _fail(exc)

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import torch
     from pydantic import BaseModel
 
+    from .model import ChlorineGNN
+
     Card = TypeVar("Card", dict, BaseModel)
 
 WEIGHTS, CARD = "model.pt", "card.json"
@@ -178,3 +180,30 @@ def load_state(
         )
     model.load_state_dict(state)
     return model.eval()
+
+
+def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
+    """Write a forecaster's ``model.pt`` and ``card.json`` atomically into ``out_dir``; the
+    card records the weights' SHA-256 (``weights_sha256``, also set in ``card``), which
+    :func:`load_model` checks."""
+    card.update(save_folder(model, card, out_dir))
+    return Path(out_dir)
+
+
+def load_model(
+    model_dir: str | Path, map_location: str | torch.device = "cpu"
+) -> tuple[ChlorineGNN, dict[str, Any]]:
+    """Load a forecaster's model folder (eval mode); DataError for a missing file, a corrupt
+    card or a checkpoint of another architecture."""
+    from .model import ChlorineGNN, ModelConfig
+
+    folder = Path(model_dir)
+    if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
+        raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
+    card = read_card(folder)
+    try:
+        model = ChlorineGNN(ModelConfig(**card["model"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
+    load_state(model, folder, card.get("weights_sha256"), map_location)
+    return model, card

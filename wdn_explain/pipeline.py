@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,15 +14,14 @@ import numpy as np
 
 from .design import card_envelope
 from .errors import ConfigError, DataError, ExplainError
-from .explain.explanation import ENGINE_VERSION, Explanation
+from .explain.explanation import Explanation
 from .features import InputSpec
-from .model_folder import model_hash
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
 from .stepstore import StepStore
-from .timeline import REFERENCES, Timeline
+from .timeline import ExplainSettings, Timeline, cache_identity, cache_mismatch
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -65,21 +65,24 @@ def explain_scenario(
     scenario: ScenarioConfig,
     model_dir: str | Path,
     *,
+    settings: ExplainSettings | None = None,
     out: str | Path | None = None,
     progress: ProgressArg = False,
-    explainer_options: dict[str, Any] | None = None,
     allow_large: bool = False,
     scheduler: str | None = None,
     gpu: bool = False,
     budget: int | None = None,
     memory_gb: float | None = None,
 ) -> tuple[Timeline, str]:
-    """Simulate a scenario, forecast and explain every step exactly, relative to every
-    reference in :data:`REFERENCES` (the network average and no chlorine); cache to ``out``.
+    """Simulate a scenario, forecast and explain every step, relative to every reference of
+    ``settings`` (default: the network average and no chlorine); cache to ``out``.
 
-    With ``budget`` (lambda) every step is explained by the lambda-approximation instead,
-    recorded in ``meta["budget"]`` (a cached file is reused only for the same budget);
-    ``memory_gb`` is the engine's memory budget (see ``GraphSHAPIQ(memory_budget_gb=...)``).
+    ``settings`` (:class:`~wdn_explain.timeline.ExplainSettings`) says how: the engine
+    method and layers, exact or the lambda-approximation (``approximation_lambda``), the
+    engine's memory budget; it travels unchanged to Dask workers, is stored in the timeline's
+    metadata, and its value-changing fields are part of the cache key (a cached file is
+    reused only when :func:`~wdn_explain.timeline.cache_mismatch` finds nothing).
+    ``budget`` and ``memory_gb`` are deprecated: pass ``settings`` instead.
 
     Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
     interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
@@ -96,15 +99,12 @@ def explain_scenario(
     values agree to about 1e-7).
     """
     from .explain import GraphSHAPIQ
+    from .model_folder import load_model
     from .network import load_network
-    from .training import load_model
 
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
-    ):
-        raise ConfigError(f"budget (lambda) must be an integer >= 1 (got {budget!r})")
-    if memory_gb is not None and not memory_gb > 0:
-        raise ConfigError(f"memory budget must be over 0 GB (got {memory_gb!r})")
+    settings = _with_deprecated(settings or ExplainSettings(), budget, memory_gb)
+    if scheduler is not None and out is None:
+        raise ConfigError("explaining on a cluster needs an output file (out)")
     model, card = load_model(model_dir)
     network = load_network(scenario.network)
     if card["data"]["network"]["sha256"] != network.file_sha256:
@@ -112,45 +112,34 @@ def explain_scenario(
             f"model '{model_dir}' was trained on network '{card['data']['network']['name']}', "
             f"the scenario runs on '{network.name}'"
         )
+    explainers = {  # built first: a bad setting is refused before any simulation
+        r: GraphSHAPIQ(model, progress=False, **settings.explainer_options(r))
+        for r in settings.references
+    }
     inputs = InputSpec.from_card(card)
-    options = dict(explainer_options or {})
+    identity = cache_identity(scenario, model_dir, settings)
     meta = {
+        **identity,
         "scenario": scenario.model_dump(mode="json"),
-        "scenario_hash": scenario.config_hash(),
-        "model_hash": model_hash(model_dir),
-        "engine_version": ENGINE_VERSION,
+        "settings": settings.model_dump(mode="json"),
         "horizon": inputs.horizon,
         "threshold": inputs.threshold,
         "threshold_unit": inputs.threshold_unit,
-        "explainer": options,
-        "budget": budget,
-        "references": list(REFERENCES),
+        "budget": settings.approximation_lambda,
+        "references": list(settings.references),
         "out_of_design": out_of_design(scenario, card, network),
     }
-    status = "computed"
-    if out is not None and Path(out).exists():
-        try:
-            cached = Timeline.load(out)
-            stale = [
-                k
-                for k in (
-                    "scenario_hash",
-                    "model_hash",
-                    "engine_version",
-                    "explainer",
-                    "budget",
-                    "references",
-                )
-                if cached.meta.get(k) != meta[k]
-            ]
-            if not stale:
-                return cached, "cached"
-            status = f"recomputed: cache made with another {', '.join(stale)}"
-        except DataError as exc:
-            status = f"recomputed: {exc}"
-        logger.warning("timeline cache %s %s", out, status)
+    cached, status = _cached(out, identity)
+    if cached is not None:
+        return cached, status
     _check_size(
-        scenario, network, options.get("n_layers", model.num_layers), meta, out, allow_large
+        scenario,
+        network,
+        explainers["mean"].n_layers,
+        meta["budget"],
+        meta["horizon"],
+        out,
+        allow_large,
     )
     result = simulate(scenario, network)
     horizon = meta["horizon"]
@@ -160,42 +149,21 @@ def explain_scenario(
         )
     graphs = scenario_graphs(result, network, inputs)
     steps = np.arange(result.n_steps - horizon)
+    store = StepStore.beside(out, identity) if out is not None else None
+    kept = 0
+    if scheduler is not None:
+        kept = _explain_on_cluster(
+            scheduler, model_dir, settings, meta, graphs, steps, store, gpu, progress
+        )
+    series, resumed = _explain_steps(explainers, graphs, steps, store, settings, progress)
+    kept += resumed if scheduler is None else 0
+    if kept:
+        total = len(steps) * len(settings.references)
+        status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
     labels = inputs.labels(
         result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
     )
-    series: dict[str, list[Explanation]] = {}
-    store = StepStore.beside(out, meta) if out is not None else None
-    kept = 0
-    if scheduler is not None:
-        if store is None:
-            raise ConfigError("explaining on a cluster needs an output file (out)")
-        kept = _explain_on_cluster(
-            scheduler, model_dir, options, meta, graphs, steps, store, gpu, progress
-        )
-    with progress_callback(progress, "explain timeline") as cb:
-        for r, reference in enumerate(meta["references"]):
-            explainer = GraphSHAPIQ(
-                model,
-                progress=False,
-                memory_budget_gb=memory_gb,
-                **(options | {"baseline": REFERENCES[reference][0]}),
-            )
-            series[reference] = []
-            for i, t in enumerate(steps):
-                key = r * len(steps) + i  # one store for every reference
-                explanation = store.get(key) if store is not None else None
-                kept += explanation is not None and scheduler is None
-                if explanation is None:
-                    explanation = explainer.explain(graphs[t], budget=budget)
-                    if store is not None:
-                        store.put(key, explanation)
-                series[reference].append(explanation)
-                if cb:
-                    cb(key + 1, len(steps) * len(meta["references"]))
     explanations = series.pop("mean")
-    if kept:
-        total = len(steps) * len(meta["references"])
-        status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
@@ -219,12 +187,77 @@ def explain_scenario(
     return timeline, status
 
 
+def _with_deprecated(
+    settings: ExplainSettings, budget: int | None, memory_gb: float | None
+) -> ExplainSettings:
+    """``settings`` with the deprecated ``budget``/``memory_gb`` arguments folded in."""
+    moved = {"approximation_lambda": budget, "memory_budget_gb": memory_gb}
+    moved = {k: v for k, v in moved.items() if v is not None}
+    if not moved:
+        return settings
+    warnings.warn(
+        "explain_scenario(budget=, memory_gb=) are deprecated: pass "
+        "settings=ExplainSettings(approximation_lambda=..., memory_budget_gb=...)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return ExplainSettings.of(**settings.model_dump() | moved)
+
+
+def _cached(out: str | Path | None, identity: dict[str, Any]) -> tuple[Timeline | None, str]:
+    """The timeline in ``out`` when it may be reused, else None and the status saying why
+    it is (re)computed."""
+    if out is None or not Path(out).exists():
+        return None, "computed"
+    try:
+        cached = Timeline.load(out)
+    except DataError as exc:
+        status = f"recomputed: {exc}"
+    else:
+        stale = cache_mismatch(cached.meta, identity)
+        if not stale:
+            return cached, "cached"
+        status = f"recomputed: cache made with another {', '.join(stale)}"
+    logger.warning("timeline cache %s %s", out, status)
+    return None, status
+
+
+def _explain_steps(
+    explainers: dict[str, GraphSHAPIQ],
+    graphs: list[Data],
+    steps: np.ndarray,
+    store: StepStore | None,
+    settings: ExplainSettings,
+    progress: ProgressArg,
+) -> tuple[dict[str, list[Explanation]], int]:
+    """Every step relative to every reference (stored steps reused), and how many were
+    reused."""
+    series: dict[str, list[Explanation]] = {}
+    kept = 0
+    total = len(steps) * len(explainers)
+    with progress_callback(progress, "explain timeline") as cb:
+        for r, (reference, explainer) in enumerate(explainers.items()):
+            series[reference] = []
+            for i, t in enumerate(steps):
+                key = r * len(steps) + i  # one store for every reference
+                explanation = store.get(key) if store is not None else None
+                kept += explanation is not None
+                if explanation is None:
+                    explanation = explainer.explain(graphs[t], budget=settings.approximation_lambda)
+                    if store is not None:
+                        store.put(key, explanation)
+                series[reference].append(explanation)
+                if cb:
+                    cb(key + 1, total)
+    return series, kept
+
+
 _TASK_EXPLAINERS: dict[tuple, GraphSHAPIQ] = {}
 
 
 def _explain_task(
     model: tuple[str, str, bool],
-    options_json: str,
+    settings_json: str,
     reference: str,
     graph: Data,
     folder: str,
@@ -233,32 +266,34 @@ def _explain_task(
     """Explain one step relative to ``reference`` into the step store ``folder`` (a cluster
     task): skipped when the step is already stored, written atomically otherwise.
     ``model`` is the model folder, its hash (workers keep the model while it matches) and
-    whether to run it on the worker's GPU when it has one."""
+    whether to run it on the worker's GPU when it has one; ``settings_json`` the run's
+    :class:`ExplainSettings`, rebuilt unchanged on the worker."""
     import torch
 
     from .explain import GraphSHAPIQ
-    from .training import load_model
+    from .model_folder import load_model
 
     store = StepStore(Path(folder))
     if store.has(key):
         return key
-    options = json.loads(options_json)
-    budget = options.pop("budget", None)  # an explain() argument, not an explainer option
-    cache_key = (model, options_json, reference)
+    settings = ExplainSettings.model_validate_json(settings_json)
+    cache_key = (model, settings_json, reference)
     if cache_key not in _TASK_EXPLAINERS:  # workers keep the model across tasks
-        options |= {"baseline": REFERENCES[reference][0]}
         device = "cuda" if model[2] and torch.cuda.is_available() else "cpu"
         _TASK_EXPLAINERS[cache_key] = GraphSHAPIQ(
-            load_model(model[0])[0].to(device), progress=False, **options
+            load_model(model[0])[0].to(device),
+            progress=False,
+            **settings.explainer_options(reference),
         )
-    store.save(key, _TASK_EXPLAINERS[cache_key].explain(graph, budget=budget))
+    explanation = _TASK_EXPLAINERS[cache_key].explain(graph, budget=settings.approximation_lambda)
+    store.save(key, explanation)
     return key
 
 
 def _explain_on_cluster(
     scheduler: str,
     model_dir: str | Path,
-    options: dict[str, Any],
+    settings: ExplainSettings,
     meta: dict[str, Any],
     graphs: list[Data],
     steps: np.ndarray,
@@ -270,17 +305,17 @@ def _explain_on_cluster(
     return how many were already stored. ExplainError listing every failed step."""
     from .cluster import failure_report, run_tasks
 
-    references = meta["references"]
+    references = settings.references
     total = len(steps) * len(references)
     missing = [k for k in range(total) if not store.has(k)]
     folder = str(store.folder.absolute())
     model = (str(Path(model_dir).absolute()), meta["model_hash"], gpu)
     run = hashlib.sha256(json.dumps(meta, sort_keys=True).encode() + folder.encode())
+    settings_json = settings.model_dump_json()
     tasks = []
     for key in missing:
         reference, t = references[key // len(steps)], int(steps[key % len(steps)])
-        task_options = options | {"budget": meta["budget"]}
-        args = (model, json.dumps(task_options), reference, graphs[t], folder, key)
+        args = (model, settings_json, reference, graphs[t], folder, key)
         tasks.append((f"explain-{run.hexdigest()[:12]}-{reference}-step-{t:06d}", args))
     with progress_callback(progress, "explain on cluster") as cb:
         failures = run_tasks(
@@ -301,19 +336,20 @@ def _check_size(
     scenario: ScenarioConfig,
     network: Network,
     n_layers: int,
-    meta: dict[str, Any],
+    approximation_lambda: int | None,
+    horizon: int,
     out: str | Path | None,
     allow_large: bool,
 ) -> None:
     """Refuse a timeline whose estimate (time, disk, memory) exceeds the limits (sized by
-    the lambda-approximation's model calls when ``meta["budget"]`` is set)."""
+    the lambda-approximation's model calls when ``approximation_lambda`` is set)."""
     from .explain import complexity
     from .explain.neighbourhoods import approximation_calls, maximal_fields, receptive_fields
 
-    n_steps = max(0, scenario.n_reports - meta["horizon"])
-    if meta["budget"]:
+    n_steps = max(0, scenario.n_reports - horizon)
+    if approximation_lambda:
         fields = receptive_fields(network.edge_index, network.n_nodes, n_layers)[-1]
-        size = approximation_calls(maximal_fields(fields), meta["budget"])
+        size = approximation_calls(maximal_fields(fields), approximation_lambda)
     else:
         size = complexity(network.edge_index, network.n_nodes, n_layers).n_interactions
     estimate = estimate_timeline(n_steps, size)

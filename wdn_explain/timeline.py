@@ -12,18 +12,20 @@ models and scenarios are found by :mod:`.shipped`; the views are :mod:`.plot`,
 
 from __future__ import annotations
 
+import hashlib
 import json
-import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import DataError
+from .errors import ConfigError, DataError
 from .explain.explanation import ENGINE_VERSION, Explanation
 from .files import atomic_write, check_output
+from .lazy import moved_getattr
 from .model_folder import model_hash
 from .scenario import ScenarioConfig
 
@@ -41,6 +43,110 @@ REFERENCES: dict[str, tuple[str, str]] = {
 #: chlorinated nodes make the forecast (relative to the network average, which is itself
 #: chlorinated once chlorine has spread, every dry node gets a large negative value).
 DEFAULT_REFERENCE = "none"
+
+
+class ExplainSettings(BaseModel):
+    """How a scenario's forecasts are explained: one frozen record that the CLI and the app
+    build, that :func:`~wdn_explain.pipeline.explain_scenario` and its Dask workers use
+    unchanged, and whose fields that change the values (:data:`CACHE_FIELDS`) are the
+    timeline's cache key.
+
+    Attributes:
+        method: The engine method (``GraphSHAPIQ(method=...)``: auto, local, masked, ...).
+        n_layers: Message-passing layers of the receptive fields (default: the model's).
+        approximation_lambda: With a value, every step is explained by the
+            lambda-approximation with this lambda (``GraphSHAPIQ.explain(budget=...)``)
+            instead of exactly.
+        memory_budget_gb: Host memory the engine may use (``GraphSHAPIQ(memory_budget_gb=...)``;
+            default: half the available); changes the chunking, not the values.
+        references: The references (:data:`REFERENCES`) explained, each a series.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    method: str = "auto"
+    n_layers: int | None = Field(None, ge=1)
+    approximation_lambda: int | None = Field(None, ge=1)
+    memory_budget_gb: float | None = Field(None, gt=0)
+    references: tuple[str, ...] = tuple(REFERENCES)
+
+    @field_validator("references")
+    @classmethod
+    def _known_references(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [r for r in value if r not in REFERENCES]
+        if unknown or not value or "mean" not in value:
+            raise ValueError(
+                f"references must include 'mean' and be among {', '.join(REFERENCES)} "
+                f"(got {', '.join(value) or 'none'})"
+            )
+        return value
+
+    @classmethod
+    def of(cls, **fields: Any) -> ExplainSettings:
+        """Settings from keyword fields; ConfigError naming the bad field and value."""
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"]) or "settings"
+            raise ConfigError(
+                f"explain setting {where}: {error['msg']} (got {error.get('input')!r})"
+            ) from None
+
+    def cache_key(self) -> dict[str, Any]:
+        """The fields that change the stored values (not memory: it changes only chunking)."""
+        return self.model_dump(mode="json", include=set(CACHE_FIELDS))
+
+    def explainer_options(self, reference: str) -> dict[str, Any]:
+        """Keyword arguments of ``GraphSHAPIQ`` explaining relative to ``reference``."""
+        options = {"method": self.method, "memory_budget_gb": self.memory_budget_gb}
+        if self.n_layers is not None:
+            options["n_layers"] = self.n_layers
+        return options | {"baseline": REFERENCES[reference][0]}
+
+
+CACHE_FIELDS = ("method", "n_layers", "approximation_lambda", "references")
+
+
+def cache_identity(
+    scenario: ScenarioConfig, model_dir: str | Path, settings: ExplainSettings
+) -> dict[str, Any]:
+    """What a cached timeline (and an interrupted run's stored steps) must have been made
+    with to be reused: scenario, model, engine version and the settings' cache key."""
+    return {
+        "scenario_hash": scenario.config_hash(),
+        "model_hash": model_hash(model_dir),
+        "engine_version": ENGINE_VERSION,
+        "settings": settings.cache_key(),
+    }
+
+
+def cache_mismatch(meta: dict[str, Any] | None, identity: dict[str, Any]) -> list[str]:
+    """THE cache rule: the parts of :func:`cache_identity` in which a timeline's metadata
+    differs, settings by field name ([] when the file may be reused; ``["file"]`` when it
+    has no readable metadata)."""
+    if meta is None:
+        return ["file"]
+    try:
+        made_with = settings_of(meta).cache_key()
+    except (ValidationError, TypeError):
+        made_with = None
+    stale = [k for k, wanted in identity.items() if k != "settings" and meta.get(k) != wanted]
+    wanted = identity["settings"]
+    if made_with is None:
+        return [*stale, "settings"]
+    return stale + [k for k in wanted if made_with.get(k) != wanted[k]]
+
+
+def settings_of(meta: dict[str, Any]) -> ExplainSettings:
+    """The settings a timeline was made with (files written before settings were recorded
+    name only the lambda and the references)."""
+    if "settings" in meta:
+        return ExplainSettings.model_validate(meta["settings"])
+    return ExplainSettings(
+        approximation_lambda=meta.get("budget"),
+        references=tuple(meta.get("references", ("mean",))),
+    )
 
 
 @dataclass
@@ -320,16 +426,22 @@ def read_meta(path: str | Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def timeline_is_current(path: str | Path, model_dir: str | Path) -> bool:
-    """Whether a timeline file exists and was made by this model and engine version, with
-    every reference (reads only the file's metadata entry)."""
+def timeline_is_current(
+    path: str | Path,
+    model_dir: str | Path,
+    scenario: ScenarioConfig | None = None,
+    settings: ExplainSettings | None = None,
+) -> bool:
+    """Whether a timeline file exists and may be reused (:func:`cache_mismatch`) for this
+    model and ``settings`` (default settings when None), and for ``scenario`` (any scenario
+    when None: the file's own). Reads only the file's metadata entry."""
     meta = read_meta(path)
-    return (
-        meta is not None
-        and meta.get("model_hash") == model_hash(model_dir)
-        and meta.get("engine_version") == ENGINE_VERSION
-        and meta.get("references") == list(REFERENCES)
-    )
+    if meta is None:
+        return False
+    if scenario is None:
+        scenario = ScenarioConfig.model_validate(meta.get("scenario", {}))
+    identity = cache_identity(scenario, model_dir, settings or ExplainSettings())
+    return not cache_mismatch(meta, identity)
 
 
 def _is_timeline_file(path: Path) -> bool:
@@ -364,13 +476,15 @@ def cache_path(
     scenario: ScenarioConfig,
     model_dir: str | Path,
     cache_dir: str | Path,
-    *,
-    budget: int | None = None,
+    settings: ExplainSettings | None = None,
 ) -> Path:
-    """Where the timeline of ``scenario`` explained with ``model_dir`` is cached (with a
-    lambda ``budget``: its own file, so an approximation never stands in for the exact one)."""
-    name = f"timeline_{scenario.config_hash()}_{model_hash(model_dir)}"
-    return Path(cache_dir) / (f"{name}_lambda{budget}.npz" if budget else f"{name}.npz")
+    """Where the timeline of ``scenario`` explained with ``model_dir`` and ``settings`` is
+    cached: one file per cache identity (:func:`cache_identity`), so an approximation never
+    replaces the exact timeline. Nothing reads the name back: the file's metadata says what
+    it holds."""
+    identity = cache_identity(scenario, model_dir, settings or ExplainSettings())
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"timeline_{digest}.npz"
 
 
 # Names that lived here before the pipeline and the discovery of shipped files moved out
@@ -395,16 +509,4 @@ _MOVED = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Moved names still import from here, with a DeprecationWarning naming their home."""
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    home = f"wdn_explain.{_MOVED[name]}"
-    warnings.warn(
-        f"wdn_explain.timeline.{name} moved to {home}.{name}; import it from there",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(home), name)
+__getattr__ = moved_getattr(__name__, _MOVED)

@@ -28,16 +28,9 @@ from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
 from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
+from .lazy import moved_getattr
 from .model import ChlorineGNN, ModelConfig
-from .model_folder import (
-    CARD,
-    WEIGHTS,
-    check_model_output,
-    load_state,
-    read_card,
-    resolve_device,
-    save_folder,
-)
+from .model_folder import check_model_output, resolve_device, save_model
 from .progress import ProgressArg
 
 logger = logging.getLogger(__name__)
@@ -372,30 +365,6 @@ def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Pat
         raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
 
 
-def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
-    """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``; the card records the
-    weights' SHA-256 (``weights_sha256``, also set in ``card``), which :func:`load_model`
-    checks."""
-    card.update(save_folder(model, card, out_dir))
-    return Path(out_dir)
-
-
-def load_model(
-    model_dir: str | Path, map_location: str | torch.device = "cpu"
-) -> tuple[ChlorineGNN, dict[str, Any]]:
-    """Load a model folder; DataError for a missing file or a checkpoint of another architecture."""
-    folder = Path(model_dir)
-    if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
-        raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
-    card = read_card(folder)
-    try:
-        model = ChlorineGNN(ModelConfig(**card["model"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
-    load_state(model, folder, card.get("weights_sha256"), map_location)
-    return model, card
-
-
 def check_data_matches(
     card: dict[str, Any], manifest: dict[str, Any], data_dir: str | Path
 ) -> None:
@@ -461,3 +430,14 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     for b in BASELINES:
         out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
     return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}
+
+
+__getattr__ = moved_getattr(
+    __name__,
+    {
+        "load_model": "model_folder",
+        "save_model": "model_folder",
+        "resolve_device": "model_folder",
+        "check_model_output": "model_folder",
+    },
+)

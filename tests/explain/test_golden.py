@@ -19,7 +19,7 @@ GOLDEN = json.loads((Path(__file__).parent / "golden" / "default_step12.json").r
 
 @pytest.fixture(scope="module")
 def explained():
-    from wdn_explain.training import load_model
+    from wdn_explain.model_folder import load_model
 
     model, _ = load_model(ROOT / GOLDEN["model"])
     data = Data(

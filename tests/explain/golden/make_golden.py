@@ -17,12 +17,12 @@ import torch
 
 from wdn_explain.explain import GraphSHAPIQ
 from wdn_explain.features import InputSpec
+from wdn_explain.model_folder import load_model
 from wdn_explain.network import load_network
 from wdn_explain.pipeline import scenario_graphs
 from wdn_explain.scenario import load_config
 from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_SCENARIO
 from wdn_explain.simulation import simulate
-from wdn_explain.training import load_model
 
 STEP = 12
 OUT = Path(__file__).with_name("default_step12.json")
