@@ -209,7 +209,7 @@ def test_explain_budget_is_labelled_an_approximation_everywhere(tmp_path, tiny_m
     label = "GraphSHAP-IQ lambda-approximation (lambda = 1), not exact"
     assert f"computed: 5 steps explained ({label}, approximate" in result.output
     tl = Timeline.load(out)
-    assert tl.meta["budget"] == 1 and tl.meta["exact"] is False and not tl.exact
+    assert tl.settings.approximation_lambda == 1 and tl.meta["exact"] is False and not tl.exact
     assert all(e.method == "approximate" and e.budget == 1 for e in tl.explanations)
     assert run("report", "--timeline", out, "--out", tmp_path / "r.html").exit_code == 0
     assert label in (tmp_path / "r.html").read_text()
@@ -223,7 +223,7 @@ def test_explain_budget_is_labelled_an_approximation_everywhere(tmp_path, tiny_m
     exact = run(*args)
     assert exact.exit_code == 0, exact.output
     assert "recomputed: cache made with another approximation_lambda" in exact.output
-    assert Timeline.load(out).exact and Timeline.load(out).meta["budget"] is None
+    assert Timeline.load(out).exact and Timeline.load(out).settings.approximation_lambda is None
 
 
 def test_explain_refusal_names_the_budget_option(tmp_path, tiny_model_dir):

@@ -125,8 +125,6 @@ def explain_scenario(
         "horizon": inputs.horizon,
         "threshold": inputs.threshold,
         "threshold_unit": inputs.threshold_unit,
-        "budget": settings.approximation_lambda,
-        "references": list(settings.references),
         "out_of_design": out_of_design(scenario, card, network),
     }
     cached, status = _cached(out, identity)
@@ -136,7 +134,7 @@ def explain_scenario(
         scenario,
         network,
         explainers["mean"].n_layers,
-        meta["budget"],
+        settings.approximation_lambda,
         meta["horizon"],
         out,
         allow_large,

@@ -140,7 +140,7 @@ def cache_mismatch(meta: dict[str, Any] | None, identity: dict[str, Any]) -> lis
 
 def settings_of(meta: dict[str, Any]) -> ExplainSettings:
     """The settings a timeline was made with (files written before settings were recorded
-    name only the lambda and the references)."""
+    hold the lambda as ``budget`` and the references beside)."""
     if "settings" in meta:
         return ExplainSettings.model_validate(meta["settings"])
     return ExplainSettings(
@@ -222,6 +222,11 @@ class Timeline:
         )
 
     @property
+    def settings(self) -> ExplainSettings:
+        """How the explanations were made (:class:`ExplainSettings`)."""
+        return settings_of(self.meta)
+
+    @property
     def exact(self) -> bool:
         """Whether every explanation is exact (False: a lambda-approximation)."""
         return all(e.exact for e in self.explanations)
@@ -231,7 +236,8 @@ class Timeline:
         """How the values were computed, as every view and file states it."""
         if self.exact:
             return "exact GraphSHAP-IQ"
-        return f"GraphSHAP-IQ lambda-approximation (lambda = {self.meta.get('budget')}), not exact"
+        lam = self.settings.approximation_lambda
+        return f"GraphSHAP-IQ lambda-approximation (lambda = {lam}), not exact"
 
     @property
     def reference_forecast(self) -> np.ndarray:
