@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -577,7 +576,3 @@ def export(
         _fail(exc)
     label = index if order is None else f"{index} (order {order})"
     typer.echo(f"exported {label} of {len(tl)} steps")
-
-
-def main() -> None:  # pragma: no cover - console entry for `python -m`
-    sys.exit(app())

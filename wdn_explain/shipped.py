@@ -17,7 +17,10 @@ from .timeline import read_meta, timeline_is_current
 if TYPE_CHECKING:
     from .network import Network
 
-SHIPPED_ROOT = Path(__file__).resolve().parents[1]  # holds models/ and simulations/
+_PACKAGE = Path(__file__).resolve().parent
+#: Holds models/ and simulations/: the package itself when installed (they install as its
+#: package data), the repository root in a checkout (also an editable install).
+SHIPPED_ROOT = _PACKAGE if (_PACKAGE / "models").is_dir() else _PACKAGE.parent
 DEFAULT_MODEL = SHIPPED_ROOT / "models" / "default"
 DEFAULT_SCENARIO = SHIPPED_ROOT / "simulations" / "default_scenario.yaml"
 DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
