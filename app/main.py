@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 from pydantic import ValidationError
 
-from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope, card_envelope
+from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
 from wdn_explain.errors import WdnExplainError
 from wdn_explain.features import InputSpec
 from wdn_explain.model_folder import model_hash, read_card
@@ -280,7 +280,7 @@ def _forget_model_state() -> None:
 def _model_label(name: str, model_dir: Path) -> str:
     """``name (network)`` from the card, or the bare name when the card is unreadable."""
     try:
-        return f"{name} ({read_card(model_dir)['data']['network']['name']})"
+        return f"{name} ({read_card(model_dir).data.network.name})"
     except WdnExplainError:
         return name
 
@@ -310,7 +310,7 @@ def main() -> None:
     model_dir, net = pick_model()
     default = opening_timeline(model_dir, net)
     controls = st.sidebar.container()  # drawn above the form, filled after it ran
-    new_scenario_form(net, card_envelope(read_card(model_dir)), model_dir)
+    new_scenario_form(net, read_card(model_dir).design, model_dir)
     timelines = available_timelines(default, model_dir)
     choice = controls.selectbox("scenario", list(timelines), key="scenario")
     reference = controls.radio(

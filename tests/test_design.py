@@ -209,10 +209,19 @@ def test_card_records_inputs_and_design(monitoring_model, hanoi):
     )
 
 
-def test_malformed_card_design_is_one_error():
-    from wdn_explain.design import card_envelope
-    from wdn_explain.errors import DataError
+def test_malformed_card_design_is_one_error(tmp_path, tiny_model_dir):
+    import json
+    import shutil
 
-    assert card_envelope({"model": {}}) is None  # an old card: design unknown, no error
-    with pytest.raises(DataError, match="model card design is malformed: injection_nodes"):
-        card_envelope({"design": {"network": "hanoi", "reporting_step_s": 300}})
+    from wdn_explain.errors import DataError
+    from wdn_explain.model_folder import read_card
+
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    card = json.loads((folder / "card.json").read_text())
+    (folder / "card.json").write_text(json.dumps({k: v for k, v in card.items() if k != "design"}))
+    assert read_card(folder).design is None  # an old card: design unknown, no error
+    card["design"] = {"network": "hanoi", "reporting_step_s": 300}
+    (folder / "card.json").write_text(json.dumps(card))
+    with pytest.raises(DataError, match="it lacks design.injection_nodes, design.injection_modes"):
+        read_card(folder)

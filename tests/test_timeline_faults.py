@@ -70,8 +70,8 @@ DAMAGE = {
 MESSAGES = {
     "truncated": "is truncated or corrupt",
     "empty": "is truncated or corrupt",
-    "meta is a list": "metadata is a list, not a mapping",
-    "no scenario": "metadata lacks scenario",
+    "meta is a list": "is corrupt: a list, not a mapping",
+    "no scenario": "is corrupt: it lacks scenario",
     "node out of range": "step 0 refers to nodes outside 0..31",
     "short forecast": r"forecast has shape \(4,\), expected \(5,\)",
 }

@@ -41,7 +41,7 @@ def test_tiny_training_lowers_the_loss(trained):
 def test_save_load_gives_identical_predictions(trained, waq_dir):
     out, card = trained
     model, loaded_card = load_model(out)
-    assert loaded_card == json.loads((out / "card.json").read_text())
+    assert loaded_card.to_json() == json.loads((out / "card.json").read_text())
     ds = WaqDataset(waq_dir, "all", horizon=card["train"]["horizon"])
     first = predict(model, ds)
     model2, _ = load_model(out)
@@ -98,20 +98,25 @@ def test_gpu_and_cpu_predictions_agree(trained, waq_dir):
     )
 
 
-def test_save_model_is_atomic(tmp_path):
+def test_save_model_is_atomic_and_checks_the_card(tmp_path, trained):
     from wdn_explain.model import ChlorineGNN
 
-    save_model(ChlorineGNN(SMALL), {"model": SMALL.to_dict()}, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["card.json", "model.pt"]
+    _, card = trained
+    with pytest.raises(DataError, match="card.json' is corrupt: it lacks train, data"):
+        save_model(ChlorineGNN(SMALL), {"model": SMALL.to_dict()}, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()  # refused before anything is written
+    save_model(ChlorineGNN(SMALL), {**card, "model": SMALL.to_dict()}, tmp_path / "ok")
+    assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == ["card.json", "model.pt"]
 
 
 def test_data_of_another_network_is_refused(trained, waq_dir, tmp_path):
     from wdn_explain.dataset import load_waq_arrays
     from wdn_explain.training import check_data_matches
 
-    _, card = trained
+    card = load_model(trained[0])[1]
     manifest = load_waq_arrays(waq_dir).manifest
-    other = {**manifest, "network": {**manifest["network"], "name": "net3", "sha256": "0" * 64}}
+    net3 = manifest.network.model_copy(update={"name": "net3", "sha256": "0" * 64})
+    other = manifest.model_copy(update={"network": net3})
     with pytest.raises(DataError, match="simulated on network 'net3'.*the model on 'hanoi'"):
         check_data_matches(card, other, "elsewhere")
     check_data_matches(card, manifest, waq_dir)  # the model's own data passes
@@ -133,7 +138,7 @@ def test_interruption_keeps_the_best_epoch(waq_dir, tmp_path):
     )
     assert card["interrupted"] and len(card["history"]) == 2
     _, saved = load_model(tmp_path / "m")
-    assert saved["interrupted"] and saved["history"] == card["history"]
+    assert saved.interrupted and saved.history == card["history"]
 
 
 def _splits(waq_dir):

@@ -123,7 +123,7 @@ def test_flipped_weights_are_refused(tmp_path, tiny_model_dir):
         (lambda card: {k: v for k, v in card.items() if k != "train"}, "it lacks train"),
         (
             lambda card: {**card, "train": {"horizon": 4}},
-            "it lacks train.threshold, train.split_seed",
+            "train lacks threshold, split_seed",
         ),
     ],
 )
@@ -156,7 +156,7 @@ def test_late_write_error_keeps_the_trained_model(tmp_path, waq_dir, monkeypatch
     assert line.startswith(f"error: cannot write '{out / 'model.pt'}' (No space left on device)")
     rescue = line.split("the trained model was saved to '")[1].split("'")[0]
     model, card = load_model(rescue)
-    assert card["model"]["hidden_channels"] == 4
+    assert card.model["hidden_channels"] == 4
     shutil.rmtree(rescue)
 
 

@@ -13,10 +13,10 @@ from conftest import TINY
 
 def test_folder_layout_and_manifest(waq_dir, hanoi, tiny_config):
     manifest = read_manifest(waq_dir)
-    assert manifest["config_hash"] == tiny_config.config_hash()
-    assert manifest["network"]["sha256"] == hanoi.file_sha256
-    assert manifest["network"]["node_ids"] == list(hanoi.node_ids)
-    assert {"epyt-flow", "numpy"} <= set(manifest["versions"])
+    assert manifest.config_hash == tiny_config.config_hash()
+    assert manifest.network.sha256 == hanoi.file_sha256
+    assert manifest.network.node_ids == list(hanoi.node_ids)
+    assert {"epyt-flow", "numpy"} <= set(manifest.versions)
     assert sorted(p.name for p in waq_dir.glob("scenario_*.npz")) == [
         f"scenario_{i:05d}.npz" for i in range(6)
     ]
@@ -51,7 +51,7 @@ def test_refuses_other_config_unless_overwrite(tmp_path, tiny_config):
     with pytest.raises(DataError, match="holds a WAQ set of another config.*--overwrite"):
         generate_waq(other, out, n_workers=1)
     generate_waq(other, out, n_workers=1, overwrite=True)
-    assert read_manifest(out)["config_hash"] == other.config_hash()
+    assert read_manifest(out).config_hash == other.config_hash()
     assert len(list(out.glob("scenario_*.npz"))) == 2
 
 

@@ -87,7 +87,10 @@ def test_simulator_failure_leaves_no_manifest(tmp_path, tiny_config, monkeypatch
     ("content", "message"),
     [
         ("[1, 2]", "a list, not a mapping"),
-        (json.dumps({"format": waq.FORMAT}), "it lacks config, config_hash, n_scenarios, network"),
+        (
+            json.dumps({"format": waq.FORMAT}),
+            "it lacks config, config_hash, seed, n_scenarios, network",
+        ),
         (b"\x80\x81\xfe", "is corrupt"),
     ],
 )

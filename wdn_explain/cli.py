@@ -88,10 +88,10 @@ def data_stats(
     manifest = arrays.manifest
     step = int(arrays.times_s[1] - arrays.times_s[0]) if n_t > 1 else 0
     typer.echo(
-        f"network        {manifest['network']['name']} ({n} nodes, {manifest['network']['n_links']} links)"
+        f"network        {manifest.network.name} ({n} nodes, {manifest.network.n_links} links)"
     )
     typer.echo(
-        f"scenarios      {n_s} x {n_t} reported steps of {step} s (config {manifest['config_hash']})"
+        f"scenarios      {n_s} x {n_t} reported steps of {step} s (config {manifest.config_hash})"
     )
     for split, ds in sets.items():
         typer.echo(f"{split:<14} {len(ds.scenarios)} scenarios, {len(ds)} samples")
@@ -107,13 +107,13 @@ def data_stats(
         f"{(y == 0).mean():.1%} zero, {(y == 1).mean():.1%} one"
     )
     typer.echo(f"flow scale     {sets['train'].inputs.flow_scale_lps:.1f} L/s")
-    _echo_factors(arrays.configs, tuple(manifest["network"].get("reservoirs", ())), factor_levels)
+    _echo_factors(arrays.configs, tuple(manifest.network.reservoirs), factor_levels)
     arrival = arrival_steps(arrays.chlorine_mg_l, threshold)
     typer.echo(
         f"arrival of chlorine >= {threshold:g} mg/L per node (mean over scenarios reaching it):"
     )
     typer.echo(f"  {'node':>6} {'reached':>8} {'mean step':>10} {'mean s':>8}")
-    for k, nid in enumerate(manifest["network"]["node_ids"]):
+    for k, nid in enumerate(manifest.network.node_ids):
         hit = arrival[:, k][arrival[:, k] >= 0]
         mean = hit.mean() if len(hit) else float("nan")
         typer.echo(f"  {nid:>6} {len(hit) / n_s:>8.0%} {mean:>10.1f} {mean * step:>8.0f}")
@@ -256,7 +256,7 @@ def evaluate(
         check_data_matches(card, arrays.manifest, data)
         inputs = InputSpec.from_card(card)
         ds = WaqDataset.for_inputs(
-            data, split, inputs, split_seed=card["train"]["split_seed"], arrays=arrays
+            data, split, inputs, split_seed=card.train["split_seed"], arrays=arrays
         )
         res = run_evaluation(net, ds, device)
     except WdnExplainError as exc:

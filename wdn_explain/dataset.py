@@ -28,6 +28,7 @@ from torch_geometric.data import Data, Dataset
 from .design import factor_levels
 from .errors import ConfigError, DataError
 from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD, InputSpec
+from .records import WaqManifest
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult
 from .waq import read_manifest, scenario_path
@@ -47,7 +48,7 @@ class WaqArrays:
     times_s: np.ndarray
     edge_index: np.ndarray  # (2, 2E)
     configs: tuple[ScenarioConfig, ...]
-    manifest: dict
+    manifest: WaqManifest
 
     @property
     def n_scenarios(self) -> int:
@@ -58,7 +59,7 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
     """Read and stack a complete WAQ folder; DataError names a missing or bad file."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    n = manifest["n_scenarios"]
+    n = manifest.n_scenarios
     results = []
     for i in range(n):
         path = scenario_path(folder, i)
@@ -79,10 +80,10 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
         if bad.any():
             first = scenario_path(folder, int(np.flatnonzero(bad)[0])).name
             raise DataError(f"{name} in '{folder}/{first}' holds NaN or inf values")
-    net = manifest["network"]
-    if list(results[0].node_ids) != net["node_ids"] or len(results[0].link_ids) != net["n_links"]:
-        raise DataError(f"scenario files in '{folder}' do not match network '{net['name']}'")
-    links = np.asarray(net["link_nodes"], dtype=np.int64).T
+    net = manifest.network
+    if list(results[0].node_ids) != net.node_ids or len(results[0].link_ids) != net.n_links:
+        raise DataError(f"scenario files in '{folder}' do not match network '{net.name}'")
+    links = np.asarray(net.link_nodes, dtype=np.int64).T
     return WaqArrays(
         chlorine_mg_l=chlorine,
         source_mg_l=source,
@@ -197,7 +198,7 @@ class WaqDataset(Dataset):
         )
 
     @property
-    def manifest(self) -> dict:
+    def manifest(self) -> WaqManifest:
         return self.arrays.manifest
 
     def len(self) -> int:
@@ -238,8 +239,7 @@ class WaqDataset(Dataset):
         }
 
     def _reservoirs(self) -> tuple[str, ...]:
-        net = self.manifest["network"]
-        return tuple(net.get("reservoirs", ()))
+        return tuple(self.manifest.network.reservoirs)
 
     def locate(self, idx: int) -> tuple[int, int]:
         """(scenario index, time step) of sample ``idx``."""

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from .errors import DataError
 from .scenario import (
     DRAWN_RANGES,
     INJECTION_MODES,
@@ -157,20 +156,6 @@ class DesignEnvelope(_Config):
                 + f": outside the trained range {seen} {unit}".rstrip()
             )
         return notes
-
-
-def card_envelope(card: dict[str, Any]) -> DesignEnvelope | None:
-    """The design a model card records, or None for cards older than designs; DataError
-    when the card's design is malformed."""
-    design = card.get("design")
-    if design is None:
-        return None
-    try:
-        return DesignEnvelope.model_validate(design)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise DataError(f"model card design is malformed: {where}: {first['msg']}") from None
 
 
 UNKNOWN_DESIGN = (

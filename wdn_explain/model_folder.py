@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError, DataError
 from .files import atomic_write, check_output
+from .records import ModelCard
 
 if TYPE_CHECKING:
     import torch
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     Card = TypeVar("Card", dict, BaseModel)
 
 WEIGHTS, CARD = "model.pt", "card.json"
-_CARD_FIELDS = {"model": (), "train": ("horizon", "threshold", "split_seed"), "data": ("network",)}
 
 
 def model_hash(model_dir: str | Path) -> str:
@@ -38,35 +38,17 @@ def model_hash(model_dir: str | Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def read_card(model_dir: str | Path) -> dict[str, Any]:
-    """A model folder's card as a mapping with its required sections; DataError names a
-    missing or corrupt card and what it lacks."""
+def read_card(model_dir: str | Path) -> ModelCard:
+    """A water model folder's card as its typed record; DataError in one line for a missing
+    or corrupt card (naming the field and value) or a card of another version."""
     path = Path(model_dir, CARD)
     if not path.is_file():
         raise DataError(f"'{model_dir}' is not a model folder (no {CARD})")
     try:
-        card = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"model card '{path}' is corrupt ({exc})") from None
-    if not isinstance(card, dict):
-        raise DataError(f"model card '{path}' is corrupt: a {type(card).__name__}, not a mapping")
-    missing = [s for s in _CARD_FIELDS if not isinstance(card.get(s), dict)]
-    missing += [
-        f"{section}.{key}"
-        for section, keys in _CARD_FIELDS.items()
-        if section not in missing
-        for key in keys
-        if key not in card[section]
-    ]
-    if not missing and not isinstance(card["data"]["network"], dict):
-        missing.append("data.network")
-    elif not missing and "sha256" not in card["data"]["network"]:
-        missing.append("data.network.sha256")
-    if not missing and "inputs" not in card and "flow_scale_lps" not in card["data"]:
-        missing.append("inputs (or data.flow_scale_lps)")
-    if missing:
-        raise DataError(f"model card '{path}' is corrupt: it lacks {', '.join(missing)}")
-    return card
+    return ModelCard.parse(data, path)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -184,15 +166,16 @@ def load_state(
 
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
     """Write a forecaster's ``model.pt`` and ``card.json`` atomically into ``out_dir``; the
-    card records the weights' SHA-256 (``weights_sha256``, also set in ``card``), which
-    :func:`load_model` checks."""
-    card.update(save_folder(model, card, out_dir))
+    card (checked against :class:`~wdn_explain.records.ModelCard` first) records the weights'
+    SHA-256 (``weights_sha256``, also set in ``card``), which :func:`load_model` checks."""
+    record = ModelCard.parse(card, Path(out_dir, CARD)).to_json()
+    card.update(save_folder(model, record, out_dir))
     return Path(out_dir)
 
 
 def load_model(
     model_dir: str | Path, map_location: str | torch.device = "cpu"
-) -> tuple[ChlorineGNN, dict[str, Any]]:
+) -> tuple[ChlorineGNN, ModelCard]:
     """Load a forecaster's model folder (eval mode); DataError for a missing file, a corrupt
     card or a checkpoint of another architecture."""
     from .model import ChlorineGNN, ModelConfig
@@ -202,8 +185,8 @@ def load_model(
         raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
     card = read_card(folder)
     try:
-        model = ChlorineGNN(ModelConfig(**card["model"]))
+        model = ChlorineGNN(ModelConfig(**card.model))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
-    load_state(model, folder, card.get("weights_sha256"), map_location)
+    load_state(model, folder, card.weights_sha256, map_location)
     return model, card

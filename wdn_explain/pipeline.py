@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .design import card_envelope
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
 from .features import InputSpec
@@ -21,13 +20,20 @@ from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
 from .stepstore import StepStore
-from .timeline import ExplainSettings, Timeline, cache_identity, cache_mismatch
+from .timeline import (
+    ExplainSettings,
+    Timeline,
+    TimelineMeta,
+    cache_identity,
+    cache_mismatch,
+)
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
     from .explain import GraphSHAPIQ
     from .network import Network
+    from .records import ModelCard
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +56,10 @@ def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpe
     ]
 
 
-def out_of_design(
-    scenario: ScenarioConfig, card: dict[str, Any], network: Network
-) -> list[str] | None:
+def out_of_design(scenario: ScenarioConfig, card: ModelCard, network: Network) -> list[str] | None:
     """What of ``scenario`` lies outside the model's training design (see
     :mod:`wdn_explain.design`); None when the card records no design."""
-    envelope = card_envelope(card)
+    envelope = card.design
     if envelope is None:
         return None
     return envelope.outside(scenario, injection_node(scenario, network))
@@ -107,9 +111,9 @@ def explain_scenario(
         raise ConfigError("explaining on a cluster needs an output file (out)")
     model, card = load_model(model_dir)
     network = load_network(scenario.network)
-    if card["data"]["network"]["sha256"] != network.file_sha256:
+    if card.data.network.sha256 != network.file_sha256:
         raise DataError(
-            f"model '{model_dir}' was trained on network '{card['data']['network']['name']}', "
+            f"model '{model_dir}' was trained on network '{card.data.network.name}', "
             f"the scenario runs on '{network.name}'"
         )
     explainers = {  # built first: a bad setting is refused before any simulation
@@ -119,6 +123,7 @@ def explain_scenario(
     inputs = InputSpec.from_card(card)
     identity = cache_identity(scenario, model_dir, settings)
     meta = {
+        "version": TimelineMeta.VERSION,
         **identity,
         "scenario": scenario.model_dump(mode="json"),
         "settings": settings.model_dump(mode="json"),

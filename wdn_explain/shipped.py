@@ -3,12 +3,11 @@ its network, the scenario shown first and that scenario's current timeline."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .design import card_envelope
 from .errors import DataError
 from .model_folder import read_card
 from .scenario import DRAWN_RANGES, ScenarioConfig, load_config
@@ -57,11 +56,8 @@ def water_models() -> dict[str, Path]:
     for card in sorted(root.glob("*/card.json")):
         if card.parent.name == "chem" or card.parent == first.resolve():
             continue
-        try:
-            network = json.loads(card.read_text())["data"]["network"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if isinstance(network, dict):
+        with contextlib.suppress(DataError):  # not a water model folder
+            read_card(card.parent)
             found[card.parent.name] = card.parent
     return found
 
@@ -72,8 +68,8 @@ def model_network(model_dir: str | Path) -> Network:
     card's. DataError naming the network and what to do otherwise."""
     from .network import builtin_networks, load_network
 
-    info = read_card(model_dir)["data"]["network"]
-    name = str(info.get("name", "?"))
+    info = read_card(model_dir).data.network
+    name = info.name
     local = Path(model_dir, f"{name}.inp")
     if local.is_file():
         network = load_network(local)
@@ -84,10 +80,10 @@ def model_network(model_dir: str | Path) -> Network:
             f"model '{model_dir}' was trained on network '{name}', which does not ship with "
             f"epyt: copy that network's .inp file into the model folder as '{local}'"
         )
-    if network.file_sha256 != info["sha256"]:
+    if network.file_sha256 != info.sha256:
         raise DataError(
             f"model '{model_dir}' was trained on another version of network '{name}' (sha256 "
-            f"{str(info['sha256'])[:12]}..., '{network.inp_path}' has "
+            f"{info.sha256[:12]}..., '{network.inp_path}' has "
             f"{network.file_sha256[:12]}...): copy the .inp it was trained on into the model "
             f"folder as '{local}'"
         )
@@ -110,12 +106,12 @@ def default_scenario(model_dir: str | Path, network: Network | None = None) -> S
         return load_config(own).scenario_config(0)
     card = read_card(model_dir)
     fallback = load_config(DEFAULT_SCENARIO)
-    if card["data"]["network"].get("name") == fallback.scenario.network:
+    if card.data.network.name == fallback.scenario.network:
         return fallback.scenario_config(0)
     network = network or model_network(model_dir)
     local = network.inp_path.resolve().parent == Path(model_dir).resolve()
     name = network.inp_path.resolve() if local else network.name
-    envelope = card_envelope(card)
+    envelope = card.design
     if envelope is None:
         return ScenarioConfig(network=str(name))
     step = envelope.reporting_step_s

@@ -17,7 +17,7 @@ import json
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -27,6 +27,7 @@ from .explain.explanation import ENGINE_VERSION, Explanation
 from .files import atomic_write, check_output
 from .lazy import moved_getattr
 from .model_folder import model_hash
+from .records import Record
 from .scenario import ScenarioConfig
 
 FORMAT = "wdn-explain-timeline/2"  # 2: chlorine in mg/L, out_of_design in meta
@@ -404,21 +405,38 @@ def _load_series(data: Any, head: str, n_steps: int) -> list[Explanation]:
     return out
 
 
-_META_KEYS = ("scenario", "model_hash", "engine_version", "horizon", "threshold")
+class TimelineMeta(Record):
+    """A timeline file's metadata entry (see :class:`Timeline`); legacy keys of files written
+    before settings were recorded (``explainer``, ``budget``, ``references``) are accepted."""
+
+    KIND: ClassVar[str] = "timeline file"
+
+    format: str
+    scenario: ScenarioConfig
+    scenario_hash: str
+    model_hash: str
+    engine_version: str
+    horizon: int = Field(ge=1)
+    threshold: float
+    threshold_unit: str = "mg/L"
+    settings: ExplainSettings | None = None
+    out_of_design: list[str] | None = None
+    baseline: str = "mean"
+    reference: str = "mean"
+    model_dir: str | None = None
+    exact: bool | None = None
+    alternatives: list[str] = []
+    explainer: dict[str, Any] | None = None
+    budget: int | None = None
+    references: list[str] | None = None
 
 
 def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
-    """The timeline metadata, or DataError naming the file and the problem."""
-    if not isinstance(meta, dict):
-        raise DataError(
-            f"timeline file '{path}' is corrupt: metadata is a {type(meta).__name__}, not a mapping"
-        )
-    if meta.get("format") != FORMAT:
+    """The timeline metadata (checked against :class:`TimelineMeta`), or DataError naming
+    the file and the problem."""
+    if isinstance(meta, dict) and meta.get("format") != FORMAT:
         raise DataError(f"timeline file '{path}' has format {meta.get('format')!r}")
-    missing = [k for k in _META_KEYS if k not in meta]
-    if missing:
-        raise DataError(f"timeline file '{path}' is corrupt: metadata lacks {', '.join(missing)}")
-    ScenarioConfig.model_validate(meta["scenario"])  # a ValueError names the bad key
+    TimelineMeta.parse(meta, path)
     return meta
 
 

@@ -32,6 +32,7 @@ from .lazy import moved_getattr
 from .model import ChlorineGNN, ModelConfig
 from .model_folder import check_model_output, resolve_device, save_model
 from .progress import ProgressArg
+from .records import ModelCard, WaqManifest
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +294,7 @@ def train(
     model_config = replace(model_config or ModelConfig(), in_channels=len(cfg.node_features))
     check_model_output(out_dir, overwrite=overwrite)
     arrays = load_waq_arrays(data_dir)
-    data_net = arrays.manifest["network"]["name"]
+    data_net = arrays.manifest.network.name
     if network is not None and network.lower() != data_net:
         raise DataError(
             f"data folder '{data_dir}' was simulated on network '{data_net}', not '{network}'"
@@ -326,10 +327,10 @@ def train(
         "design": training_envelope(arrays.manifest).model_dump(mode="json"),
         "data": {
             "folder": str(data_dir),
-            "config_hash": arrays.manifest["config_hash"],
-            "network": {
-                k: arrays.manifest["network"][k] for k in ("name", "sha256", "n_nodes", "n_links")
-            },
+            "config_hash": arrays.manifest.config_hash,
+            "network": arrays.manifest.network.model_dump(
+                include={"name", "sha256", "n_nodes", "n_links"}
+            ),
             "n_scenarios": arrays.n_scenarios,
         },
         "metrics": {k: v for k, v in metrics.items() if k != "per_step"},
@@ -345,12 +346,12 @@ def train(
     return card
 
 
-def training_envelope(manifest: dict[str, Any]) -> DesignEnvelope:
+def training_envelope(manifest: WaqManifest) -> DesignEnvelope:
     """The design envelope of a WAQ folder's config (what a model trained on it saw)."""
     from .network import load_network
     from .scenario import SimulationConfig
 
-    config = SimulationConfig.model_validate(manifest["config"])
+    config = SimulationConfig.model_validate(manifest.config)
     return DesignEnvelope.of(config, load_network(config.scenario.network))
 
 
@@ -365,15 +366,13 @@ def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Pat
         raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
 
 
-def check_data_matches(
-    card: dict[str, Any], manifest: dict[str, Any], data_dir: str | Path
-) -> None:
+def check_data_matches(card: ModelCard, manifest: WaqManifest, data_dir: str | Path) -> None:
     """Refuse data simulated on another network than the model was trained on."""
-    want, got = card["data"]["network"], manifest["network"]
-    if want["sha256"] != got["sha256"]:
+    want, got = card.data.network, manifest.network
+    if want.sha256 != got.sha256:
         raise DataError(
-            f"data folder '{data_dir}' was simulated on network '{got['name']}' "
-            f"({got['sha256'][:12]}), the model on '{want['name']}' ({want['sha256'][:12]})"
+            f"data folder '{data_dir}' was simulated on network '{got.name}' "
+            f"({got.sha256[:12]}), the model on '{want.name}' ({want.sha256[:12]})"
         )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output, remove_stray_temporaries
 from .network import Network, load_network
+from .records import ManifestNetwork, WaqManifest
 from .scenario import SimulationConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_waq
@@ -52,30 +53,31 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def build_manifest(config: SimulationConfig, network: Network) -> dict[str, Any]:
+def build_manifest(config: SimulationConfig, network: Network) -> WaqManifest:
     """The manifest written beside the scenario files."""
-    return {
-        "format": FORMAT,
-        "config": config.model_dump(mode="json"),
-        "config_hash": config.config_hash(),
-        "seed": config.seed,
-        "n_scenarios": config.n_scenarios,
-        "network": {
-            "name": network.name,
-            "sha256": network.file_sha256,
-            "n_nodes": network.n_nodes,
-            "n_links": network.n_links,
-            "node_ids": list(network.node_ids),
-            "reservoirs": list(network.reservoirs),
-            "link_nodes": network.link_nodes.tolist(),
-        },
-        "versions": _versions(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    return WaqManifest(
+        format=FORMAT,
+        config=config.model_dump(mode="json"),
+        config_hash=config.config_hash(),
+        seed=config.seed,
+        n_scenarios=config.n_scenarios,
+        network=ManifestNetwork(
+            name=network.name,
+            sha256=network.file_sha256,
+            n_nodes=network.n_nodes,
+            n_links=network.n_links,
+            node_ids=list(network.node_ids),
+            reservoirs=list(network.reservoirs),
+            link_nodes=network.link_nodes.tolist(),
+        ),
+        versions=_versions(),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
 
 
-def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """Read a WAQ folder's manifest; DataError if the folder or manifest is missing or bad."""
+def read_manifest(folder: str | Path) -> WaqManifest:
+    """Read a WAQ folder's manifest as its typed record; DataError in one line if the folder
+    or manifest is missing, corrupt (naming the field and value) or of another format."""
     folder = Path(folder)
     path = folder / MANIFEST
     if not folder.is_dir():
@@ -83,26 +85,12 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise DataError(f"'{folder}' is not a WAQ folder (no {MANIFEST})")
     try:
-        manifest = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"manifest '{path}' is corrupt ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise DataError(f"manifest '{path}' is corrupt: a {type(manifest).__name__}, not a mapping")
-    if manifest.get("format") != FORMAT:
-        raise DataError(f"manifest '{path}' has format {manifest.get('format')!r}, not {FORMAT}")
-    network = manifest.get("network")
-    missing = [k for k in _MANIFEST_KEYS if k not in manifest]
-    if isinstance(network, dict):
-        missing += [f"network.{k}" for k in _NETWORK_KEYS if k not in network]
-    if missing or not isinstance(network, dict):
-        raise DataError(
-            f"manifest '{path}' is corrupt: it lacks {', '.join(missing) or 'network keys'}"
-        )
-    return manifest
-
-
-_MANIFEST_KEYS = ("config", "config_hash", "n_scenarios", "network")
-_NETWORK_KEYS = ("name", "sha256", "n_nodes", "n_links", "node_ids", "link_nodes")
+    if isinstance(data, dict) and data.get("format") != FORMAT:
+        raise DataError(f"manifest '{path}' has format {data.get('format')!r}, not {FORMAT}")
+    return WaqManifest.parse(data, path)
 
 
 def _prepare_folder(
@@ -112,10 +100,10 @@ def _prepare_folder(
     manifest_path = folder / MANIFEST
     if manifest_path.is_file() and not overwrite:
         old = read_manifest(folder)
-        if old.get("config_hash") != config.config_hash():
+        if old.config_hash != config.config_hash():
             raise DataError(
                 f"output folder '{folder}' holds a WAQ set of another config "
-                f"(hash {old.get('config_hash')}, this one {config.config_hash()}); "
+                f"(hash {old.config_hash}, this one {config.config_hash()}); "
                 "use --overwrite to replace it"
             )
         return
@@ -128,7 +116,7 @@ def _prepare_folder(
     for path in existing:
         path.unlink()
     with atomic_write(manifest_path) as tmp:
-        tmp.write_text(json.dumps(build_manifest(config, network), indent=2))
+        tmp.write_text(json.dumps(build_manifest(config, network).to_json(), indent=2))
 
 
 def check_config_nodes(config: SimulationConfig, network: Network) -> None:

@@ -1,0 +1,155 @@
+"""Typed records of the files the water pipeline writes and reads back: the model card
+(``card.json``) and the WAQ manifest (``manifest.json``); the timeline's metadata is
+:class:`~wdn_explain.timeline.TimelineMeta` on the same base. Each record has a ``version``;
+every reader goes through :meth:`Record.parse`, so a missing, extra or mistyped field, or a
+record of another version, is one line naming the file, the field and the value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing_extensions import Self
+
+from .design import DesignEnvelope
+from .errors import DataError
+from .features import InputSpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class Record(_Strict):
+    """A versioned record read from a file (``KIND`` names it in errors)."""
+
+    KIND: ClassVar[str] = "record"
+    VERSION: ClassVar[int] = 1
+
+    version: int = 1
+
+    @classmethod
+    def parse(cls, data: Any, where: str | Any) -> Self:
+        """The record held by ``data`` (a mapping read from ``where``); DataError in one line
+        naming the file, the first bad field and its value, or the version."""
+        if not isinstance(data, dict):
+            raise DataError(
+                f"{cls.KIND} '{where}' is corrupt: a {type(data).__name__}, not a mapping"
+            )
+        version = data.get("version", 1)
+        if version != cls.VERSION:
+            raise DataError(
+                f"{cls.KIND} '{where}' is version {version!r}; this wdn-explain reads version "
+                f"{cls.VERSION} (a newer wdn-explain wrote it: upgrade, or recreate the file)"
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise DataError(f"{cls.KIND} '{where}' is corrupt: {_first_problem(exc)}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as written to its file (JSON types)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """Every missing field, else the first bad one with its value, in a few words."""
+    errors = exc.errors()
+    missing = [".".join(map(str, e["loc"])) for e in errors if e["type"] == "missing"]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    first = errors[0]
+    message = first["msg"].removeprefix("Value error, ")
+    if not first["loc"]:
+        return message
+    got = repr(first.get("input"))
+    got = got if len(got) <= 60 else got[:57] + "..."
+    field = ".".join(map(str, first["loc"]))
+    if first["type"] == "extra_forbidden":
+        return f"{field} is not a known field (got {got})"
+    return f"{field}: {message} (got {got})"
+
+
+class NetworkInfo(_Strict):
+    """The network a model was trained on or a WAQ folder was simulated on."""
+
+    name: str
+    sha256: str
+    n_nodes: int | None = None
+    n_links: int | None = None
+
+
+class CardData(_Strict):
+    """The WAQ folder a model was trained on."""
+
+    folder: str
+    config_hash: str
+    network: NetworkInfo
+    n_scenarios: int = Field(ge=1)
+    flow_scale_lps: float | None = None  # cards older than ``inputs`` (the WAQ-paper model)
+
+
+class ModelCard(Record):
+    """A water model folder's ``card.json``: what the model is, was trained on and takes.
+
+    Attributes:
+        model: The architecture (:class:`~wdn_explain.model.ModelConfig` fields).
+        train: The training config used (:class:`~wdn_explain.training.TrainConfig`,
+            resolved for the device).
+        inputs: How inputs and labels are built (:class:`~wdn_explain.features.InputSpec`);
+            None only in cards older than it (the WAQ-paper model: ``data.flow_scale_lps``).
+        design: The training scenarios' envelope (None in cards older than designs).
+        weights_sha256: SHA-256 of ``model.pt``, checked when the model is loaded.
+    """
+
+    KIND: ClassVar[str] = "model card"
+
+    model: dict[str, int]
+    train: dict[str, Any]
+    inputs: InputSpec | None = None
+    design: DesignEnvelope | None = None
+    data: CardData
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    history: list[dict[str, float]] = Field(default_factory=list)
+    interrupted: bool = False
+    device: str = "cpu"
+    epoch_seconds: float | None = None
+    code_version: str | None = None
+    torch_version: str | None = None
+    date: str | None = None
+    weights_sha256: str | None = None
+
+    @model_validator(mode="after")
+    def _inputs_known(self) -> ModelCard:
+        if self.inputs is None and self.data.flow_scale_lps is None:
+            raise ValueError("the card has neither inputs nor data.flow_scale_lps")
+        missing = [k for k in ("horizon", "threshold", "split_seed") if k not in self.train]
+        if missing:
+            raise ValueError(f"train lacks {', '.join(missing)}")
+        return self
+
+
+class ManifestNetwork(NetworkInfo):
+    """The network section of a WAQ manifest."""
+
+    n_nodes: int
+    n_links: int
+    node_ids: list[str]
+    reservoirs: list[str] = Field(default_factory=list)
+    link_nodes: list[list[int]]
+
+
+class WaqManifest(Record):
+    """A WAQ folder's ``manifest.json``: the config its scenarios were simulated from."""
+
+    KIND: ClassVar[str] = "manifest"
+
+    format: str
+    config: dict[str, Any]
+    config_hash: str
+    seed: int
+    n_scenarios: int = Field(ge=1)
+    network: ManifestNetwork
+    versions: dict[str, str] = Field(default_factory=dict)
+    created: str | None = None
