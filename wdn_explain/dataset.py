@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 import torch
@@ -34,7 +34,7 @@ from .simulation import SimulationResult
 from .waq import read_manifest, scenario_path
 
 Split = Literal["train", "val", "test", "all"]
-SPLITS = ("train", "val", "test", "all")
+SPLITS: tuple[str, ...] = get_args(Split)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
+from .files import atomic_write
 
 
 class _Config(BaseModel):
@@ -30,11 +31,13 @@ class _Config(BaseModel):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_yaml(self, path: str | Path) -> None:
-        Path(path).write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False))
+        """Write the config as YAML, atomically."""
+        with atomic_write(Path(path)) as tmp:
+            tmp.write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False))
 
 
 InjectionMode = Literal["constant", "intermittent", "failure"]
-INJECTION_MODES: tuple[str, ...] = ("constant", "intermittent", "failure")
+INJECTION_MODES: tuple[str, ...] = get_args(InjectionMode)
 
 
 class ScenarioConfig(_Config):

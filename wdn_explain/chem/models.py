@@ -8,7 +8,7 @@ node and dropout is off, so pooling and readout stay linear and GraphSHAP-IQ is 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -18,7 +18,7 @@ from torch_geometric.nn import GATConv, GCNConv, GINConv, global_add_pool
 from ..errors import ExplainError
 
 Architecture = Literal["GCN", "GIN", "GAT"]
-ARCHITECTURES = ("GCN", "GIN", "GAT")
+ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
 
 
 class ChemModelConfig(BaseModel):
