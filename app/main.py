@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
 from wdn_explain.errors import WdnExplainError
-from wdn_explain.features import InputSpec
 from wdn_explain.model_folder import model_hash, read_card
 from wdn_explain.narrative import (
     HOW_TO_READ,
@@ -209,7 +208,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
     if not submitted:
         return
     template = default_scenario(model_dir, net)
-    horizon = InputSpec.from_card(read_card(model_dir)).horizon
+    horizon = read_card(model_dir).input_spec.horizon
     shortest = (horizon + 2) * template.reporting_step_s
     if not shortest <= duration_min * 60 <= MAX_DURATION_S:
         st.sidebar.error(

@@ -42,7 +42,6 @@ def hanoi_step(layers: int = 3):
     import torch
     from torch_geometric.data import Data
 
-    from wdn_explain.features import InputSpec
     from wdn_explain.model_folder import load_model
     from wdn_explain.network import load_network
     from wdn_explain.pipeline import scenario_graphs
@@ -53,7 +52,7 @@ def hanoi_step(layers: int = 3):
     model, card = load_model(DEFAULT_MODEL)
     net = load_network()
     result = simulate(load_config(DEFAULT_SCENARIO).scenario_config(0), net)
-    data = scenario_graphs(result, net, InputSpec.from_card(card))[12]
+    data = scenario_graphs(result, net, card.input_spec)[12]
     if layers != model.num_layers:
         from wdn_explain.model import ChlorineGNN, ModelConfig
 

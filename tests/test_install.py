@@ -6,6 +6,7 @@ to install."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -21,7 +22,10 @@ def installed(tmp_path_factory) -> Path:
     """The bin folder of a fresh virtual environment holding the built wheel (dependencies
     come from this environment's site-packages; the package itself only from the wheel)."""
     tmp = tmp_path_factory.mktemp("install")
-    build = [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation"]
+    source = tmp / "source"  # a copy: building writes build/ and *.egg-info beside the sources
+    litter = ("build", "dist", "*.egg-info", "__pycache__", ".git", "data", ".*_cache")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*litter))
+    build = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation"]
     subprocess.run([*build, "-q", "-w", str(tmp / "dist")], check=True, cwd=tmp)
     (wheel,) = (tmp / "dist").glob("wdn_explain-*.whl")
     venv.create(tmp / "venv", system_site_packages=True, with_pip=True)

@@ -85,7 +85,6 @@ def test_no_chlorine_reference(computed, tiny_model_dir, tmp_path):
     and without a source (every node feature 0), kept through save and load."""
     import torch
 
-    from wdn_explain.features import InputSpec
     from wdn_explain.model_folder import load_model
     from wdn_explain.network import load_network
     from wdn_explain.pipeline import scenario_graphs
@@ -98,7 +97,7 @@ def test_no_chlorine_reference(computed, tiny_model_dir, tmp_path):
     np.testing.assert_allclose(none.forecast, tl.forecast)
     model, card = load_model(tiny_model_dir)
     net = load_network("hanoi")
-    graphs = scenario_graphs(simulate(SPEC, net), net, InputSpec.from_card(card))
+    graphs = scenario_graphs(simulate(SPEC, net), net, card.input_spec)
     for t, e in enumerate(none.explanations):
         np.testing.assert_array_equal(e.baseline, 0.0)
         dry = graphs[t].clone()

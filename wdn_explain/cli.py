@@ -243,7 +243,6 @@ def evaluate(
     """Print MAE, RMSE and R² of the model beside persistence and the time-step climatology,
     overall, per scenario factor and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
-    from .features import InputSpec
     from .model_folder import load_model
     from .shipped import default_model, shipped
     from .training import check_data_matches
@@ -254,7 +253,7 @@ def evaluate(
         net, card = load_model(model)
         arrays = load_waq_arrays(data)
         check_data_matches(card, arrays.manifest, data)
-        inputs = InputSpec.from_card(card)
+        inputs = card.input_spec
         ds = WaqDataset.for_inputs(
             data, split, inputs, split_seed=card.train["split_seed"], arrays=arrays
         )

@@ -19,14 +19,11 @@ fraction of the strength), is at least ``threshold``, ``horizon`` reports ahead.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from .records import ModelCard
 
 NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "chlorine_fraction")
 DEFAULT_HORIZON = 4  # reported steps ahead (20 min at the 5-minute report step)
@@ -74,19 +71,6 @@ class InputSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "node_features": list(self.node_features)}
-
-    @classmethod
-    def from_card(cls, card: ModelCard) -> InputSpec:
-        """The inputs of a model card; cards older than ``inputs`` describe the WAQ-paper
-        model (chlorine / injection strength only)."""
-        if card.inputs is not None:
-            return card.inputs
-        return cls(
-            node_features=WAQ_PAPER_NODE_FEATURES,
-            flow_scale_lps=card.data.flow_scale_lps,
-            horizon=card.train["horizon"],
-            threshold=card.train["threshold"],
-        )
 
     def chlorine_level(self, chlorine_mg_l: np.ndarray, strength_mg_l: np.ndarray) -> np.ndarray:
         """Chlorine in the label's unit; ``strength_mg_l`` broadcasts over the node axis."""

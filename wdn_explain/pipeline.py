@@ -120,7 +120,7 @@ def explain_scenario(
         r: GraphSHAPIQ(model, progress=False, **settings.explainer_options(r))
         for r in settings.references
     }
-    inputs = InputSpec.from_card(card)
+    inputs = card.input_spec
     identity = cache_identity(scenario, model_dir, settings)
     meta = {
         "version": TimelineMeta.VERSION,

@@ -14,7 +14,7 @@ from typing_extensions import Self
 
 from .design import DesignEnvelope
 from .errors import DataError
-from .features import InputSpec
+from .features import WAQ_PAPER_NODE_FEATURES, InputSpec
 
 
 class _Strict(BaseModel):
@@ -119,6 +119,19 @@ class ModelCard(Record):
     torch_version: str | None = None
     date: str | None = None
     weights_sha256: str | None = None
+
+    @property
+    def input_spec(self) -> InputSpec:
+        """How this model's inputs and labels are built; cards older than ``inputs`` describe
+        the WAQ-paper model (chlorine / injection strength only)."""
+        if self.inputs is not None:
+            return self.inputs
+        return InputSpec(
+            node_features=WAQ_PAPER_NODE_FEATURES,
+            flow_scale_lps=self.data.flow_scale_lps,
+            horizon=self.train["horizon"],
+            threshold=self.train["threshold"],
+        )
 
     @model_validator(mode="after")
     def _inputs_known(self) -> ModelCard:

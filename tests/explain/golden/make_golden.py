@@ -16,7 +16,6 @@ from pathlib import Path
 import torch
 
 from wdn_explain.explain import GraphSHAPIQ
-from wdn_explain.features import InputSpec
 from wdn_explain.model_folder import load_model
 from wdn_explain.network import load_network
 from wdn_explain.pipeline import scenario_graphs
@@ -33,7 +32,7 @@ def main() -> None:
     model, card = load_model(DEFAULT_MODEL)
     network = load_network()
     result = simulate(load_config(DEFAULT_SCENARIO).scenario_config(0), network)
-    data = scenario_graphs(result, network, InputSpec.from_card(card))[STEP]
+    data = scenario_graphs(result, network, card.input_spec)[STEP]
     e = GraphSHAPIQ(model).explain(data)
     ksii = e.interaction_values("k-SII", 2)
     golden = {
