@@ -75,7 +75,7 @@ def test_interaction_limit_suggests_budget(wdn_model, hanoi):
     )
     with pytest.raises(
         ExplainError,
-        match=r"needs \|I\| = 3023 model calls, over max_interactions=500.*--budget 1 \(budget=1 in",
+        match=r"needs \|I\| = 3023 model calls, over max_interactions=500.*lambda-approximation with budget=1 \(about",
     ):
         GraphSHAPIQ(wdn_model, max_interactions=500).explain(data)
 

@@ -2,7 +2,8 @@
 
 With a linear pooling and readout, nu(T) = sum_i g_i(T ∩ N_i) + c, where the node game
 g_i(M) = scale * w · h_i^L(M) depends only on node i's receptive field N_i (scale = 1/n for
-mean pooling, 1 for sum pooling). The embedding of node j after layer l depends only on
+mean pooling, 1 for sum pooling). A node-level model (no pooling, the head applied to each
+node's final state) outputs g_i(M) + c at node i itself: its node games are the targets. The embedding of node j after layer l depends only on
 T ∩ N_j^(l), so each distinct (node, T ∩ N_j^(l)) pair -- a *state* -- is computed once:
 a target state (j, M) at layer l receives one message from the state (k, M ∩ N_k^(l-1)) of
 each in-neighbour k and keeps its own previous state (j, M ∩ N_j^(l-1)). Running the model's
@@ -31,8 +32,8 @@ import torch
 from .game import inference
 from .hypercube import project_masks
 
-Pooling = Literal["mean", "add"]
-POOLINGS: tuple[str, ...] = ("mean", "add")
+Pooling = Literal["mean", "add"] | None
+POOLINGS: tuple[str, ...] = ("mean", "add")  # of graph-level models; None marks a node-level one
 Piece = tuple[int, int, int]  # (node j, first local mask, end): target states of one chunk
 MIN_CHUNK_STATES = 64  # chunks never shrink below this, whatever the budget
 MAX_CHUNK_STATES = 1 << 16  # nor grow beyond it: larger chunks are slower on CPU (page faults)
@@ -41,14 +42,16 @@ MAX_CHUNK_STATES_CUDA = 1 << 20  # on a GPU, fewer and larger chunks (fewer kern
 
 @runtime_checkable
 class LocalMessagePassing(Protocol):
-    """A graph-level model built as encode -> L local layers -> linear pooling -> linear head.
+    """A model built as encode -> L local layers -> (linear pooling) -> linear head.
 
     * ``encode(x, edge_attr)`` applies pointwise node and edge encoders.
     * ``propagate_layer(layer, (h_src, h_dst), edge_index, edge_feat)`` is layer ``layer``
       (0-based) on a bipartite graph; a target's new state may depend only on its own
       previous state and its incoming messages.
     * ``readout_parameters()`` returns the head's weight (C, H) and bias (C,).
-    * ``pooling`` is ``"mean"`` or ``"add"``; ``num_layers`` is L.
+    * ``pooling`` is ``"mean"`` or ``"add"`` for a graph-level model (head after pooling,
+      output (n_graphs, C)), or ``None`` for a node-level model (head on every node's final
+      state, output (n, C)); ``num_layers`` is L.
     """
 
     num_layers: int
@@ -213,7 +216,7 @@ def node_games(
     """
     n = x.shape[0]
     device = x.device
-    scale = {"mean": 1.0 / n, "add": 1.0}[model.pooling]  # validated by the explainer
+    scale = {"mean": 1.0 / n, "add": 1.0, None: 1.0}[model.pooling]  # validated by the explainer
     with inference(model):
         weight, bias = model.readout_parameters()
         w = weight[output_index].to(x.dtype)
