@@ -67,7 +67,10 @@ def test_regression_explains_the_chosen_output():
 @pytest.mark.parametrize(
     ("options", "reason"),
     [
-        (dict(model_config=dict(task_level="node")), "task_level must be 'graph' \\(got 'node'\\)"),
+        (
+            dict(model_config=dict(task_level="edge")),
+            "task_level must be 'graph' or 'node' \\(got 'edge'\\)",
+        ),
         (dict(model_config=dict(return_type="probs")), "return_type must be 'raw': 'probs'"),
         (dict(node_mask_type="attributes"), "node_mask_type must be 'object'.*'attributes'"),
         (dict(edge_mask_type="object"), "edge_mask_type must be None \\(got 'object'\\)"),

@@ -150,8 +150,9 @@ class GraphSHAPIQ:
         readout_check: ReadoutCheck = "error",
         progress: ProgressArg = False,
     ) -> None:
-        if method not in METHODS:
-            raise ExplainError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
+        if method != "auto" and method not in METHOD_TABLE:
+            names = ", ".join(["auto", *METHOD_TABLE])
+            raise ExplainError(f"unknown method '{method}' (choose from {names})")
         if readout_check not in ("error", "warn", "off"):
             raise ExplainError(f"readout_check must be error, warn or off (got '{readout_check}')")
         depth = getattr(model, "num_layers", None)
@@ -174,7 +175,11 @@ class GraphSHAPIQ:
         ):
             raise ExplainError(f"memory_budget_gb must be a number > 0 (got {memory_budget_gb!r})")
         if method == "local":
-            _check_local(model, int(n_layers))
+            reason = _local_model_refusal(model, int(n_layers))
+            if reason is not None:
+                raise ExplainError(f"method 'local' {reason}")
+            if model.pooling is not None:
+                _check_pooling(model, node_level=False)
         self.model = model
         self.n_layers = int(n_layers)
         self.baseline = baseline
@@ -197,7 +202,7 @@ class GraphSHAPIQ:
         the outputs at target ``nodes`` of a node-level model (one game each)."""
         device, dtype = model_device_dtype(self.model)
         x, edge_index = validate_graph(data, device, dtype)
-        targets = None if nodes is None else _check_nodes(nodes, x.shape[0])
+        targets = None if nodes is None else check_nodes(nodes, x.shape[0])
         call = plan_call(self.model, data, device, dtype)
         game = GraphGame(
             self.model,
@@ -285,7 +290,7 @@ class GraphSHAPIQ:
             ExplainError: as :meth:`explain`; nothing is computed for a bad target.
         """
         n = len(validate_graph(data, *model_device_dtype(self.model))[0])
-        targets = tuple(range(n)) if nodes is None else _check_nodes(nodes, n)
+        targets = tuple(range(n)) if nodes is None else check_nodes(nodes, n)
         if output_index is None or isinstance(output_index, int | np.integer):
             outputs = [output_index] * len(targets)
         else:
@@ -301,12 +306,12 @@ class GraphSHAPIQ:
                 game.call(self.model, game.x, game.edge_index, 1), n, True, game.call.name
             )
             outputs = [int(y[v].argmax()) if y.shape[1] > 1 else 0 for v in targets]
-        found: dict[int, Explanation] = {}
+        found: dict[tuple[int, int], Explanation] = {}
         for out in dict.fromkeys(outputs):  # one shared game per explained output
             group = tuple(dict.fromkeys(v for v, o in zip(targets, outputs) if o == out))
             explained = self._explain(self.game(data, out, group), budget)
-            found.update(zip(group, explained))
-        return [found[v] for v in targets]
+            found.update(((v, out), e) for v, e in zip(group, explained))
+        return [found[v, out] for v, out in zip(targets, outputs)]
 
     # -- dispatch ------------------------------------------------------------------------
     def pick_method(self, game: GraphGame, budget: int | None = None) -> str:
@@ -509,23 +514,31 @@ class GraphSHAPIQ:
 
 
 def _local_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
-    """Why ``local`` cannot explain ``game`` (None: it can); raises for a malformed model."""
-    model = explainer.model
+    """Why ``local`` cannot explain ``game`` (None: it can); raises for a model whose
+    declared pooling does not fit the target."""
+    reason = _local_model_refusal(explainer.model, explainer.n_layers)
+    if reason is not None:
+        return reason
+    _check_pooling(explainer.model, game.nodes is not None)
+    if not set(game.call.inputs) <= {"edge_attr"}:
+        return (
+            "passes only x and edge_attr to the model's layers, but the model is called as "
+            f"{game.call.describe()} (use 'masked')"
+        )
+    return None
+
+
+def _local_model_refusal(model: torch.nn.Module, n_layers: int) -> str | None:
+    """Why ``local`` cannot run ``model`` with ``n_layers`` layers (None: it can)."""
     if not isinstance(model, LocalMessagePassing):
         return (
             f"needs a model implementing LocalMessagePassing ({type(model).__name__} does "
             "not); use 'masked'"
         )
-    if model.num_layers != explainer.n_layers:
+    if model.num_layers != n_layers:
         return (
             f"runs the model's own {model.num_layers} layers, so n_layers must equal "
-            f"num_layers={model.num_layers} (got n_layers={explainer.n_layers})"
-        )
-    _check_pooling(model, game.nodes is not None)
-    if not set(game.call.inputs) <= {"edge_attr"}:
-        return (
-            "passes only x and edge_attr to the model's layers, but the model is called as "
-            f"{game.call.describe()} (use 'masked')"
+            f"num_layers={model.num_layers} (got n_layers={n_layers})"
         )
     return None
 
@@ -787,22 +800,6 @@ def check_linear_readout(
     return recovery_error(game, blocks, n_samples=n_samples, seed=seed)
 
 
-def _check_local(model: torch.nn.Module, n_layers: int) -> None:
-    """Refuse method 'local' for a model it would explain wrongly."""
-    if not isinstance(model, LocalMessagePassing):
-        raise ExplainError(
-            f"method 'local' needs a model implementing LocalMessagePassing "
-            f"({type(model).__name__} does not); use 'masked'"
-        )
-    if model.num_layers != n_layers:
-        raise ExplainError(
-            f"method 'local' runs the model's own {model.num_layers} layers, so n_layers must "
-            f"equal num_layers={model.num_layers} (got n_layers={n_layers})"
-        )
-    if model.pooling is not None:
-        _check_pooling(model, node_level=False)
-
-
 def _check_pooling(model: LocalMessagePassing, node_level: bool) -> None:
     """Refuse a LocalMessagePassing model whose declared pooling does not fit the target."""
     name = type(model).__name__
@@ -818,7 +815,7 @@ def _check_pooling(model: LocalMessagePassing, node_level: bool) -> None:
         )
 
 
-def _check_nodes(nodes: Sequence[int], n: int) -> tuple[int, ...]:
+def check_nodes(nodes: Sequence[int], n: int) -> tuple[int, ...]:
     """Target nodes as a tuple of ints in 0..n-1.
 
     Raises:
