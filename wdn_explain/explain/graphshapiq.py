@@ -827,7 +827,8 @@ def check_nodes(nodes: Sequence[int], n: int) -> tuple[int, ...]:
         raise ExplainError(f"nodes must be a non-empty list of node indices (got {nodes!r})")
     for v in nodes:
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < n:
-            raise ExplainError(f"target node must be an integer in 0..{n - 1} (got {v!r})")
+            shown = v.item() if isinstance(v, np.generic) else v
+            raise ExplainError(f"target node must be an integer in 0..{n - 1} (got {shown!r})")
     return tuple(int(v) for v in nodes)
 
 
