@@ -312,3 +312,23 @@ def test_local_pooling_must_fit_the_target(small_graph):
     ):
         GraphSHAPIQ(model).explain(small_graph, node=2)
     assert GraphSHAPIQ(model, method="masked").explain(small_graph, node=2).exact
+
+
+def test_node_output_beyond_the_receptive_field_fails_the_check():
+    """A 2-layer node model explained with 1-hop fields: the locality check catches it."""
+    from models import node_gcn
+
+    model = node_gcn(seed=2).eval()
+    model.num_layers = None  # a model that does not say its depth
+    data = path_graph(8, seed=7, features=3, edge_features=None)
+    data.edge_weight = torch.ones(data.edge_index.shape[1], dtype=torch.float64)
+    data.u = torch.zeros(1, 6, dtype=torch.float64)
+    with pytest.raises(
+        ExplainError,
+        match="the model's output at node \\d is not a function of its 1-hop receptive field: "
+        "Möbius recovery misses by",
+    ):
+        GraphSHAPIQ(model, 1).explain_nodes(data, [1, 4])
+    with pytest.warns(UserWarning, match="not a function of its 1-hop receptive field"):
+        GraphSHAPIQ(model, 1, readout_check="warn").explain(data, node=4)
+    assert GraphSHAPIQ(model, 2).explain(data, node=4).exact

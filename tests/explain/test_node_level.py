@@ -184,3 +184,21 @@ def test_float_targets_are_exact_with_torch_default_dtype():
     slow = GraphSHAPIQ(model, method="masked").explain_nodes(data)
     for a, b in zip(fast, slow):
         assert max_error(a.moebius, b.moebius) <= 1e-5
+
+
+def test_readme_node_example_runs_and_is_exact():
+    import re
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "node=5" in b)
+    scope: dict = {}
+    exec(code, scope)
+    e, every = scope["e"], scope["every"]
+    sv = e.node_values("SV")
+    assert e.node == 5 and e.n_players == 12 and e.exact
+    assert set(sv.nonzero()[0]) == {3, 4, 5, 6, 7}
+    assert sv.sum() == pytest.approx(e.prediction - e.empty_prediction, abs=1e-5)
+    assert [x.node for x in every] == list(range(12))
+    assert max_error(every[5].moebius, e.moebius) <= 1e-6
