@@ -11,7 +11,7 @@ graph's global node indices (n players; every node outside N_v is a dummy with v
 every index draws on the graph unchanged. Targets explained together share the work: one
 state graph (``local``) or one set of masked graphs (``masked``).
 
-**Methods** are registered in :data:`METHOD_TABLE` (name -> :class:`Method`), which
+**Methods** are registered in :data:`METHOD_TABLE` (name -> :class:`MethodSpec`), which
 ``explain`` consults; ``method=`` names one of them or ``auto``:
 
 * ``local`` -- node games on the state graph (:mod:`.local`), for models implementing
@@ -199,7 +199,14 @@ class GraphSHAPIQ:
         nodes: Sequence[int] | None = None,
     ) -> GraphGame:
         """The game of ``data`` (validated, on the model's device): the graph's output, or
-        the outputs at target ``nodes`` of a node-level model (one game each)."""
+        the outputs at target ``nodes`` of a node-level model (one game each). The default
+        ``output_index`` is the predicted class (of the graph, or of the first target)."""
+        return self._game_and_output(data, output_index, nodes)[0]
+
+    def _game_and_output(
+        self, data: Data, output_index: int | None, nodes: Sequence[int] | None
+    ) -> tuple[GraphGame, torch.Tensor]:
+        """:meth:`game` and the model's output on the unmasked graph, (rows, C)."""
         device, dtype = model_device_dtype(self.model)
         x, edge_index = validate_graph(data, device, dtype)
         targets = None if nodes is None else check_nodes(nodes, x.shape[0])
@@ -232,7 +239,7 @@ class GraphSHAPIQ:
                 f"output_index must be an integer in 0..{y.shape[1] - 1} (got {output_index!r})"
             )
         game.output_index = int(output_index)
-        return game
+        return game, y
 
     def explain(
         self,
@@ -301,10 +308,7 @@ class GraphSHAPIQ:
                     f"(got {len(outputs)})"
                 )
         if output_index is None:  # each target's predicted class
-            game = self.game(data, None, targets)
-            y = _output_rows(
-                game.call(self.model, game.x, game.edge_index, 1), n, True, game.call.name
-            )
+            y = self._game_and_output(data, None, targets)[1]
             outputs = [int(y[v].argmax()) if y.shape[1] > 1 else 0 for v in targets]
         found: dict[tuple[int, int], Explanation] = {}
         for out in dict.fromkeys(outputs):  # one shared game per explained output
