@@ -2,13 +2,15 @@
 
 With a linear pooling and readout, nu(T) = sum_i g_i(T ∩ N_i) + c, where the node game
 g_i(M) = scale * w · h_i^L(M) depends only on node i's receptive field N_i (scale = 1/n for
-mean pooling, 1 for sum pooling). A node-level model (no pooling, the head applied to each
-node's final state) outputs g_i(M) + c at node i itself: its node games are the targets. The embedding of node j after layer l depends only on
+mean pooling, 1 for sum pooling). The embedding of node j after layer l depends only on
 T ∩ N_j^(l), so each distinct (node, T ∩ N_j^(l)) pair -- a *state* -- is computed once:
 a target state (j, M) at layer l receives one message from the state (k, M ∩ N_k^(l-1)) of
 each in-neighbour k and keeps its own previous state (j, M ∩ N_j^(l-1)). Running the model's
 own layer on this bipartite state graph gives exactly the embeddings of the masked graphs
 (mean aggregation sees the same in-degree), at a fraction of the messages.
+
+A node-level model (no pooling, the head applied to each node's final state) outputs
+g_i(M) + c at node i itself: its node games are the explained targets.
 
 Memory is bounded: every layer is evaluated in chunks of at most ``max_states`` target
 states (a large field is split into aligned ranges of its local masks), each chunk wired
