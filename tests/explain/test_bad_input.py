@@ -332,3 +332,17 @@ def test_node_output_beyond_the_receptive_field_fails_the_check():
     with pytest.warns(UserWarning, match="not a function of its 1-hop receptive field"):
         GraphSHAPIQ(model, 1, readout_check="warn").explain(data, node=4)
     assert GraphSHAPIQ(model, 2).explain(data, node=4).exact
+
+
+def test_node_targets_over_the_memory_budget_are_refused_with_advice():
+    """Nodes 0 and 5 have 2-hop fields of 6 and 7 nodes: 2^6 + 2^7 = 192 game values."""
+    from models import node_chlorine
+
+    model = node_chlorine(layers=2).eval()
+    data = path_graph(10, seed=1, extra=[(0, 5)])
+    with pytest.raises(
+        ExplainError,
+        match=r"holds 192 node-game values .* over half the memory budget .*"
+        r"\(memory_budget_gb=.*\); try the lambda-approximation with budget=\d",
+    ):
+        GraphSHAPIQ(model, memory_budget_gb=1e-6).explain_nodes(data, [0, 5])
