@@ -46,17 +46,17 @@ MUTANTS = [
     (
         "MIs counted by every block (masked)",
         E + "graphshapiq.py",
-        "out[k] = (nodes, np.where(owned, mi, 0.0))\n            start = stop\n        return",
-        "out[k] = (nodes, mi)\n            start = stop\n        return",
+        "out[k] = (nodes, np.where(owner[offset:stop].reshape(mi.shape), mi, 0.0))",
+        "out[k] = (nodes, mi)",
     ),
     ("mean pooling scale 1/(n+1)", E + "local.py", '"mean": 1.0 / n', '"mean": 1.0 / (n + 1)'),
     ("readout bias dropped", E + "blocks.py", "summed[0] += self.constant", "pass"),
-    ("readout check off", E + "graphshapiq.py", "if violation[worst] <= tolerance:", "if True:"),
+    ("readout check off", E + "graphshapiq.py", "if excess[row, target] <= 1:", "if True:"),
     (
         "readout tolerance 1e4",
         E + "graphshapiq.py",
-        "scale = 1.0 + np.abs(actual).max()",
-        "scale = 1e4",
+        "scale = 1.0 + np.abs(actual).max(axis=0)",
+        "scale = 1e4 * np.ones(actual.shape[1])",
     ),
     ("batches accepted", E + "inputs.py", "int(batch.max()) > 0", "int(batch.max()) > 9"),
     (
@@ -69,8 +69,8 @@ MUTANTS = [
     (
         "local allowed with other inputs",
         E + "graphshapiq.py",
-        'local_inputs = set(game.call.inputs) <= {"edge_attr"}',
-        "local_inputs = True",
+        'if not set(game.call.inputs) <= {"edge_attr"}:',
+        "if False:",
     ),
     (
         "extra inputs not repeated per copy",
@@ -93,8 +93,33 @@ MUTANTS = [
     (
         "state graph cached by depth only",
         E + "graphshapiq.py",
-        "key = (len(fields[0]), edge_index.detach().cpu().numpy().tobytes())",
-        "key = len(fields)",
+        "key = (len(fields), len(fields[0]), edge_index.detach().cpu().numpy().tobytes(), nodes)",
+        "key = (len(fields), nodes)",
+    ),
+    (
+        "node targets read at node 0",
+        E + "game.py",
+        "y if nodes is None else y[:, list(nodes)]",
+        "y if nodes is None else y[:, [0] * len(nodes)]",
+    ),
+    (
+        "target states without their in-neighbours",
+        E + "graphshapiq.py",
+        "needed[np.concatenate([fields[1][j] for j in np.flatnonzero(needed)])] = True",
+        "pass",
+    ),
+    (
+        "target games not Möbius-transformed",
+        E + "blocks.py",
+        "moebius_transform(self._tables[v][None, :])",
+        "self._tables[v][None, :]",
+    ),
+    ("node-level scale 1/n", E + "local.py", "None: 1.0}", "None: 1.0 / n}"),
+    (
+        "node approximation without its gap",
+        E + "graphshapiq.py",
+        "        mi[0, -1] = gap\n",
+        "        mi[0, -1] = 0.0\n",
     ),
     (
         "k-SII empty set 0",

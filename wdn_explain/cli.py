@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,8 +22,14 @@ app = typer.Typer(
 app.add_typer(chem_app, name="chem")
 
 
+# Engine arguments named in messages, and the options of `explain` that set them.
+_OPTIONS = {"memory_budget_gb": "--memory-gb", "budget": "--budget"}
+
+
 def _fail(exc: WdnExplainError) -> None:
-    typer.echo(f"error: {exc}", err=True)
+    """Print the error (engine arguments named as this CLI's options) and exit 1."""
+    message = re.sub(r"\b(memory_budget_gb|budget)=", lambda m: _OPTIONS[m[1]] + " ", str(exc))
+    typer.echo(f"error: {message}", err=True)
     raise typer.Exit(1)
 
 

@@ -102,3 +102,51 @@ class EdgeModel(nn.Module):
 def edge_model(kind: str, *, seed: int = 0) -> EdgeModel:
     torch.manual_seed(seed)
     return EdgeModel(kind).double()
+
+
+class NodeChlorine(nn.Module):
+    """A node-level ChlorineGNN: the same layers, its head on every node (``pooling = None``,
+    the LocalMessagePassing mark of a node-level model); output (n, C)."""
+
+    pooling = None
+
+    def __init__(self, **config: int) -> None:
+        from wdn_explain.model import ChlorineGNN
+
+        super().__init__()
+        self.inner = ChlorineGNN(**config)
+        self.num_layers = self.inner.num_layers
+        self.encode = self.inner.encode
+        self.propagate_layer = self.inner.propagate_layer
+        self.readout_parameters = self.inner.readout_parameters
+
+    def forward(self, x, edge_index, edge_attr, batch=None):
+        return self.inner.readout(self.inner.node_embeddings(x, edge_index, edge_attr))
+
+
+def node_chlorine(*, layers: int = 2, outputs: int = 2, seed: int = 0) -> NodeChlorine:
+    torch.manual_seed(seed)
+    return NodeChlorine(num_layers=layers, hidden_channels=8, out_channels=outputs).double()
+
+
+class NodeGCN(nn.Module):
+    """A node classifier: two GCN layers reading edge weights, a per-edge scale of the
+    messages (an extra per-edge input), a graph-level vector ``u`` added to every node's
+    state (one row per graph, indexed by ``batch``) and a linear head per node."""
+
+    num_layers = 2
+
+    def __init__(self, in_channels: int = 3, hidden: int = 6, classes: int = 2) -> None:
+        super().__init__()
+        self.c1, self.c2 = GCNConv(in_channels, hidden), GCNConv(hidden, hidden)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x, edge_index, edge_weight, u, batch=None):
+        h = torch.tanh(self.c1(x, edge_index, edge_weight))
+        h = torch.tanh(self.c2(h, edge_index, edge_weight))
+        return self.head(h + (u if batch is None else u[batch]))
+
+
+def node_gcn(*, seed: int = 0) -> NodeGCN:
+    torch.manual_seed(seed)
+    return NodeGCN().double()

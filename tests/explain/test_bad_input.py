@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 import torch
 from torch_geometric.data import Data
@@ -75,7 +78,7 @@ def test_interaction_limit_suggests_budget(wdn_model, hanoi):
     )
     with pytest.raises(
         ExplainError,
-        match=r"needs \|I\| = 3023 model calls, over max_interactions=500.*--budget 1 \(budget=1 in",
+        match=r"needs \|I\| = 3023 model calls, over max_interactions=500.*lambda-approximation with budget=1 \(about",
     ):
         GraphSHAPIQ(wdn_model, max_interactions=500).explain(data)
 
@@ -212,3 +215,134 @@ def test_bad_budget_and_set_size(wdn_model, small_graph):
         e.index_values("k-SII", 2, 3)
     with pytest.raises(ExplainError, match="order must be a positive integer \\(got 0\\)"):
         e.node_values("k-SII", 0)
+
+
+def counted(model):
+    """``model`` with a list that records each forward call."""
+    calls = []
+    model.register_forward_hook(lambda *args: calls.append(1))
+    return model, calls
+
+
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        (-1, "target node must be an integer in 0..9 \\(got -1\\)"),
+        (10, "target node must be an integer in 0..9 \\(got 10\\)"),
+        (np.int64(12), "target node must be an integer in 0..9 \\(got 12\\)"),
+        (2.0, "node must be an integer node index \\(got 2.0\\); explain_nodes"),
+        ("3", "node must be an integer node index \\(got '3'\\)"),
+        (True, "node must be an integer node index \\(got True\\)"),
+        ([1, 2], "node must be an integer node index \\(got \\[1, 2\\]\\); explain_nodes"),
+    ],
+)
+def test_bad_target_node_is_refused_before_any_model_call(node, message):
+    from models import node_chlorine
+
+    model, calls = counted(node_chlorine().eval())
+    with pytest.raises(ExplainError, match=message):
+        GraphSHAPIQ(model).explain(path_graph(10, seed=1), node=node)
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        ([], "nodes must be a non-empty list of node indices \\(got \\[\\]\\)"),
+        (3, "nodes must be a non-empty list of node indices \\(got 3\\)"),
+        ([0, 10], "target node must be an integer in 0..9 \\(got 10\\)"),
+        ([0, 1.5], "target node must be an integer in 0..9 \\(got 1.5\\)"),
+    ],
+)
+def test_bad_target_list_is_refused_before_any_model_call(nodes, message):
+    from models import node_chlorine
+
+    model, calls = counted(node_chlorine().eval())
+    with pytest.raises(ExplainError, match=message):
+        GraphSHAPIQ(model).explain_nodes(path_graph(10, seed=1), nodes)
+    assert calls == []
+    with pytest.raises(
+        ExplainError, match="one integer or one per target node \\(2\\) \\(got 3\\)"
+    ):
+        GraphSHAPIQ(model).explain_nodes(path_graph(10, seed=1), [0, 1], output_index=[0, 1, 0])
+
+
+def test_node_target_on_a_graph_level_model(wdn_model, small_graph):
+    with pytest.raises(
+        ExplainError,
+        match="a target node needs one output row per node, but ChlorineGNN returns one per "
+        "graph, shape \\(1,\\) \\(explain the graph without node=\\)",
+    ):
+        GraphSHAPIQ(wdn_model).explain(small_graph, node=0)
+
+
+def test_node_level_output_of_the_wrong_shape(small_graph):
+    class Shape(torch.nn.Module):
+        num_layers = 1
+
+        def __init__(self, shape):
+            super().__init__()
+            self.shape = shape
+
+        def forward(self, x, edge_index, edge_attr, batch=None):
+            return x.sum() * torch.ones(self.shape, dtype=x.dtype)
+
+    for shape in [(9,), (10, 2, 2), (2, 1)]:
+        with pytest.raises(
+            ExplainError,
+            match=f"a node-level model must return shape \\(10,\\) or \\(10, C\\) for a graph "
+            f"of 10 nodes \\(got {re.escape(str(shape))} from Shape\\)",
+        ):
+            GraphSHAPIQ(Shape(shape)).explain(small_graph, node=1)
+    with pytest.raises(
+        ExplainError,
+        match="must return shape \\(1,\\) or \\(1, C\\) for one graph \\(got \\(10, 2\\)\\); a "
+        "per-node output is explained with node=",
+    ):
+        GraphSHAPIQ(Shape((10, 2))).explain(small_graph)
+
+
+def test_local_pooling_must_fit_the_target(small_graph):
+    from models import node_chlorine
+
+    model = node_chlorine().eval()
+    model.pooling = "mean"  # declares a graph readout, returns one row per node
+    with pytest.raises(
+        ExplainError, match="method 'local' explains node outputs of models with pooling None"
+    ):
+        GraphSHAPIQ(model).explain(small_graph, node=2)
+    assert GraphSHAPIQ(model, method="masked").explain(small_graph, node=2).exact
+
+
+def test_node_output_beyond_the_receptive_field_fails_the_check():
+    """A 2-layer node model explained with 1-hop fields: the locality check catches it."""
+    from models import node_gcn
+
+    model = node_gcn(seed=2).eval()
+    model.num_layers = None  # a model that does not say its depth
+    data = path_graph(8, seed=7, features=3, edge_features=None)
+    data.edge_weight = torch.ones(data.edge_index.shape[1], dtype=torch.float64)
+    data.u = torch.zeros(1, 6, dtype=torch.float64)
+    with pytest.raises(
+        ExplainError,
+        match="the model's output at node \\d is not a function of its 1-hop receptive field: "
+        "Möbius recovery misses by",
+    ):
+        GraphSHAPIQ(model, 1).explain_nodes(data, [1, 4])
+    with pytest.warns(UserWarning, match="not a function of its 1-hop receptive field"):
+        GraphSHAPIQ(model, 1, readout_check="warn").explain(data, node=4)
+    assert GraphSHAPIQ(model, 2).explain(data, node=4).exact
+
+
+def test_node_targets_over_the_memory_budget_are_refused_with_advice():
+    """Nodes 0 and 5 have 2-hop fields of 6 and 7 nodes: 2^6 + 2^7 = 192 game values."""
+    from models import node_chlorine
+
+    model = node_chlorine(layers=2).eval()
+    data = path_graph(10, seed=1, extra=[(0, 5)])
+    with pytest.raises(
+        ExplainError,
+        match=r"holds 192 node-game values .* over half the memory budget .*"
+        r"\(memory_budget_gb=.*\); try the lambda-approximation with budget=\d",
+    ):
+        GraphSHAPIQ(model, memory_budget_gb=1e-6).explain_nodes(data, [0, 5])

@@ -70,7 +70,7 @@ def test_small_budget_matches_the_oracle_and_the_unbudgeted_run():
 
 
 def test_budget_too_small_for_the_result_is_refused_with_advice(small_graph, wdn_model):
-    with pytest.raises(ExplainError, match=r"over half the memory budget.*--budget \d"):
+    with pytest.raises(ExplainError, match=r"over half the memory budget.*budget=\d"):
         GraphSHAPIQ(wdn_model, memory_budget_gb=1e-6).explain(small_graph)
     with pytest.raises(ExplainError, match=r"memory_budget_gb must be a number > 0 \(got 0\)"):
         GraphSHAPIQ(wdn_model, memory_budget_gb=0)

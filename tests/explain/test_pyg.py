@@ -67,7 +67,10 @@ def test_regression_explains_the_chosen_output():
 @pytest.mark.parametrize(
     ("options", "reason"),
     [
-        (dict(model_config=dict(task_level="node")), "task_level must be 'graph' \\(got 'node'\\)"),
+        (
+            dict(model_config=dict(task_level="edge")),
+            "task_level must be 'graph' or 'node' \\(got 'edge'\\)",
+        ),
         (dict(model_config=dict(return_type="probs")), "return_type must be 'raw': 'probs'"),
         (dict(node_mask_type="attributes"), "node_mask_type must be 'object'.*'attributes'"),
         (dict(edge_mask_type="object"), "edge_mask_type must be None \\(got 'object'\\)"),
@@ -110,3 +113,62 @@ def test_readme_example_runs_and_is_efficient():
     assert e.node_mask.shape == (9, 1) and not e.interactions.estimated
     total = e.graphshapiq.prediction - e.graphshapiq.empty_prediction
     assert float(e.node_mask.sum()) == pytest.approx(total, abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def node_task():
+    """A node classifier (edge weights, a graph-level input u) and its oracle."""
+    from conftest import path_graph
+    from models import node_gcn
+
+    data = path_graph(8, seed=7, features=3, edge_features=None, extra=[(2, 6)])
+    gen = torch.Generator().manual_seed(8)
+    data.edge_weight = torch.rand(data.edge_index.shape[1], generator=gen, dtype=torch.float64)
+    data.u = torch.randn(1, 6, generator=gen, dtype=torch.float64)
+    model = node_gcn(seed=6).eval()
+    oracle = Oracle(lambda x: model(x, data.edge_index, data.edge_weight, data.u), data.x)
+    with torch.no_grad():
+        predicted = model(data.x, data.edge_index, data.edge_weight, data.u).argmax(dim=1)
+    return model, data, oracle, predicted
+
+
+def explain_nodes(model, data, nodes, **kwargs):
+    config = {**GRAPH_CONFIG, "task_level": "node", **kwargs.pop("model_config", {})}
+    return explainer(model, model_config=config, **kwargs)(
+        data.x, data.edge_index, index=nodes, edge_weight=data.edge_weight, u=data.u
+    )
+
+
+def test_node_task_explains_the_predicted_class_of_the_index_node(node_task):
+    model, data, oracle, predicted = node_task
+    explanation = explain_nodes(model, data, 6, index="STII", order=2)
+    c = int(predicted[6])
+    reference = oracle(6 * 2 + c)
+    sv = reference("SV", 1)
+    assert [sv[(i,)] for i in range(8)] == pytest.approx(explanation.node_mask[:, 0].tolist())
+    assert explanation.node_mask[0, 0] == 0.0  # node 0 is outside node 6's 2-hop field
+    assert max_error(reference("STII", 2), explanation.interactions) < 1e-9
+    (result,) = explanation.graphshapiq
+    assert (result.node, result.output_index) == (6, c)
+
+
+def test_several_index_nodes_explain_the_sum_of_their_outputs(node_task):
+    """Each node with its own predicted class; Shapley values are linear in the game."""
+    model, data, oracle, predicted = node_task
+    explanation = explain_nodes(model, data, torch.tensor([1, 4]))
+    assert [r.node for r in explanation.graphshapiq] == [1, 4]
+    assert [r.output_index for r in explanation.graphshapiq] == [1, 0] == predicted[[1, 4]].tolist()
+    svs = [oracle(v * 2 + int(predicted[v]))("SV", 1) for v in (1, 4)]
+    expected = [svs[0][(i,)] + svs[1][(i,)] for i in range(8)]
+    assert expected == pytest.approx(explanation.node_mask[:, 0].tolist(), abs=1e-9)
+
+
+def test_node_regression_explains_every_node_when_index_is_none(node_task):
+    model, data, oracle, _ = node_task
+    explanation = explain_nodes(
+        model, data, None, output_index=1, model_config=dict(mode="regression")
+    )
+    assert [r.node for r in explanation.graphshapiq] == list(range(8))
+    svs = [oracle(v * 2 + 1)("SV", 1) for v in range(8)]
+    expected = [sum(sv[(i,)] for sv in svs) for i in range(8)]
+    assert expected == pytest.approx(explanation.node_mask[:, 0].tolist(), abs=1e-9)

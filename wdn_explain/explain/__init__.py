@@ -1,4 +1,4 @@
-"""The explain engine: GraphSHAP-IQ for any PyG graph-level model with linear readout.
+"""The explain engine: GraphSHAP-IQ for PyG models with a linear readout, graph- or node-level.
 
 It knows nothing about water: it takes a graph, a model, the number of message-passing
 layers and a masking baseline, and returns exact Möbius interactions and every index.
@@ -27,6 +27,8 @@ _LAZY = {
     "check_linear_readout": "graphshapiq",
     "check_index": "indices",
     "METHODS": "graphshapiq",
+    "METHOD_TABLE": "graphshapiq",
+    "MethodSpec": "graphshapiq",
     "INDICES": "indices",
 }
 
@@ -45,6 +47,8 @@ __all__ = [
     "check_linear_readout",
     "check_index",
     "METHODS",
+    "METHOD_TABLE",
+    "MethodSpec",
     "INDICES",
 ]
 

@@ -2,8 +2,9 @@
 
 The MIs of a graph game are a sum of blocks: block b lives on the power set of a small
 sorted node list (a receptive field) and holds 2**k values. Node games give one block per
-distinct field (:class:`NodeGameSum`; their sum is the graph game's MIs); the masked path gives one block per maximal
-field, each MI owned by exactly one block. Both are exact inputs to the linear conversions
+distinct field (:class:`NodeGameSum`; their sum is the graph game's MIs); the masked path
+gives one block per maximal field, each MI owned by exactly one block; the game of one
+target node is one block on its own field (:class:`TargetGames`). Both are exact inputs to the linear conversions
 of :mod:`.indices`, done per block by a superset-sum transform (k * 2**k work).
 """
 
@@ -221,3 +222,38 @@ class NodeGameSum:
             table = np.zeros((len(nodes), 2**k)) if table is None else table
             groups[k] = (nodes, moebius_transform(table))
         return MoebiusBlocks(self.n_players, groups, constant)
+
+
+class TargetGames:
+    """The games of target nodes, one float64 row each, written range by range.
+
+    Target v's game on its field's local masks ``lo..hi`` is written with :meth:`add` (other
+    nodes are ignored); :meth:`blocks` turns each row into that target's MIs: one block on
+    its field, over all ``n_players`` (every node outside the field is a dummy).
+    """
+
+    def __init__(self, n_players: int, targets: tuple[int, ...], fields: list[np.ndarray]):
+        self.n_players = n_players
+        self._fields = {v: fields[v] for v in targets}
+        self._tables = {v: np.zeros(2 ** len(fields[v])) for v in targets}
+
+    @staticmethod
+    def result_bytes(targets: tuple[int, ...], fields: list[np.ndarray]) -> int:
+        """Bytes the games of ``targets`` will hold."""
+        return 8 * sum(2 ** len(fields[v]) for v in set(targets))
+
+    def add(self, node: int, lo: int, hi: int, values: np.ndarray) -> None:
+        """Write node ``node``'s game values on local masks ``lo..hi`` (if it is a target)."""
+        if node in self._tables:
+            self._tables[node][lo:hi] = values
+
+    def blocks(self, constant: float) -> dict[int, MoebiusBlocks]:
+        """The MIs of every target (Möbius transform of its row, in place)."""
+        return {
+            v: MoebiusBlocks(
+                self.n_players,
+                {len(field): (field[None, :], moebius_transform(self._tables[v][None, :]))},
+                constant,
+            )
+            for v, field in self._fields.items()
+        }

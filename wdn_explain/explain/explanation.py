@@ -1,4 +1,4 @@
-"""The result of explaining one graph: exact MIs plus what produced them."""
+"""The result of explaining one graph or one node's output: exact MIs plus what produced them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class Explanation:
-    """Möbius interactions of one graph game and every index derived from them.
+    """Möbius interactions of one game and every index derived from them.
+
+    The game is the graph's output, or the output at node ``node`` of a node-level model.
+    Players are always the graph's n nodes (global indices), so values of a node's
+    explanation draw on the graph unchanged: nodes outside its receptive field are dummies.
 
     Attributes:
         blocks: The MIs (see :class:`.blocks.MoebiusBlocks`).
@@ -31,14 +35,17 @@ class Explanation:
         output_index: Which model output was explained.
         n_layers: Message-passing layers L used for the receptive fields.
         method: ``local``, ``masked``, ``approximate`` or ``bruteforce``.
-        n_graph_evaluations: Masked graphs the model was run on.
-        n_node_states: Node embeddings computed on the state graph (``local`` only).
+        n_graph_evaluations: Masked graphs the model was run on (for target nodes explained
+            together, by the whole batch).
+        n_node_states: Node embeddings computed on the state graph (``local`` only; for
+            target nodes explained together, by the whole batch).
         exact: False for a budget-limited approximation (its values leave the engine as
             shapiq ``InteractionValues`` with ``estimated=True`` and ``estimation_budget`` =
             the model calls made).
         baseline: The masking vector, shape (F,).
         budget: lambda of an ``approximate`` explanation (largest MI size evaluated), else None.
         meta: Free-form metadata (config and model hashes, engine version...).
+        node: The explained target node of a node-level model, or None for the graph.
     """
 
     blocks: MoebiusBlocks = field(repr=False)
@@ -53,6 +60,7 @@ class Explanation:
     baseline: np.ndarray = field(repr=False)
     meta: dict[str, Any] = field(default_factory=dict)
     budget: int | None = None
+    node: int | None = None
 
     @property
     def n_players(self) -> int:
@@ -111,6 +119,7 @@ class Explanation:
             "n_node_states": self.n_node_states,
             "exact": self.exact,
             "budget": self.budget,
+            "node": self.node,
             "sizes": sorted(self.blocks.groups),
             "meta": self.meta,
         }
@@ -139,6 +148,7 @@ class Explanation:
             baseline=np.asarray(arrays[f"{prefix}baseline"]),
             meta=header["meta"],
             budget=header.get("budget"),
+            node=header.get("node"),
         )
 
     def save(self, path: str | Path) -> Path:

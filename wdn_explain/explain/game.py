@@ -1,7 +1,9 @@
 """The graph game of GraphSHAP-IQ and its batched evaluation.
 
 nu(T) is the model's explained output on the graph with the features of every node outside
-T replaced by a baseline vector b (GUIDE §4). Masked copies are evaluated in large batches:
+T replaced by a baseline vector b (GUIDE §4): the graph's output, or the output at each of
+some target nodes for a model that returns one row per node (node games nu_v, evaluated
+together on the same masked copies). Masked copies are evaluated in large batches:
 one ``torch.where`` over a (batch, nodes, features) tensor and one shared, offset
 ``edge_index``, chunked so that a batch holds at most ``max_batch_nodes`` nodes.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -53,6 +55,8 @@ class GraphGame:
         baseline: Masking vector, shape (F,).
         output_index: Which model output is explained.
         max_batch_nodes: Upper bound of nodes in one evaluated batch (memory bound).
+        nodes: Target nodes of a node-level model (their outputs, one game each), or None
+            for the graph's output.
     """
 
     model: torch.nn.Module
@@ -62,10 +66,20 @@ class GraphGame:
     baseline: torch.Tensor
     output_index: int
     max_batch_nodes: int = 400_000
+    nodes: tuple[int, ...] | None = None
 
     @property
     def n_players(self) -> int:
         return self.x.shape[0]
+
+    @property
+    def n_targets(self) -> int:
+        """Games evaluated at once: one per target node, or one for the graph."""
+        return 1 if self.nodes is None else len(self.nodes)
+
+    def target(self, i: int) -> GraphGame:
+        """The game of target ``i`` alone (the graph game itself when there are no nodes)."""
+        return self if self.nodes is None else replace(self, nodes=(self.nodes[i],))
 
     @property
     def edge_attr(self) -> torch.Tensor | None:
@@ -73,7 +87,20 @@ class GraphGame:
         return self.call.inputs.get("edge_attr")
 
     def evaluate(self, coalitions: np.ndarray, progress=None) -> np.ndarray:
-        """nu for a boolean coalition matrix of shape (m, n); returns float64, shape (m,)."""
+        """nu for a boolean coalition matrix of shape (m, n); returns float64, shape (m,).
+
+        Raises:
+            ExplainError: the game has several target nodes (see :meth:`evaluate_targets`).
+        """
+        if self.n_targets != 1:
+            raise ExplainError(
+                f"the game has {self.n_targets} target nodes: evaluate_targets gives one "
+                "column per target, or take game.target(i)"
+            )
+        return self.evaluate_targets(coalitions, progress)[:, 0]
+
+    def evaluate_targets(self, coalitions: np.ndarray, progress=None) -> np.ndarray:
+        """nu of every target for a boolean (m, n) coalition matrix: float64, (m, targets)."""
         coalitions = np.asarray(coalitions, dtype=bool)
         if coalitions.ndim != 2 or coalitions.shape[1] != self.n_players:
             raise ExplainError(
@@ -82,14 +109,14 @@ class GraphGame:
         n, total = self.n_players, len(coalitions)
         chunk = max(1, self.max_batch_nodes // max(n, 1)) if self.call.takes_batch else 1
         device = self.x.device
-        out = np.empty(total, dtype=np.float64)
+        out = np.empty((total, self.n_targets), dtype=np.float64)
         with inference(self.model):
             for start in range(0, total, chunk):
                 mask = torch.as_tensor(coalitions[start : start + chunk], device=device)
                 b = len(mask)
                 xs = torch.where(mask[:, :, None], self.x[None], self.baseline[None, None])
                 y = self.call(self.model, xs.reshape(b * n, -1), self.edge_index, b)
-                out[start : start + b] = select_output(y, b, self.output_index)
+                out[start : start + b] = select_output(y, b, self.output_index, self.nodes, n)
                 if progress:
                     progress(start + b, total)
         return out
@@ -99,18 +126,28 @@ class GraphGame:
         return self.evaluate(np.atleast_2d(coalitions))
 
 
-def select_output(y: torch.Tensor, n_graphs: int, output_index: int) -> np.ndarray:
-    """Column ``output_index`` of a (n_graphs,) or (n_graphs, C) model output, as float64."""
+def select_output(
+    y: torch.Tensor,
+    n_graphs: int,
+    output_index: int,
+    nodes: tuple[int, ...] | None = None,
+    n_nodes: int = 1,
+) -> np.ndarray:
+    """Column ``output_index`` of a model output as float64, shape (n_graphs, targets): of
+    the (n_graphs,) or (n_graphs, C) graph outputs, or of the per-node outputs at ``nodes``
+    of a node-level output of shape (n_graphs * n_nodes,) or (n_graphs * n_nodes, C)."""
     if y.ndim == 1:
         y = y[:, None]
-    if y.ndim != 2 or y.shape[0] != n_graphs:
+    rows, what = (n_graphs, "graph") if nodes is None else (n_graphs * n_nodes, "node")
+    if y.ndim != 2 or y.shape[0] != rows:
         raise ExplainError(
-            f"the model must return one value or one row of outputs per graph, shape "
-            f"({n_graphs},) or ({n_graphs}, C) (got {tuple(y.shape)})"
+            f"the model must return one value or one row of outputs per {what}, shape "
+            f"({rows},) or ({rows}, C) (got {tuple(y.shape)})"
         )
     if not 0 <= output_index < y.shape[1]:
         raise ExplainError(f"output_index must be in 0..{y.shape[1] - 1} (got {output_index})")
-    return y[:, output_index].double().cpu().numpy()
+    y = y[:, output_index].reshape(n_graphs, -1)
+    return (y if nodes is None else y[:, list(nodes)]).double().cpu().numpy()
 
 
 def resolve_baseline(baseline: Baseline, x: torch.Tensor) -> torch.Tensor:

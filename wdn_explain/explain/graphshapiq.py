@@ -1,9 +1,18 @@
-"""GraphSHAP-IQ: exact any-order Shapley interactions of graph-level GNN predictions.
+"""GraphSHAP-IQ: exact any-order Shapley interactions of GNN predictions, graph- or node-level.
 
 Muschalik, Fumagalli, Frazzetto, Strotherm, Hermes, Sperduti, Hüllermeier, Hammer:
 "Exact Computation of Any-Order Shapley Interactions for Graph Neural Networks", ICLR 2025.
 
-Methods (a registry by name, chosen with ``method=``):
+**Targets.** ``explain(data)`` explains the graph's output. ``explain(data, node=v)`` and
+``explain_nodes(data, nodes)`` explain the output at target nodes of a model that returns
+one row per node: the node game nu_v(T) (output at v, nodes outside T masked) depends only
+on v's L-hop receptive field N_v, so its MIs live on the power set of N_v. Players keep the
+graph's global node indices (n players; every node outside N_v is a dummy with value 0), so
+every index draws on the graph unchanged. Targets explained together share the work: one
+state graph (``local``) or one set of masked graphs (``masked``).
+
+**Methods** are registered in :data:`METHOD_TABLE` (name -> :class:`MethodSpec`), which
+``explain`` consults; ``method=`` names one of them or ``auto``:
 
 * ``local`` -- node games on the state graph (:mod:`.local`), for models implementing
   :class:`.local.LocalMessagePassing`; no masked graph is run at all.
@@ -13,13 +22,17 @@ Methods (a registry by name, chosen with ``method=``):
   term per incomplete receptive field; exact when lambda >= max|N_i| - 1.
 * ``bruteforce`` -- all 2^n coalitions (the oracle; n <= 20).
 
-``auto`` picks ``local`` when the model supports it, else ``masked``.
+``auto`` takes the first method of the table that ``auto`` may pick and that accepts the
+model, depth and inputs: ``local`` when the model supports it, else ``masked``. A
+``budget`` selects ``approximate``.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -27,7 +40,7 @@ import torch
 
 from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
-from .blocks import MoebiusBlocks, NodeGameSum
+from .blocks import MoebiusBlocks, NodeGameSum, TargetGames
 from .explanation import ENGINE_VERSION, Explanation
 from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
 from .hypercube import (
@@ -56,25 +69,58 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Method = Literal["auto", "local", "masked", "approximate", "bruteforce"]
-METHODS = ("auto", "local", "masked", "approximate", "bruteforce")
 ReadoutCheck = Literal["error", "warn", "off"]
 MAX_BRUTEFORCE_PLAYERS = 20
 RANDOM_CHECKS = 8  # random coalitions of the readout check, beside N, ∅ and the fields
 MAX_FIELD_CHECKS = 8  # receptive fields checked by their own coalition (the largest first)
 READOUT_TOLERANCE_EPS = 64  # readout tolerance: float epsilons of the model's dtype x (1 + max|nu|)
 MAX_MASKED_INTERACTIONS = 10_000_000  # default limit on |I| for the masked method (model calls)
+Fields = list[list[np.ndarray]]  # receptive fields per layer, from receptive_fields()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a method computed: the MIs of every target (in ``game.nodes`` order; one for
+    the graph), the masked graphs and node states evaluated, and whether it is exact."""
+
+    blocks: list[MoebiusBlocks]
+    n_graph_evaluations: int
+    n_node_states: int
+    exact: bool
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One way of computing the MIs, as :data:`METHOD_TABLE` registers it.
+
+    Attributes:
+        run: ``run(explainer, game, fields, budget, progress) -> Outcome`` for a validated
+            game (``budget`` is lambda or None, ``progress`` a callback or None).
+        refusal: ``refusal(explainer, game)``: why the method cannot explain this game
+            exactly, phrased to follow "method '<name>' " (None: it can). A model that
+            no method may explain as declared raises :class:`ExplainError` here.
+        auto: Whether ``method="auto"`` may pick it (the table's order is the preference).
+        checked: Whether its exact results get the readout check.
+    """
+
+    run: Callable[..., Outcome]
+    refusal: Callable[[GraphSHAPIQ, GraphGame], str | None]
+    auto: bool = True
+    checked: bool = True
 
 
 class GraphSHAPIQ:
-    """Explain graph-level predictions of a PyG model exactly (see the module docstring).
+    """Explain graph- or node-level predictions of a PyG model exactly (module docstring).
 
     Args:
-        model: A graph-level model called as ``model(x, edge_index, **inputs, batch=batch)``
+        model: A PyG model called as ``model(x, edge_index, **inputs, batch=batch)``
             (see :mod:`.inputs`; ``DataModel(model)`` for ``forward(data)``) returning
-            (n_graphs,) or (n_graphs, C); its global pooling and output layer must be linear.
+            (n_graphs,) or (n_graphs, C), with a linear global pooling and output layer; or,
+            for node targets, (n,) or (n, C): one row per node, a linear head per node.
         n_layers: Message-passing layers L (default: ``model.num_layers``; never below it).
         baseline: ``mean`` node feature of the graph (default), ``zeros`` or a vector.
-        method: One of ``auto``, ``local``, ``masked``, ``approximate``, ``bruteforce``.
+        method: ``auto`` or a name of :data:`METHOD_TABLE` (``local``, ``masked``,
+            ``approximate``, ``bruteforce``).
         max_interactions: Refuse exact work above this |I| (the error suggests a budget);
             default: 10 million for ``masked``, no limit for ``local`` (bounded by memory).
         max_batch_nodes: Nodes per evaluated batch of masked graphs (memory bound).
@@ -104,8 +150,9 @@ class GraphSHAPIQ:
         readout_check: ReadoutCheck = "error",
         progress: ProgressArg = False,
     ) -> None:
-        if method not in METHODS:
-            raise ExplainError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
+        if method != "auto" and method not in METHOD_TABLE:
+            names = ", ".join(["auto", *METHOD_TABLE])
+            raise ExplainError(f"unknown method '{method}' (choose from {names})")
         if readout_check not in ("error", "warn", "off"):
             raise ExplainError(f"readout_check must be error, warn or off (got '{readout_check}')")
         depth = getattr(model, "num_layers", None)
@@ -128,7 +175,11 @@ class GraphSHAPIQ:
         ):
             raise ExplainError(f"memory_budget_gb must be a number > 0 (got {memory_budget_gb!r})")
         if method == "local":
-            _check_local(model, int(n_layers))
+            reason = _local_model_refusal(model, int(n_layers))
+            if reason is not None:
+                raise ExplainError(f"method 'local' {reason}")
+            if model.pooling is not None:
+                _check_pooling(model, node_level=False)
         self.model = model
         self.n_layers = int(n_layers)
         self.baseline = baseline
@@ -141,10 +192,24 @@ class GraphSHAPIQ:
         self._state_graphs: dict[tuple, StateGraph] = {}
 
     # -- public --------------------------------------------------------------------------
-    def game(self, data: Data, output_index: int | None = None) -> GraphGame:
-        """The graph game nu of ``data`` (validated, on the model's device)."""
+    def game(
+        self,
+        data: Data,
+        output_index: int | None = None,
+        nodes: Sequence[int] | None = None,
+    ) -> GraphGame:
+        """The game of ``data`` (validated, on the model's device): the graph's output, or
+        the outputs at target ``nodes`` of a node-level model (one game each). The default
+        ``output_index`` is the predicted class (of the graph, or of the first target)."""
+        return self._game_and_output(data, output_index, nodes)[0]
+
+    def _game_and_output(
+        self, data: Data, output_index: int | None, nodes: Sequence[int] | None
+    ) -> tuple[GraphGame, torch.Tensor]:
+        """:meth:`game` and the model's output on the unmasked graph, (rows, C)."""
         device, dtype = model_device_dtype(self.model)
         x, edge_index = validate_graph(data, device, dtype)
+        targets = None if nodes is None else check_nodes(nodes, x.shape[0])
         call = plan_call(self.model, data, device, dtype)
         game = GraphGame(
             self.model,
@@ -154,6 +219,7 @@ class GraphSHAPIQ:
             resolve_baseline(self.baseline, x),
             0,
             self.max_batch_nodes,
+            targets,
         )
         with inference(self.model):
             try:
@@ -163,125 +229,191 @@ class GraphSHAPIQ:
                     f"calling the model as {call.describe()} failed ({exc}); a model that "
                     "takes a PyG Data object works through DataModel(model)"
                 ) from None
-        if y.ndim == 1:
-            y = y[:, None]
-        if y.ndim != 2 or y.shape[0] != 1:
-            raise ExplainError(
-                f"the model must return shape (1,) or (1, C) for one graph (got {tuple(y.shape)})"
-            )
+        y = _output_rows(y, x.shape[0], targets is not None, call.name)
         if output_index is None:
-            output_index = int(y[0].argmax()) if y.shape[1] > 1 else 0
+            rows = y[0] if targets is None else y[targets[0]]
+            output_index = int(rows.argmax()) if y.shape[1] > 1 else 0
         valid = isinstance(output_index, int | np.integer) and not isinstance(output_index, bool)
         if not valid or not 0 <= output_index < y.shape[1]:
             raise ExplainError(
                 f"output_index must be an integer in 0..{y.shape[1] - 1} (got {output_index!r})"
             )
         game.output_index = int(output_index)
-        return game
+        return game, y
 
     def explain(
-        self, data: Data, *, output_index: int | None = None, budget: int | None = None
+        self,
+        data: Data,
+        *,
+        node: int | None = None,
+        output_index: int | None = None,
+        budget: int | None = None,
     ) -> Explanation:
-        """Explain one graph.
+        """Explain one graph's output, or the output at node ``node`` of a node-level model.
 
         Args:
             data: A PyG ``Data`` with ``x`` (n, F), ``edge_index`` (2, E) and optional
                 ``edge_attr`` (E, D).
+            node: Target node (0..n-1) of a model returning one row per node; players stay
+                the graph's n nodes, those outside the node's receptive field are dummies.
+                Several targets: :meth:`explain_nodes`.
             output_index: Model output to explain (default: predicted class, or 0).
             budget: lambda for ``approximate`` (largest MI size evaluated).
 
         Raises:
-            ExplainError: invalid graph, baseline, output, index, or |I| over the limit.
+            ExplainError: invalid graph, target node, baseline, output, index, model output
+                shape, or |I| over the limit.
         """
-        game = self.game(data, output_index)
-        method = self.method
-        if budget is not None and method in ("auto", "approximate"):
-            method = "approximate"
-        elif method == "approximate":
-            raise ExplainError("method 'approximate' needs a budget (lambda >= 1)")
-        elif budget is not None:
+        if node is None:
+            return self._explain(self.game(data, output_index), budget)[0]
+        if isinstance(node, bool) or not isinstance(node, int | np.integer):
             raise ExplainError(
-                f"a budget applies to method 'approximate' only (method is '{method}')"
+                f"node must be an integer node index (got {node!r}); explain_nodes(data, "
+                "nodes) explains several target nodes"
             )
-        local_inputs = set(game.call.inputs) <= {"edge_attr"}
-        if method == "auto":
-            local = isinstance(self.model, LocalMessagePassing) and local_inputs
-            method = "local" if local and self.model.num_layers == self.n_layers else "masked"
-        if method == "local":
-            _check_local(self.model, self.n_layers)
-            if not local_inputs:
+        return self.explain_nodes(data, [node], output_index=output_index, budget=budget)[0]
+
+    def explain_nodes(
+        self,
+        data: Data,
+        nodes: Sequence[int] | None = None,
+        *,
+        output_index: int | Sequence[int] | None = None,
+        budget: int | None = None,
+    ) -> list[Explanation]:
+        """Explain the outputs at several target nodes of a node-level model, sharing work.
+
+        Args:
+            data: As for :meth:`explain`.
+            nodes: Target nodes (default: every node), each in 0..n-1.
+            output_index: Output explained at every target, or one per target (default:
+                each target's predicted class, or 0).
+            budget: lambda for ``approximate``.
+
+        Returns:
+            One :class:`Explanation` per target, in the order of ``nodes``.
+
+        Raises:
+            ExplainError: as :meth:`explain`; nothing is computed for a bad target.
+        """
+        n = len(validate_graph(data, *model_device_dtype(self.model))[0])
+        targets = tuple(range(n)) if nodes is None else check_nodes(nodes, n)
+        if output_index is None or isinstance(output_index, int | np.integer):
+            outputs = [output_index] * len(targets)
+        else:
+            outputs = list(output_index)
+            if len(outputs) != len(targets):
                 raise ExplainError(
-                    "method 'local' passes only x and edge_attr to the model's layers, but the "
-                    f"model is called as {game.call.describe()} (use 'masked')"
+                    f"output_index must be one integer or one per target node ({len(targets)}) "
+                    f"(got {len(outputs)})"
                 )
+        if output_index is None:  # each target's predicted class
+            y = self._game_and_output(data, None, targets)[1]
+            outputs = [int(y[v].argmax()) if y.shape[1] > 1 else 0 for v in targets]
+        found: dict[tuple[int, int], Explanation] = {}
+        for out in dict.fromkeys(outputs):  # one shared game per explained output
+            group = tuple(dict.fromkeys(v for v, o in zip(targets, outputs) if o == out))
+            explained = self._explain(self.game(data, out, group), budget)
+            found.update(((v, out), e) for v, e in zip(group, explained))
+        return [found[v, out] for v, out in zip(targets, outputs)]
+
+    # -- dispatch ------------------------------------------------------------------------
+    def pick_method(self, game: GraphGame, budget: int | None = None) -> str:
+        """The method that explains ``game`` (see the module docstring).
+
+        Raises:
+            ExplainError: the chosen method refuses the game, or a budget does not fit it.
+        """
+        name = self.method
+        if budget is not None and name in ("auto", "approximate"):
+            return "approximate"
+        if name == "approximate":
+            raise ExplainError("method 'approximate' needs a budget (lambda >= 1)")
+        if budget is not None:
+            raise ExplainError(
+                f"a budget applies to method 'approximate' only (method is '{name}')"
+            )
+        if name == "auto":
+            return next(
+                key
+                for key, spec in METHOD_TABLE.items()
+                if spec.auto and spec.refusal(self, game) is None
+            )
+        reason = METHOD_TABLE[name].refusal(self, game)
+        if reason is not None:
+            raise ExplainError(f"method '{name}' {reason}")
+        return name
+
+    def _explain(self, game: GraphGame, budget: int | None) -> list[Explanation]:
+        """Explain every target of a validated game with the method the table picks."""
+        method = self.pick_method(game, budget)
+        spec = METHOD_TABLE[method]
         fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
         with progress_callback(self.progress, f"GraphSHAP-IQ ({method})") as cb:
-            if method == "bruteforce":
-                blocks, n_evals, n_states, exact = self._bruteforce(game, cb)
-            elif method == "approximate":
-                if (
-                    isinstance(budget, bool)
-                    or not isinstance(budget, int | np.integer)
-                    or budget < 1
-                ):
-                    raise ExplainError(f"budget (lambda) must be an integer >= 1 (got {budget})")
-                blocks, n_evals, n_states, exact = self._approximate(
-                    game, fields[-1], int(budget), cb
-                )
-            elif method == "local":
-                if self.max_interactions is not None:
-                    self._check_size(fields[-1], game.n_players, self.max_interactions)
-                blocks, n_evals, n_states, exact = self._local(game, fields, cb)
-            else:
-                limit = self.max_interactions or MAX_MASKED_INTERACTIONS
-                self._check_size(fields[-1], game.n_players, limit)
-                blocks, n_evals, n_states, exact = self._masked(game, fields[-1], cb)
-        check = exact and self.readout_check != "off" and method != "bruteforce"
-        coalitions, predicted = _check_coalitions(game, blocks, fields[-1], check)
-        values = game.evaluate(coalitions)
-        nu_full, nu_empty = float(values[0]), float(values[1])
-        explanation = Explanation(
-            blocks=blocks,
-            prediction=nu_full,
-            empty_prediction=nu_empty,
-            output_index=game.output_index,
-            n_layers=self.n_layers,
-            method=method,
-            n_graph_evaluations=n_evals,
-            n_node_states=n_states,
-            exact=exact,
-            baseline=game.baseline.detach().cpu().numpy(),
-            meta={"engine_version": ENGINE_VERSION},
-            budget=int(budget) if method == "approximate" else None,
+            outcome = spec.run(self, game, fields, budget, cb)
+        check = outcome.exact and self.readout_check != "off" and spec.checked
+        coalitions, predicted = _check_coalitions(
+            game, outcome.blocks, _union_fields(game, fields[-1]), check
         )
+        values = game.evaluate_targets(coalitions)
         if check:
-            self._check_readout(values, predicted, game.x.dtype)
-        return explanation
+            self._check_readout(values, predicted, game.x.dtype, game.nodes)
+        return [
+            Explanation(
+                blocks=blocks,
+                prediction=float(values[0, t]),
+                empty_prediction=float(values[1, t]),
+                output_index=game.output_index,
+                n_layers=self.n_layers,
+                method=method,
+                n_graph_evaluations=outcome.n_graph_evaluations,
+                n_node_states=outcome.n_node_states,
+                exact=outcome.exact,
+                baseline=game.baseline.detach().cpu().numpy(),
+                meta={"engine_version": ENGINE_VERSION},
+                budget=int(budget) if method == "approximate" else None,
+                node=None if game.nodes is None else game.nodes[t],
+            )
+            for t, blocks in enumerate(outcome.blocks)
+        ]
 
-    def _check_readout(self, actual: np.ndarray, predicted: np.ndarray, dtype) -> None:
-        """Raise or warn when MI recovery misses by more than the model's float rounding."""
+    def _check_readout(
+        self,
+        actual: np.ndarray,
+        predicted: np.ndarray,
+        dtype: torch.dtype,
+        nodes: tuple[int, ...] | None,
+    ) -> None:
+        """Raise or warn when MI recovery misses by more than the model's float rounding
+        (``actual`` and ``predicted``: (coalitions, targets), rows as in _check_coalitions)."""
         violation = np.abs(actual - predicted)
-        scale = 1.0 + np.abs(actual).max()
+        scale = 1.0 + np.abs(actual).max(axis=0)
         tolerance = READOUT_TOLERANCE_EPS * torch.finfo(dtype).eps * scale
-        worst = int(violation.argmax())
-        if violation[worst] <= tolerance:
+        excess = violation / tolerance[None, :]
+        row, target = np.unravel_index(int(excess.argmax()), excess.shape)
+        if excess[row, target] <= 1:
             return
         n_fields = len(actual) - 2 - RANDOM_CHECKS
         where = ["the whole graph (efficiency gap)", "the empty coalition"]
         where += [f"receptive field {i + 1} (largest first)" for i in range(n_fields)]
-        where = (where + ["a random coalition"] * RANDOM_CHECKS)[worst]
+        where = (where + ["a random coalition"] * RANDOM_CHECKS)[row]
+        what = (
+            f"the model's output is not a linear readout of {self.n_layers}-hop node embeddings"
+            if nodes is None
+            else f"the model's output at node {nodes[target]} is not a function of its "
+            f"{self.n_layers}-hop receptive field"
+        )
         msg = (
-            f"the model's output is not a linear readout of {self.n_layers}-hop node "
-            f"embeddings: Möbius recovery misses by {violation[worst]:.3g} on {where} "
-            f"(tolerance {tolerance:.2g} for {dtype}), so the explanation would not be exact "
-            "(check n_layers and that pooling and output layer are linear; "
+            f"{what}: Möbius recovery misses by {violation[row, target]:.3g} on {where} "
+            f"(tolerance {tolerance[target]:.2g} for {dtype}), so the explanation would not "
+            "be exact (check n_layers and that pooling and output layer are linear; "
             "readout_check='off' skips this test)"
         )
         if self.readout_check == "error":
             raise ExplainError(msg)
-        warnings.warn(msg, stacklevel=3)
+        warnings.warn(msg, stacklevel=4)
 
-    # -- methods -------------------------------------------------------------------------
+    # -- methods (registered in METHOD_TABLE) --------------------------------------------
     def memory_budget_bytes(self) -> int:
         """The host memory budget in bytes (the default is taken from the memory available now)."""
         budget = self.memory_budget_gb or default_memory_budget_gb()
@@ -302,29 +434,41 @@ class GraphSHAPIQ:
             f"(largest receptive field {largest} nodes){_budget_hint(fields, limit)}"
         )
 
-    def state_graph(self, edge_index: torch.Tensor, fields: list[list[np.ndarray]]) -> StateGraph:
-        """The state graph of a structure, built once and cached (time steps share it)."""
-        key = (len(fields[0]), edge_index.detach().cpu().numpy().tobytes())
+    def state_graph(
+        self, edge_index: torch.Tensor, fields: Fields, nodes: tuple[int, ...] | None = None
+    ) -> StateGraph:
+        """The state graph of a structure, built once and cached (time steps share it); with
+        target ``nodes``, only the states their final states need (:func:`needed_fields`)."""
+        key = (len(fields), len(fields[0]), edge_index.detach().cpu().numpy().tobytes(), nodes)
         if key not in self._state_graphs:
             self._state_graphs.clear()
-            self._state_graphs[key] = StateGraph.build(edge_index, fields)
+            needed = fields if nodes is None else needed_fields(fields, nodes)
+            self._state_graphs[key] = StateGraph.build(edge_index, needed)
         return self._state_graphs[key]
 
-    def _local(self, game: GraphGame, fields, cb):
-        budget = self.memory_budget_bytes()
-        result = NodeGameSum.result_bytes(fields[-1])
-        if 2 * result > budget:
+    def _local(self, game: GraphGame, fields: Fields, budget: int | None, cb) -> Outcome:
+        """Node games on the state graph: summed (graph) or one per target node."""
+        if self.max_interactions is not None:
+            self._check_size(_union_fields(game, fields[-1]), game.n_players, self.max_interactions)
+        memory = self.memory_budget_bytes()
+        if game.nodes is None:
+            games = NodeGameSum(game.n_players, fields[-1])
+            result = NodeGameSum.result_bytes(fields[-1])
+        else:
+            games = TargetGames(game.n_players, game.nodes, fields[-1])
+            result = TargetGames.result_bytes(game.nodes, fields[-1])
+        if 2 * result > memory:
             limit = self.max_interactions or MAX_MASKED_INTERACTIONS
+            hint = _budget_hint(_union_fields(game, fields[-1]), limit)
             raise ExplainError(
                 f"exact explanation holds {result / 8:.3g} node-game values ({result / 2**30:.3g} "
-                f"GB), over half the memory budget of {budget / 2**30:.3g} GB (memory_budget_gb, "
-                f"--memory-gb){_budget_hint(fields[-1], limit)}"
+                f"GB), over half the memory budget of {memory / 2**30:.3g} GB "
+                f"(memory_budget_gb={memory / 2**30:.3g}){hint}"
             )
-        state_graph = self.state_graph(game.edge_index, fields)
-        work = (budget - result) * 3 // 4  # a quarter for the rest (readout check, tables)
+        state_graph = self.state_graph(game.edge_index, fields, game.nodes)
+        work = (memory - result) * 3 // 4  # a quarter for the rest (readout check, tables)
         if game.x.device.type == "cuda":
             work = min(work, int(0.8 * device_free_bytes(game.x.device)))
-        total = NodeGameSum(game.n_players, fields[-1])
         constant = node_games(
             self.model,
             game.x,
@@ -332,113 +476,222 @@ class GraphSHAPIQ:
             game.baseline,
             game.output_index,
             state_graph,
-            total.add,
+            games.add,
             work_bytes=work,
             progress=cb,
         )
-        return total.blocks(constant), 0, state_graph.n_states, True
+        blocks = games.blocks(constant)
+        blocks = [blocks] if game.nodes is None else [blocks[v] for v in game.nodes]
+        return Outcome(blocks, 0, state_graph.n_states, True)
 
-    def _masked(self, game: GraphGame, fields: list[np.ndarray], cb):
-        groups = group_by_size(maximal_fields(fields))
-        keys = [global_keys(nodes, game.n_players) for nodes in groups.values()]
-        uniq, first, inverse = unique_keys(np.concatenate(keys))
-        values = _evaluate_keys(game, uniq, cb)
-        out, start = {}, 0
-        for k, nodes in groups.items():
-            stop = start + len(nodes) * 2**k
-            inv = inverse[start:stop]
-            mi = moebius_transform(values[inv].reshape(len(nodes), 2**k))
-            owned = (first[inv] == np.arange(start, stop)).reshape(mi.shape)
-            out[k] = (nodes, np.where(owned, mi, 0.0))
-            start = stop
-        return MoebiusBlocks(game.n_players, out), len(uniq), 0, True
+    def _masked(self, game: GraphGame, fields: Fields, budget: int | None, cb) -> Outcome:
+        """Algorithm 1: every T in I of every target, deduplicated, as masked graphs."""
+        limit = self.max_interactions or MAX_MASKED_INTERACTIONS
+        self._check_size(_union_fields(game, fields[-1]), game.n_players, limit)
+        return _masked_blocks(game, _target_fields(game, fields[-1]), cb)
 
-    def _approximate(self, game: GraphGame, fields: list[np.ndarray], lam: int, cb):
-        maximal = maximal_fields(fields)
-        largest = max(len(f) for f in maximal)
-        if lam >= largest:
-            blocks, calls, _, _ = self._masked(game, fields, cb)
-            return blocks, calls, 0, True
-        groups = group_by_size(maximal)
-        incomplete = sorted({tuple(f.tolist()) for f in fields if len(f) > lam}, key=len)
-        small_keys, low_masks = [], {}
-        for k, nodes in groups.items():
-            low_masks[k] = np.flatnonzero(popcounts(k) <= lam)
-            small_keys.append(
-                global_keys(nodes, game.n_players)
-                .reshape(len(nodes), 2**k, -1)[:, low_masks[k]]
-                .reshape(-1, _words(game.n_players))
-            )
-        big_keys = [set_key(f, game.n_players) for f in incomplete]
-        uniq, first, inverse = unique_keys(np.concatenate(small_keys + big_keys))
-        coalitions = _coalition_matrix(uniq, game.n_players)
-        if not coalitions.all(axis=1).any():  # nu(N) is needed for efficiency
-            coalitions = np.concatenate([coalitions, np.ones((1, game.n_players), bool)])
-        values = game.evaluate(coalitions, progress=cb)
-        nu_full = values[np.flatnonzero(coalitions.all(axis=1))[0]]
-        # exact MIs up to size lambda, each owned by one maximal block
-        out, start = {}, 0
-        for k, nodes in groups.items():
-            n_low = len(low_masks[k])
-            stop = start + len(nodes) * n_low
-            inv = inverse[start:stop]
-            table = np.zeros((len(nodes), 2**k))
-            table[:, low_masks[k]] = values[inv].reshape(len(nodes), n_low)
-            mi = moebius_transform(table)
-            owned = np.zeros_like(mi, dtype=bool)
-            owned[:, low_masks[k]] = (first[inv] == np.arange(start, stop)).reshape(
-                len(nodes), n_low
-            )
-            out[k] = (nodes, np.where(owned, mi, 0.0))
-            start = stop
-        # one gap term per incomplete field, smallest first (Algorithm 3)
-        gaps: list[tuple[frozenset[int], float]] = []
-        blocks = MoebiusBlocks(game.n_players, out)
-        low_total = _sum_below(blocks, incomplete, lam)
-        for i, f in enumerate(incomplete):
-            members = frozenset(f)
-            nu_f = values[inverse[start + i]]
-            gap = nu_f - low_total[i] - sum(g for s, g in gaps if s < members)
-            gaps.append((members, gap))
-        # efficiency: spread the remaining gap to nu(N) over the maximal incomplete fields
-        top = [i for i, (s, _) in enumerate(gaps) if not any(s < t for t, _ in gaps)]
-        residual = nu_full - blocks.total() - sum(g for _, g in gaps)
-        for i in top:
-            gaps[i] = (gaps[i][0], gaps[i][1] + residual / len(top))
-        for members, gap in gaps:
-            k = len(members)
-            nodes = np.array([sorted(members)], dtype=np.int64)
-            mi = np.zeros((1, 2**k))
-            mi[0, -1] = gap
-            old_nodes, old_mi = out.get(k, (np.zeros((0, k), np.int64), np.zeros((0, 2**k))))
-            out[k] = (np.concatenate([old_nodes, nodes]), np.concatenate([old_mi, mi]))
-        exact = lam >= largest - 1
-        return MoebiusBlocks(game.n_players, dict(sorted(out.items()))), len(coalitions), 0, exact
+    def _approximate(self, game: GraphGame, fields: Fields, budget: int | None, cb) -> Outcome:
+        """Algorithm 3 with budget lambda, target by target."""
+        if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
+            raise ExplainError(f"budget (lambda) must be an integer >= 1 (got {budget})")
+        found = [
+            _approximate_blocks(game.target(t), target_fields, int(budget), cb)
+            for t, target_fields in enumerate(_target_fields(game, fields[-1]))
+        ]
+        return Outcome(
+            [o.blocks[0] for o in found],
+            sum(o.n_graph_evaluations for o in found),
+            0,
+            all(o.exact for o in found),
+        )
 
-    def _bruteforce(self, game: GraphGame, cb):
+    def _bruteforce(self, game: GraphGame, fields: Fields, budget: int | None, cb) -> Outcome:
+        """All 2^n coalitions, one block over all players per target (the oracle)."""
         n = game.n_players
-        if n > MAX_BRUTEFORCE_PLAYERS:
-            raise ExplainError(
-                f"brute force needs 2^n model calls; n = {n} is over {MAX_BRUTEFORCE_PLAYERS}"
-            )
         masks = np.arange(2**n)
         coalitions = ((masks[:, None] >> np.arange(n)[None, :]) & 1).astype(bool)
-        values = game.evaluate(coalitions, progress=cb)
-        mi = moebius_transform(values[None, :].copy())
-        return MoebiusBlocks(n, {n: (np.arange(n)[None, :], mi)}), 2**n, 0, True
+        values = game.evaluate_targets(coalitions, progress=cb)
+        mi = moebius_transform(values.T.copy())
+        nodes = np.arange(n)[None, :]
+        blocks = [MoebiusBlocks(n, {n: (nodes, mi[t : t + 1])}) for t in range(len(mi))]
+        return Outcome(blocks, 2**n, 0, True)
+
+
+def _local_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
+    """Why ``local`` cannot explain ``game`` (None: it can); raises for a model whose
+    declared pooling does not fit the target."""
+    reason = _local_model_refusal(explainer.model, explainer.n_layers)
+    if reason is not None:
+        return reason
+    _check_pooling(explainer.model, game.nodes is not None)
+    if not set(game.call.inputs) <= {"edge_attr"}:
+        return (
+            "passes only x and edge_attr to the model's layers, but the model is called as "
+            f"{game.call.describe()} (use 'masked')"
+        )
+    return None
+
+
+def _local_model_refusal(model: torch.nn.Module, n_layers: int) -> str | None:
+    """Why ``local`` cannot run ``model`` with ``n_layers`` layers (None: it can)."""
+    if not isinstance(model, LocalMessagePassing):
+        return (
+            f"needs a model implementing LocalMessagePassing ({type(model).__name__} does "
+            "not); use 'masked'"
+        )
+    if model.num_layers != n_layers:
+        return (
+            f"runs the model's own {model.num_layers} layers, so n_layers must equal "
+            f"num_layers={model.num_layers} (got n_layers={n_layers})"
+        )
+    return None
+
+
+def _bruteforce_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
+    """Why ``bruteforce`` cannot explain ``game`` (None: it can)."""
+    n = game.n_players
+    if n > MAX_BRUTEFORCE_PLAYERS:
+        return f"needs 2^n model calls; n = {n} is over {MAX_BRUTEFORCE_PLAYERS}"
+    return None
+
+
+def _accepts(explainer: GraphSHAPIQ, game: GraphGame) -> None:
+    """The refusal of a method that explains every game."""
+    return None
+
+
+METHOD_TABLE: dict[str, MethodSpec] = {
+    "local": MethodSpec(GraphSHAPIQ._local, _local_refusal),
+    "masked": MethodSpec(GraphSHAPIQ._masked, _accepts),
+    "approximate": MethodSpec(GraphSHAPIQ._approximate, _accepts, auto=False),
+    "bruteforce": MethodSpec(
+        GraphSHAPIQ._bruteforce, _bruteforce_refusal, auto=False, checked=False
+    ),
+}
+"""Every method by name, in the order ``auto`` prefers them (see :class:`MethodSpec`)."""
+METHODS: tuple[str, ...] = ("auto", *METHOD_TABLE)
+
+
+def _target_fields(game: GraphGame, fields: list[np.ndarray]) -> list[list[np.ndarray]]:
+    """The receptive fields whose power sets hold each target's MIs: all fields for the
+    graph, the target's own field for a node."""
+    return [fields] if game.nodes is None else [[fields[v]] for v in game.nodes]
+
+
+def _union_fields(game: GraphGame, fields: list[np.ndarray]) -> list[np.ndarray]:
+    """The fields of all targets together (their power sets: the coalitions to evaluate)."""
+    return [f for target in _target_fields(game, fields) for f in target]
+
+
+def needed_fields(fields: Fields, nodes: tuple[int, ...]) -> Fields:
+    """Receptive fields per layer reduced to what the final states of ``nodes`` need.
+
+    A node's state after layer l reads its in-neighbours' states after layer l-1, so only
+    the nodes within L - l hops of a target need states at layer l; every other node gets an
+    empty field (a single state, computed but never read). Layer 0 (the inputs) is kept.
+    """
+    needed = np.zeros(len(fields[0]), dtype=bool)
+    needed[list(nodes)] = True
+    empty = np.zeros(0, dtype=np.int64)
+    out = [fields[0]] + [None] * (len(fields) - 1)
+    for layer in range(len(fields) - 1, 0, -1):
+        out[layer] = [f if needed[j] else empty for j, f in enumerate(fields[layer])]
+        needed[np.concatenate([fields[1][j] for j in np.flatnonzero(needed)])] = True
+    return out
+
+
+def _masked_blocks(game: GraphGame, target_fields: list[list[np.ndarray]], cb) -> Outcome:
+    """The MIs of every target from its coalitions in I, each evaluated once for all."""
+    groups = [group_by_size(maximal_fields(fields)) for fields in target_fields]
+    keys = [global_keys(nodes, game.n_players) for g in groups for nodes in g.values()]
+    uniq, _, inverse = unique_keys(np.concatenate(keys))
+    values = _evaluate_keys(game, uniq, cb)
+    blocks, start = [], 0
+    for t, target_groups in enumerate(groups):
+        size = sum(len(nodes) * 2**k for k, nodes in target_groups.items())
+        owner = np.zeros(size, dtype=bool)  # each MI counted by the block that holds it first
+        owner[np.unique(inverse[start : start + size], return_index=True)[1]] = True
+        out, offset = {}, 0
+        for k, nodes in target_groups.items():
+            stop = offset + len(nodes) * 2**k
+            inv = inverse[start + offset : start + stop]
+            mi = moebius_transform(values[inv, t].reshape(len(nodes), 2**k))
+            out[k] = (nodes, np.where(owner[offset:stop].reshape(mi.shape), mi, 0.0))
+            offset = stop
+        blocks.append(MoebiusBlocks(game.n_players, out))
+        start += size
+    return Outcome(blocks, len(uniq), 0, True)
+
+
+def _approximate_blocks(game: GraphGame, fields: list[np.ndarray], lam: int, cb) -> Outcome:
+    """Algorithm 3 for a game of one target whose MIs live on the power sets of ``fields``."""
+    maximal = maximal_fields(fields)
+    largest = max(len(f) for f in maximal)
+    if lam >= largest:
+        return _masked_blocks(game, [fields], cb)
+    groups = group_by_size(maximal)
+    incomplete = sorted({tuple(f.tolist()) for f in fields if len(f) > lam}, key=len)
+    small_keys, low_masks = [], {}
+    for k, nodes in groups.items():
+        low_masks[k] = np.flatnonzero(popcounts(k) <= lam)
+        small_keys.append(
+            global_keys(nodes, game.n_players)
+            .reshape(len(nodes), 2**k, -1)[:, low_masks[k]]
+            .reshape(-1, _words(game.n_players))
+        )
+    big_keys = [set_key(f, game.n_players) for f in incomplete]
+    uniq, first, inverse = unique_keys(np.concatenate(small_keys + big_keys))
+    coalitions = _coalition_matrix(uniq, game.n_players)
+    if not coalitions.all(axis=1).any():  # nu(N) is needed for efficiency
+        coalitions = np.concatenate([coalitions, np.ones((1, game.n_players), bool)])
+    values = game.evaluate(coalitions, progress=cb)
+    nu_full = values[np.flatnonzero(coalitions.all(axis=1))[0]]
+    # exact MIs up to size lambda, each owned by one maximal block
+    out, start = {}, 0
+    for k, nodes in groups.items():
+        n_low = len(low_masks[k])
+        stop = start + len(nodes) * n_low
+        inv = inverse[start:stop]
+        table = np.zeros((len(nodes), 2**k))
+        table[:, low_masks[k]] = values[inv].reshape(len(nodes), n_low)
+        mi = moebius_transform(table)
+        owned = np.zeros_like(mi, dtype=bool)
+        owned[:, low_masks[k]] = (first[inv] == np.arange(start, stop)).reshape(len(nodes), n_low)
+        out[k] = (nodes, np.where(owned, mi, 0.0))
+        start = stop
+    # one gap term per incomplete field, smallest first (Algorithm 3)
+    gaps: list[tuple[frozenset[int], float]] = []
+    blocks = MoebiusBlocks(game.n_players, out)
+    low_total = _sum_below(blocks, incomplete, lam)
+    for i, f in enumerate(incomplete):
+        members = frozenset(f)
+        nu_f = values[inverse[start + i]]
+        gap = nu_f - low_total[i] - sum(g for s, g in gaps if s < members)
+        gaps.append((members, gap))
+    # efficiency: spread the remaining gap to nu(N) over the maximal incomplete fields
+    top = [i for i, (s, _) in enumerate(gaps) if not any(s < t for t, _ in gaps)]
+    residual = nu_full - blocks.total() - sum(g for _, g in gaps)
+    for i in top:
+        gaps[i] = (gaps[i][0], gaps[i][1] + residual / len(top))
+    for members, gap in gaps:
+        k = len(members)
+        nodes = np.array([sorted(members)], dtype=np.int64)
+        mi = np.zeros((1, 2**k))
+        mi[0, -1] = gap
+        old_nodes, old_mi = out.get(k, (np.zeros((0, k), np.int64), np.zeros((0, 2**k))))
+        out[k] = (np.concatenate([old_nodes, nodes]), np.concatenate([old_mi, mi]))
+    blocks = MoebiusBlocks(game.n_players, dict(sorted(out.items())))
+    return Outcome([blocks], len(coalitions), 0, lam >= largest - 1)
 
 
 def _budget_hint(fields: list[np.ndarray], max_calls: int) -> str:
     """The largest lambda whose approximation stays within ``max_calls`` model calls, as
-    advice for the CLI and the API; empty when none does."""
+    advice naming the Python argument (the CLI names its own option); empty when none does."""
     maximal = maximal_fields(fields)
     for lam in range(max(len(f) for f in maximal) - 1, 0, -1):
         calls = approximation_calls(maximal, lam)
         if calls <= max_calls:
-            return (
-                f"; try the lambda-approximation with --budget {lam} (budget={lam} in Python, "
-                f"about {calls} model calls)"
-            )
+            return f"; try the lambda-approximation with budget={lam} (about {calls} model calls)"
     return ""
 
 
@@ -447,12 +700,14 @@ def _words(n_players: int) -> int:
 
 
 def _evaluate_keys(game: GraphGame, keys: np.ndarray, progress) -> np.ndarray:
-    """nu of every keyed coalition, building the boolean masks chunk by chunk (memory)."""
+    """nu of every target for every keyed coalition, (keys, targets), building the boolean
+    masks chunk by chunk (memory)."""
     chunk = max(1, game.max_batch_nodes // max(game.n_players, 1)) * 2
-    values = np.empty(len(keys))
+    values = np.empty((len(keys), game.n_targets))
     for start in range(0, len(keys), chunk):
         stop = min(start + chunk, len(keys))
-        values[start:stop] = game.evaluate(_coalition_matrix(keys[start:stop], game.n_players))
+        coalitions = _coalition_matrix(keys[start:stop], game.n_players)
+        values[start:stop] = game.evaluate_targets(coalitions)
         if progress:
             progress(stop, len(keys))
     return values
@@ -483,10 +738,11 @@ def _sum_below(blocks: MoebiusBlocks, sets: list[tuple[int, ...]], lam: int) -> 
 
 
 def _check_coalitions(
-    game: GraphGame, blocks: MoebiusBlocks, fields: list[np.ndarray], check: bool
+    game: GraphGame, blocks: list[MoebiusBlocks], fields: list[np.ndarray], check: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Coalitions to evaluate after explaining: N and ∅ first, then (when ``check``) the
-    largest receptive fields and random coalitions; and their MI-recovered values."""
+    largest receptive fields and random coalitions; and the values the MIs of each target
+    recover on them, (coalitions, targets)."""
     n = game.n_players
     rows = [np.ones(n, bool), np.zeros(n, bool)]
     if check:
@@ -498,7 +754,9 @@ def _check_coalitions(
         rng = np.random.default_rng(0)
         rows.extend(rng.random((RANDOM_CHECKS, n)) < rng.uniform(0.2, 0.8, (RANDOM_CHECKS, 1)))
     coalitions = np.stack(rows)
-    return coalitions, recovered_values(blocks, coalitions) if check else np.zeros(len(rows))
+    if not check:
+        return coalitions, np.zeros((len(rows), len(blocks)))
+    return coalitions, np.stack([recovered_values(b, coalitions) for b in blocks], axis=1)
 
 
 def recovered_values(blocks: MoebiusBlocks, coalitions: np.ndarray) -> np.ndarray:
@@ -541,26 +799,65 @@ def check_linear_readout(
         model, n_layers, baseline=baseline, method="masked", readout_check="off"
     )
     game = explainer.game(data)
-    fields = receptive_fields(game.edge_index, game.n_players, explainer.n_layers)[-1]
-    explainer._check_size(fields, game.n_players, MAX_MASKED_INTERACTIONS)
-    blocks, *_ = explainer._masked(game, fields, None)
+    fields = receptive_fields(game.edge_index, game.n_players, explainer.n_layers)
+    blocks = explainer._masked(game, fields, None, None).blocks[0]
     return recovery_error(game, blocks, n_samples=n_samples, seed=seed)
 
 
-def _check_local(model: torch.nn.Module, n_layers: int) -> None:
-    """Refuse method 'local' for a model it would explain wrongly."""
-    if not isinstance(model, LocalMessagePassing):
+def _check_pooling(model: LocalMessagePassing, node_level: bool) -> None:
+    """Refuse a LocalMessagePassing model whose declared pooling does not fit the target."""
+    name = type(model).__name__
+    if node_level and model.pooling is not None:
         raise ExplainError(
-            f"method 'local' needs a model implementing LocalMessagePassing "
-            f"({type(model).__name__} does not); use 'masked'"
+            f"method 'local' explains node outputs of models with pooling None (a head on "
+            f"every node); {name}.pooling is {model.pooling!r}; use 'masked'"
         )
-    if model.num_layers != n_layers:
-        raise ExplainError(
-            f"method 'local' runs the model's own {model.num_layers} layers, so n_layers must "
-            f"equal num_layers={model.num_layers} (got n_layers={n_layers})"
-        )
-    if model.pooling not in POOLINGS:
+    if not node_level and model.pooling not in POOLINGS:
         raise ExplainError(
             f"method 'local' needs pooling 'mean' or 'add' (got {model.pooling!r} from "
-            f"{type(model).__name__}.pooling); use 'masked'"
+            f"{name}.pooling; None marks a node-level model, explained with node=); use 'masked'"
         )
+
+
+def check_nodes(nodes: Sequence[int], n: int) -> tuple[int, ...]:
+    """Target nodes as a tuple of ints in 0..n-1.
+
+    Raises:
+        ExplainError: no targets, or a target that is not an integer node index.
+    """
+    if isinstance(nodes, torch.Tensor | np.ndarray):
+        nodes = nodes.tolist()
+    if isinstance(nodes, int | str) or not isinstance(nodes, Sequence) or not len(nodes):
+        raise ExplainError(f"nodes must be a non-empty list of node indices (got {nodes!r})")
+    for v in nodes:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < n:
+            shown = v.item() if isinstance(v, np.generic) else v
+            raise ExplainError(f"target node must be an integer in 0..{n - 1} (got {shown!r})")
+    return tuple(int(v) for v in nodes)
+
+
+def _output_rows(y: torch.Tensor, n: int, node_level: bool, name: str) -> torch.Tensor:
+    """The model's output on one graph as (rows, C): one row for the graph, or one per node.
+
+    Raises:
+        ExplainError: the shape does not fit the target (the message says which it fits).
+    """
+    rows = y[:, None] if y.ndim == 1 else y
+    if node_level:
+        if rows.ndim == 2 and rows.shape[0] == n:
+            return rows
+        if rows.ndim == 2 and rows.shape[0] == 1:
+            raise ExplainError(
+                f"a target node needs one output row per node, but {name} returns one per "
+                f"graph, shape {tuple(y.shape)} (explain the graph without node=)"
+            )
+        raise ExplainError(
+            f"a node-level model must return shape ({n},) or ({n}, C) for a graph of {n} "
+            f"nodes (got {tuple(y.shape)} from {name})"
+        )
+    if rows.ndim == 2 and rows.shape[0] == 1:
+        return rows
+    hint = "; a per-node output is explained with node=" if rows.shape[:1] == (n,) else ""
+    raise ExplainError(
+        f"the model must return shape (1,) or (1, C) for one graph (got {tuple(y.shape)}){hint}"
+    )

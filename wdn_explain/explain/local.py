@@ -9,6 +9,9 @@ each in-neighbour k and keeps its own previous state (j, M ∩ N_j^(l-1)). Runni
 own layer on this bipartite state graph gives exactly the embeddings of the masked graphs
 (mean aggregation sees the same in-degree), at a fraction of the messages.
 
+A node-level model (no pooling, the head applied to each node's final state) outputs
+g_i(M) + c at node i itself: its node games are the explained targets.
+
 Memory is bounded: every layer is evaluated in chunks of at most ``max_states`` target
 states (a large field is split into aligned ranges of its local masks), each chunk wired
 when it is evaluated (two table look-ups per index: about 0.05 s per million states, against
@@ -31,8 +34,8 @@ import torch
 from .game import inference
 from .hypercube import project_masks
 
-Pooling = Literal["mean", "add"]
-POOLINGS: tuple[str, ...] = ("mean", "add")
+Pooling = Literal["mean", "add"] | None
+POOLINGS: tuple[str, ...] = ("mean", "add")  # of graph-level models; None marks a node-level one
 Piece = tuple[int, int, int]  # (node j, first local mask, end): target states of one chunk
 MIN_CHUNK_STATES = 64  # chunks never shrink below this, whatever the budget
 MAX_CHUNK_STATES = 1 << 16  # nor grow beyond it: larger chunks are slower on CPU (page faults)
@@ -41,14 +44,16 @@ MAX_CHUNK_STATES_CUDA = 1 << 20  # on a GPU, fewer and larger chunks (fewer kern
 
 @runtime_checkable
 class LocalMessagePassing(Protocol):
-    """A graph-level model built as encode -> L local layers -> linear pooling -> linear head.
+    """A model built as encode -> L local layers -> (linear pooling) -> linear head.
 
     * ``encode(x, edge_attr)`` applies pointwise node and edge encoders.
     * ``propagate_layer(layer, (h_src, h_dst), edge_index, edge_feat)`` is layer ``layer``
       (0-based) on a bipartite graph; a target's new state may depend only on its own
       previous state and its incoming messages.
     * ``readout_parameters()`` returns the head's weight (C, H) and bias (C,).
-    * ``pooling`` is ``"mean"`` or ``"add"``; ``num_layers`` is L.
+    * ``pooling`` is ``"mean"`` or ``"add"`` for a graph-level model (head after pooling,
+      output (n_graphs, C)), or ``None`` for a node-level model (head on every node's final
+      state, output (n, C)); ``num_layers`` is L.
     """
 
     num_layers: int
@@ -213,7 +218,7 @@ def node_games(
     """
     n = x.shape[0]
     device = x.device
-    scale = {"mean": 1.0 / n, "add": 1.0}[model.pooling]  # validated by the explainer
+    scale = {"mean": 1.0 / n, "add": 1.0, None: 1.0}[model.pooling]  # validated by the explainer
     with inference(model):
         weight, bias = model.readout_parameters()
         w = weight[output_index].to(x.dtype)

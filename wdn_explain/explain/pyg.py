@@ -6,6 +6,13 @@ return_type="raw"))`` returns a PyG ``Explanation`` whose ``node_mask`` (n, 1) h
 Shapley values of the explained output, ``interactions`` the exact interactions (shapiq
 ``InteractionValues`` of the chosen index) and ``graphshapiq`` the full
 :class:`~wdn_explain.explain.Explanation` (Möbius interactions, any index, no new model calls).
+
+With ``task_level="node"`` the explained outputs are those of the nodes PyG passes as
+``index`` (an int, a tensor of node indices, or None for every node), explained together
+(:meth:`~wdn_explain.explain.GraphSHAPIQ.explain_nodes`). Shapley values and interactions
+are linear in the game, so for several nodes ``node_mask`` and ``interactions`` explain the
+sum of their outputs; ``graphshapiq`` is the list of per-node explanations (in ``index``
+order). ``node_mask`` is zero outside the nodes' receptive fields.
 """
 
 from __future__ import annotations
@@ -25,12 +32,12 @@ from torch_geometric.explain.config import (
 )
 
 from ..errors import ExplainError
-from .graphshapiq import GraphSHAPIQ
+from .graphshapiq import GraphSHAPIQ, check_nodes
 from .indices import check_index
 
 
 class GraphSHAPIQAlgorithm(ExplainerAlgorithm):
-    """Exact Shapley values and interactions of a graph-level PyG model's raw output.
+    """Exact Shapley values and interactions of a PyG model's raw output, graph- or node-level.
 
     Args:
         n_layers: Message-passing layers L (default: ``model.num_layers``).
@@ -42,7 +49,7 @@ class GraphSHAPIQAlgorithm(ExplainerAlgorithm):
             ``method``, ``max_interactions``, ``readout_check``...).
 
     ``supports()`` raises :class:`~wdn_explain.errors.ExplainError` with the reason for
-    settings that would not be exact: node- or edge-level tasks, probabilities or log
+    settings that would not be exact: edge-level tasks, probabilities or log
     probabilities (a softmax after the linear readout), feature-wise or edge masks, and
     phenomenon explanations of a regression (a loss). A non-linear readout is found at
     explanation time by the readout check.
@@ -69,8 +76,8 @@ class GraphSHAPIQAlgorithm(ExplainerAlgorithm):
         """True for settings GraphSHAP-IQ explains exactly; otherwise raise with the reason."""
         model, expl = self.model_config, self.explainer_config
         reasons = []
-        if model.task_level != ModelTaskLevel.graph:
-            reasons.append(f"task_level must be 'graph' (got '{model.task_level.value}')")
+        if model.task_level not in (ModelTaskLevel.graph, ModelTaskLevel.node):
+            reasons.append(f"task_level must be 'graph' or 'node' (got '{model.task_level.value}')")
         if model.return_type != ModelReturnType.raw:
             reasons.append(
                 f"return_type must be 'raw': '{model.return_type.value}' applies a softmax "
@@ -103,18 +110,26 @@ class GraphSHAPIQAlgorithm(ExplainerAlgorithm):
         index: int | torch.Tensor | None = None,
         **kwargs: Any,
     ) -> PyGExplanation:
-        """Explain one graph; ``kwargs`` are the model's further inputs (``batch``...)."""
-        if index is not None:
-            raise ExplainError(f"index selects nodes of node-level tasks (got {index!r})")
-        output_index = self.output_index
-        if self.model_config.mode == ModelMode.multiclass_classification:
-            output_index = int(target.reshape(-1)[0])  # a batch is refused by explain()
+        """Explain one graph, or the nodes ``index`` of a node-level task; ``kwargs`` are the
+        model's further inputs (``batch``...)."""
         data = Data(x=x, edge_index=edge_index, **kwargs)
         explainer = GraphSHAPIQ(model, self.n_layers, **self.options)
-        result = explainer.explain(data, output_index=output_index)
-        sv = torch.as_tensor(result.node_values("SV"), dtype=x.dtype, device=x.device)
+        classes = self.model_config.mode == ModelMode.multiclass_classification
+        if self.model_config.task_level == ModelTaskLevel.graph:
+            if index is not None:
+                raise ExplainError(f"index selects nodes of node-level tasks (got {index!r})")
+            output_index = int(target.reshape(-1)[0]) if classes else self.output_index
+            result = explainer.explain(data, output_index=output_index)  # a batch is refused
+            results = [result]
+        else:
+            nodes = range(x.shape[0]) if index is None else torch.as_tensor(index).reshape(-1)
+            nodes = check_nodes(nodes, x.shape[0])
+            output_index = [int(target[v]) for v in nodes] if classes else self.output_index
+            result = results = explainer.explain_nodes(data, nodes, output_index=output_index)
+        sv = sum(torch.as_tensor(r.node_values("SV"), dtype=x.dtype) for r in results)
+        interactions = [r.interaction_values(self.index, self.order) for r in results]
         return PyGExplanation(
-            node_mask=sv[:, None],
-            interactions=result.interaction_values(self.index, self.order),
+            node_mask=sv.to(x.device)[:, None],
+            interactions=sum(interactions[1:], interactions[0]),
             graphshapiq=result,
         )
