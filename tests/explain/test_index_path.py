@@ -70,6 +70,7 @@ def test_approximation_is_labelled_estimated_everywhere(wdn_model, small_graph, 
         explanations=[approx, exact],
         meta={
             "scenario": {},
+            "scenario_hash": "0" * 16,
             "model_hash": "0" * 16,
             "engine_version": "test",
             "horizon": 4,
