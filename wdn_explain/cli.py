@@ -496,6 +496,8 @@ def explain(
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
     elif ood:
         typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
+    if timeline.meta.get("forecast_warning"):
+        typer.echo(f"warning: {timeline.meta['forecast_warning']}", err=True)
     e = timeline.explanations[0]
     held = f"|I| = {e.n_interactions}" if timeline.exact else f"{e.n_interactions} MIs held"
     typer.echo(

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DataError
+from .files import check_output
 
 WEIGHTS, CARD = "model.pt", "card.json"
 _CARD_FIELDS = {"model": (), "train": ("horizon", "threshold", "split_seed"), "data": ("network",)}
@@ -64,3 +65,14 @@ def file_sha256(path: str | Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Refuse, before any work, a model folder that cannot be written or already holds a
+    model (unless ``overwrite``)."""
+    out = check_output(out_dir, kind="dir", what="model folder")
+    for name in (WEIGHTS, CARD):
+        check_output(out / name, what="model file")
+    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
+        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
+    return out

@@ -196,12 +196,16 @@ def explain_scenario(
     if kept:
         total = len(steps) * len(meta["references"])
         status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
+    forecast = np.array([e.prediction for e in explanations])
+    meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
+    if meta["forecast_warning"]:
+        logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
         node_ids=np.asarray(network.node_ids),
         chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
-        forecast=np.array([e.prediction for e in explanations]),
+        forecast=forecast,
         truth=labels[steps + horizon],
         explanations=explanations,
         meta={

@@ -29,9 +29,9 @@ from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
 from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
-from .files import atomic_write, check_output
+from .files import atomic_write, claimed, load_torch, save_torch
 from .model import ChlorineGNN, ModelConfig
-from .model_folder import CARD, WEIGHTS, file_sha256, read_card
+from .model_folder import CARD, WEIGHTS, check_model_output, file_sha256, read_card
 from .progress import ProgressArg
 
 logger = logging.getLogger(__name__)
@@ -308,6 +308,21 @@ def train(
     # the input width follows the node features (train_config.node_features)
     model_config = replace(model_config or ModelConfig(), in_channels=len(cfg.node_features))
     check_model_output(out_dir, overwrite=overwrite)
+    with claimed(out_dir, "model folder"):  # a second `train` into it is refused at once
+        check_model_output(out_dir, overwrite=overwrite)  # claimed: no one else writes now
+        return _train_into(data_dir, out_dir, model_config, cfg, dev, network, progress)
+
+
+def _train_into(
+    data_dir: str | Path,
+    out_dir: str | Path,
+    model_config: ModelConfig,
+    cfg: TrainConfig,
+    dev: torch.device,
+    network: str | None,
+    progress: ProgressArg,
+) -> dict[str, Any]:
+    """:func:`train` once the output folder is checked and claimed."""
     arrays = load_waq_arrays(data_dir)
     data_net = arrays.manifest["network"]["name"]
     if network is not None and network.lower() != data_net:
@@ -381,25 +396,13 @@ def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Pat
         raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
 
 
-def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
-    """Refuse, before any work, a model folder that cannot be written or already holds a
-    model (unless ``overwrite``)."""
-    out = check_output(out_dir, kind="dir", what="model folder")
-    for name in (WEIGHTS, CARD):
-        check_output(out / name, what="model file")
-    if not overwrite and any((out / name).exists() for name in (WEIGHTS, CARD)):
-        raise DataError(f"model folder '{out}' holds a model; use --overwrite to replace it")
-    return out
-
-
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
     """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``; the card records the
     weights' SHA-256 (``weights_sha256``), which :func:`load_model` checks."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out / WEIGHTS) as tmp:
-        torch.save(model.state_dict(), tmp)
-        card["weights_sha256"] = file_sha256(tmp)
+    save_torch(model.state_dict(), out / WEIGHTS)
+    card["weights_sha256"] = file_sha256(out / WEIGHTS)
     with atomic_write(out / CARD) as tmp:
         tmp.write_text(json.dumps(card, indent=2))
     return out
@@ -423,10 +426,9 @@ def load_model(
             f"weights '{folder / WEIGHTS}' do not match the SHA-256 recorded in its card "
             "(damaged or replaced file)"
         )
-    try:
-        state = torch.load(folder / WEIGHTS, map_location=map_location, weights_only=True)
-    except Exception as exc:  # torch raises many types for damaged files
-        raise DataError(f"weights '{folder / WEIGHTS}' cannot be read ({exc})") from None
+    state = load_torch(folder / WEIGHTS, map_location)
+    if not isinstance(state, dict):
+        raise DataError(f"weights '{folder / WEIGHTS}' are not a state_dict")
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))

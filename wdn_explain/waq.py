@@ -132,7 +132,9 @@ def _prepare_folder(
 
 
 def check_config_nodes(config: SimulationConfig, network: Network) -> None:
-    """ConfigError naming the key when the template or design names a node the network lacks."""
+    """ConfigError naming the key when the template or design names a node the network lacks,
+    or when the network has nodes no reservoir or tank supplies."""
+    network.check_connected()
     named = [("scenario.injection_node", config.scenario.injection_node)]
     if config.design is not None:
         named += [

@@ -21,8 +21,8 @@ from sklearn.model_selection import train_test_split
 from torch_geometric.loader import DataLoader
 
 from ..errors import ConfigError, DataError
-from ..files import atomic_write
-from ..model_folder import CARD, WEIGHTS
+from ..files import atomic_write, claimed, load_torch, save_torch
+from ..model_folder import CARD, WEIGHTS, check_model_output
 from ..progress import ProgressArg, progress_callback
 from .datasets import MoleculeDataset
 from .models import ChemModelConfig, MoleculeGNN
@@ -118,9 +118,33 @@ def train_classifier(
     out_dir: str | Path | None = None,
     *,
     device: str = "auto",
+    overwrite: bool = False,
     progress: ProgressArg = False,
 ) -> tuple[MoleculeGNN, ChemCard]:
-    """Train a classifier on a dataset; write the model folder when ``out_dir`` is given."""
+    """Train a classifier on a dataset; write the model folder when ``out_dir`` is given.
+
+    The folder is checked before training (a file, an unwritable place, or a model there
+    without ``overwrite`` is refused) and claimed while training, so a second run into it
+    is refused instead of replacing this one's model.
+    """
+    if out_dir is None:
+        return _fit(dataset, model_config, config, device, progress)
+    check_model_output(out_dir, overwrite=overwrite)
+    with claimed(out_dir, "model folder"):
+        check_model_output(out_dir, overwrite=overwrite)
+        model, card = _fit(dataset, model_config, config, device, progress)
+        save_classifier(model, card, out_dir)
+    return model, card
+
+
+def _fit(
+    dataset: MoleculeDataset,
+    model_config: ChemModelConfig,
+    config: ChemTrainConfig | None,
+    device: str,
+    progress: ProgressArg,
+) -> tuple[MoleculeGNN, ChemCard]:
+    """Train a classifier (CPU, eval mode afterwards) and its card; nothing is written."""
     config = config or ChemTrainConfig()
     if model_config.in_channels != len(dataset.feature_names):
         raise ConfigError(
@@ -203,10 +227,7 @@ def train_classifier(
         torch_version=torch.__version__,
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
-    model = model.cpu().eval()
-    if out_dir is not None:
-        save_classifier(model, card, out_dir)
-    return model, card
+    return model.cpu().eval(), card
 
 
 def balanced_weights(labels: np.ndarray, n_classes: int) -> torch.Tensor:
@@ -230,8 +251,7 @@ def save_classifier(model: MoleculeGNN, card: ChemCard, out_dir: str | Path) -> 
     """Write ``model.pt`` and ``card.json`` atomically into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out / WEIGHTS) as tmp:
-        torch.save(model.state_dict(), tmp)
+    save_torch(model.state_dict(), out / WEIGHTS)
     with atomic_write(out / CARD) as tmp:
         tmp.write_text(card.model_dump_json(indent=2))
     return out
@@ -253,11 +273,12 @@ def load_classifier(model_dir: str | Path) -> tuple[MoleculeGNN, ChemCard]:
             f"model card '{folder / CARD}' is not a molecule model card ({exc})"
         ) from None
     model = MoleculeGNN(card.model)
+    state = load_torch(folder / WEIGHTS)
     try:
-        state = torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True)
         model.load_state_dict(state)
-    except Exception as exc:  # torch raises many types for damaged or mismatched files
-        raise DataError(f"weights '{folder / WEIGHTS}' do not fit the card ({exc})") from None
+    except Exception as exc:  # torch raises many types for mismatched state_dicts
+        why = " ".join(str(exc).split())  # torch's message spans lines
+        raise DataError(f"weights '{folder / WEIGHTS}' do not fit the card ({why})") from None
     return model.eval(), card
 
 

@@ -259,17 +259,26 @@ class GraphSHAPIQ:
         return explanation
 
     def _check_readout(self, actual: np.ndarray, predicted: np.ndarray, dtype) -> None:
-        """Raise or warn when MI recovery misses by more than the model's float rounding."""
+        """Raise or warn when MI recovery misses by more than the model's float rounding;
+        always raise when the model's output is not finite (NaN or infinite weights or
+        inputs), which no readout explains."""
+        n_fields = len(actual) - 2 - RANDOM_CHECKS
+        where = ["the whole graph (efficiency gap)", "the empty coalition"]
+        where += [f"receptive field {i + 1} (largest first)" for i in range(n_fields)]
+        where += ["a random coalition"] * RANDOM_CHECKS
+        if not np.isfinite(actual).all():
+            bad = int(np.flatnonzero(~np.isfinite(actual))[0])
+            raise ExplainError(
+                f"the model's output is {actual[bad]} on {where[bad]}: NaN or infinite "
+                "values in its parameters or in the graph's features (check the weights)"
+            )
         violation = np.abs(actual - predicted)
         scale = 1.0 + np.abs(actual).max()
         tolerance = READOUT_TOLERANCE_EPS * torch.finfo(dtype).eps * scale
         worst = int(violation.argmax())
         if violation[worst] <= tolerance:
             return
-        n_fields = len(actual) - 2 - RANDOM_CHECKS
-        where = ["the whole graph (efficiency gap)", "the empty coalition"]
-        where += [f"receptive field {i + 1} (largest first)" for i in range(n_fields)]
-        where = (where + ["a random coalition"] * RANDOM_CHECKS)[worst]
+        where = where[worst]
         msg = (
             f"the model's output is not a linear readout of {self.n_layers}-hop node "
             f"embeddings: Möbius recovery misses by {violation[worst]:.3g} on {where} "
