@@ -105,6 +105,8 @@ def explain_scenario(
         raise ConfigError(f"budget (lambda) must be an integer >= 1 (got {budget!r})")
     if memory_gb is not None and not memory_gb > 0:
         raise ConfigError(f"memory budget must be over 0 GB (got {memory_gb!r})")
+    if scheduler is not None and out is None:
+        raise ConfigError("explaining on a cluster needs an output file (out)")
     model, card = load_model(model_dir)
     network = load_network(scenario.network)
     if card["data"]["network"]["sha256"] != network.file_sha256:
@@ -152,6 +154,10 @@ def explain_scenario(
     _check_size(
         scenario, network, options.get("n_layers", model.num_layers), meta, out, allow_large
     )
+    if scheduler is not None:
+        from .cluster import check_reachable
+
+        check_reachable(scheduler)  # before simulating
     result = simulate(scenario, network)
     horizon = meta["horizon"]
     if result.n_steps <= horizon:
@@ -167,8 +173,6 @@ def explain_scenario(
     store = StepStore.beside(out, meta) if out is not None else None
     kept = 0
     if scheduler is not None:
-        if store is None:
-            raise ConfigError("explaining on a cluster needs an output file (out)")
         kept = _explain_on_cluster(
             scheduler, model_dir, options, meta, graphs, steps, store, gpu, progress
         )

@@ -185,16 +185,17 @@ class Timeline:
         paths = []
         for t in range(len(self)):
             path = folder / f"step_{int(self.steps[t]):04d}.json"
-            self.interaction_values(t, index, order).to_json_file(
-                path,
-                desc=f"{index} at {int(self.times_s[t])} s of {self.scenario.describe()}",
-                node_ids=[str(n) for n in self.node_ids],
-                reference=self.reference,
-                time_s=int(self.times_s[t]),
-                forecast=float(self.forecast[t]),
-                truth=float(self.truth[t]),
-                method=self.engine_label,
-            )
+            with atomic_write(path, suffix=".json") as tmp:  # shapiq appends .json
+                self.interaction_values(t, index, order).to_json_file(
+                    tmp,
+                    desc=f"{index} at {int(self.times_s[t])} s of {self.scenario.describe()}",
+                    node_ids=[str(n) for n in self.node_ids],
+                    reference=self.reference,
+                    time_s=int(self.times_s[t]),
+                    forecast=float(self.forecast[t]),
+                    truth=float(self.truth[t]),
+                    method=self.engine_label,
+                )
             paths.append(path)
         return paths
 

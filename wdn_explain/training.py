@@ -363,7 +363,7 @@ def _train_into(
             },
             "n_scenarios": arrays.n_scenarios,
         },
-        "metrics": {k: v for k, v in metrics.items() if k != "per_step"},
+        "metrics": {k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")},
         "history": history,
         "interrupted": result.interrupted,
         "device": str(dev),
@@ -485,7 +485,18 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
 
     Baselines: persistence (y(t + h) = y(t)) and the time-step climatology (the mean
     training-split label at the same step, :meth:`WaqDataset.climatology`).
+    ``forecast_warning`` flags forecasts outside the label's range (see
+    :meth:`~.features.InputSpec.range_warning`).
+
+    Raises:
+        DataError: the split holds no scenario (a small folder's test split may be empty).
     """
+    if len(dataset) == 0:
+        raise DataError(
+            f"data folder '{dataset.folder}' has no {dataset.split} scenarios (its "
+            f"{dataset.arrays.n_scenarios} scenarios are split by scenario into train, val "
+            "and test); choose another --split, or simulate more scenarios"
+        )
     dev = resolve_device(device)
     model = model.to(dev)
     pred = predict(model, dataset, dev)
@@ -518,4 +529,5 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     out: dict[str, Any] = _scores(pred, true)
     for b in BASELINES:
         out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
+    out["forecast_warning"] = dataset.inputs.range_warning(pred)
     return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}

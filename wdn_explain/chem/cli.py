@@ -171,10 +171,12 @@ def complexity(
     root: Path = typer.Option(None, help=ROOT_HELP),
 ) -> None:
     """|I| per molecule and L (exact or Thm. 3.7 bound) as CSVs, and the log10 calls plot."""
+    from ..files import check_output
     from .complexity import write_complexity
     from .datasets import load_dataset
 
     try:
+        check_output(out, kind="dir", what="complexity folder")
         for name in dataset:
             tables = write_complexity(
                 load_dataset(name, root),
