@@ -62,6 +62,8 @@ MAX_BRUTEFORCE_PLAYERS = 20
 RANDOM_CHECKS = 8  # random coalitions of the readout check, beside N, ∅ and the fields
 MAX_FIELD_CHECKS = 8  # receptive fields checked by their own coalition (the largest first)
 READOUT_TOLERANCE_EPS = 64  # readout tolerance: float epsilons of the model's dtype x (1 + max|nu|)
+# ... or, on graphs of more nodes, that many epsilons: pooling sums one term per node, and the
+# rounding of such a sum grows with its length (a 400-atom chain misses by ~70 eps in float32)
 MAX_MASKED_INTERACTIONS = 10_000_000  # default limit on |I| for the masked method (model calls)
 
 
@@ -237,7 +239,7 @@ class GraphSHAPIQ:
                 self._check_size(fields[-1], game.n_players, limit)
                 blocks, n_evals, n_states, exact = self._masked(game, fields[-1], cb)
         check = exact and self.readout_check != "off" and method != "bruteforce"
-        coalitions, predicted = _check_coalitions(game, blocks, fields[-1], check)
+        coalitions, predicted, magnitude = _check_coalitions(game, blocks, fields[-1], check)
         values = game.evaluate(coalitions)
         nu_full, nu_empty = float(values[0]), float(values[1])
         explanation = Explanation(
@@ -255,13 +257,24 @@ class GraphSHAPIQ:
             budget=int(budget) if method == "approximate" else None,
         )
         if check:
-            self._check_readout(values, predicted, game.x.dtype)
+            self._check_readout(values, predicted, magnitude, game.x.dtype, game.n_players)
         return explanation
 
-    def _check_readout(self, actual: np.ndarray, predicted: np.ndarray, dtype) -> None:
+    def _check_readout(
+        self,
+        actual: np.ndarray,
+        predicted: np.ndarray,
+        magnitude: np.ndarray,
+        dtype: torch.dtype,
+        n_nodes: int,
+    ) -> None:
         """Raise or warn when MI recovery misses by more than the model's float rounding;
         always raise when the model's output is not finite (NaN or infinite weights or
-        inputs), which no readout explains."""
+        inputs), which no readout explains.
+
+        The rounding allowed grows with the MIs summed at a coalition (``magnitude``: sum of
+        their absolute values) and with the number of nodes the pooling sums, so that large
+        graphs are not refused for float rounding alone."""
         n_fields = len(actual) - 2 - RANDOM_CHECKS
         where = ["the whole graph (efficiency gap)", "the empty coalition"]
         where += [f"receptive field {i + 1} (largest first)" for i in range(n_fields)]
@@ -273,16 +286,17 @@ class GraphSHAPIQ:
                 "values in its parameters or in the graph's features (check the weights)"
             )
         violation = np.abs(actual - predicted)
-        scale = 1.0 + np.abs(actual).max()
-        tolerance = READOUT_TOLERANCE_EPS * torch.finfo(dtype).eps * scale
-        worst = int(violation.argmax())
-        if violation[worst] <= tolerance:
+        scale = 1.0 + np.maximum(np.abs(actual).max(), magnitude)
+        tolerance = max(READOUT_TOLERANCE_EPS, n_nodes) * torch.finfo(dtype).eps * scale
+        worst = int((violation / tolerance).argmax())
+        if violation[worst] <= tolerance[worst]:
             return
-        where = where[worst]
+        where, tolerance = where[worst], tolerance[worst]
         msg = (
             f"the model's output is not a linear readout of {self.n_layers}-hop node "
             f"embeddings: Möbius recovery misses by {violation[worst]:.3g} on {where} "
-            f"(tolerance {tolerance:.2g} for {dtype}), so the explanation would not be exact "
+            f"(tolerance {tolerance:.2g} for {dtype} and {n_nodes} nodes), so the explanation "
+            "would not be exact "
             "(check n_layers and that pooling and output layer are linear; "
             "readout_check='off' skips this test)"
         )
@@ -493,9 +507,10 @@ def _sum_below(blocks: MoebiusBlocks, sets: list[tuple[int, ...]], lam: int) -> 
 
 def _check_coalitions(
     game: GraphGame, blocks: MoebiusBlocks, fields: list[np.ndarray], check: bool
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Coalitions to evaluate after explaining: N and ∅ first, then (when ``check``) the
-    largest receptive fields and random coalitions; and their MI-recovered values."""
+    largest receptive fields and random coalitions; their MI-recovered values and the sum
+    of the absolute MIs recovered (the scale of the rounding)."""
     n = game.n_players
     rows = [np.ones(n, bool), np.zeros(n, bool)]
     if check:
@@ -507,14 +522,21 @@ def _check_coalitions(
         rng = np.random.default_rng(0)
         rows.extend(rng.random((RANDOM_CHECKS, n)) < rng.uniform(0.2, 0.8, (RANDOM_CHECKS, 1)))
     coalitions = np.stack(rows)
-    return coalitions, recovered_values(blocks, coalitions) if check else np.zeros(len(rows))
+    if not check:
+        return coalitions, np.zeros(len(rows)), np.zeros(len(rows))
+    magnitude = recovered_values(blocks, coalitions, absolute=True)
+    return coalitions, recovered_values(blocks, coalitions), magnitude
 
 
-def recovered_values(blocks: MoebiusBlocks, coalitions: np.ndarray) -> np.ndarray:
-    """sum_{S ⊆ T} m(S) for every row T of a boolean (m, n) coalition matrix."""
-    predicted = np.full(len(coalitions), blocks.constant)
+def recovered_values(
+    blocks: MoebiusBlocks, coalitions: np.ndarray, *, absolute: bool = False
+) -> np.ndarray:
+    """sum_{S ⊆ T} m(S) for every row T of a boolean (m, n) coalition matrix (with
+    ``absolute``: sum_{S ⊆ T} |m(S)|, the size of what is summed)."""
+    predicted = np.full(len(coalitions), abs(blocks.constant) if absolute else blocks.constant)
     for k, (nodes, mi) in blocks.groups.items():
-        values = subset_sum(mi.copy())  # block game values v_b(M) = sum_{S ⊆ M} m_b(S)
+        mi = np.abs(mi) if absolute else mi.copy()
+        values = subset_sum(mi)  # block game values v_b(M) = sum_{S ⊆ M} m_b(S)
         local = (coalitions[:, nodes] * (1 << np.arange(k))[None, None, :]).sum(axis=2)
         predicted += values[np.arange(len(nodes))[None, :], local].sum(axis=1)
     return predicted
