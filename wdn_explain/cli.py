@@ -114,6 +114,13 @@ def data_stats(
         f"{(y == 0).mean():.1%} zero, {(y == 1).mean():.1%} one"
     )
     typer.echo(f"flow scale     {sets['train'].inputs.flow_scale_lps:.1f} L/s")
+    low = [i for i, w in enumerate(arrays.pressure_warnings) if w]
+    if low:
+        typer.echo(
+            f"warning: {len(low)} of {n_s} scenarios have negative pressures, e.g. scenario "
+            f"{low[0]}: {arrays.pressure_warnings[low[0]]}",
+            err=True,
+        )
     _echo_factors(arrays.configs, tuple(manifest["network"].get("reservoirs", ())), factor_levels)
     arrival = arrival_steps(arrays.chlorine_mg_l, threshold)
     typer.echo(
@@ -507,8 +514,9 @@ def explain(
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
     elif ood:
         typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
-    if timeline.meta.get("forecast_warning"):
-        typer.echo(f"warning: {timeline.meta['forecast_warning']}", err=True)
+    for key in ("pressure_warning", "forecast_warning"):
+        if timeline.meta.get(key):
+            typer.echo(f"warning: {timeline.meta[key]}", err=True)
     e = timeline.explanations[0]
     held = f"|I| = {e.n_interactions}" if timeline.exact else f"{e.n_interactions} MIs held"
     typer.echo(

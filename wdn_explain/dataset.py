@@ -48,6 +48,7 @@ class WaqArrays:
     edge_index: np.ndarray  # (2, 2E)
     configs: tuple[ScenarioConfig, ...]
     manifest: dict
+    pressure_warnings: tuple[str | None, ...] = ()  # per scenario (SimulationResult's)
 
     @property
     def n_scenarios(self) -> int:
@@ -94,6 +95,7 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
         edge_index=np.concatenate([links, links[::-1]], axis=1),
         configs=tuple(r.config for r in results),
         manifest=manifest,
+        pressure_warnings=tuple(r.pressure_warning for r in results),
     )
 
 

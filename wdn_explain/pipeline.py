@@ -159,6 +159,7 @@ def explain_scenario(
 
         check_reachable(scheduler)  # before simulating
     result = simulate(scenario, network)
+    meta["pressure_warning"] = result.pressure_warning  # flows not physical where negative
     horizon = meta["horizon"]
     if result.n_steps <= horizon:
         raise DataError(

@@ -58,7 +58,11 @@ class Timeline:
         meta: scenario config, model hash, horizon, threshold, engine version, baseline,
             ``references`` (the names in :data:`REFERENCES` explained), and
             ``out_of_design``: sentences naming what of the scenario lies outside the model's
-            training design (empty: inside; ``None``: the card records no design).
+            training design (empty: inside; ``None``: the card records no design);
+            ``pressure_warning`` (negative pressures in the simulation, see
+            :attr:`~.simulation.SimulationResult.pressure_warning`) and ``forecast_warning``
+            (forecasts outside the share's range [0, 1]): a sentence, or None (absent in
+            files written before them).
         alternatives: Explanations of the same forecasts relative to other references, by
             name (``none``: no chlorine), one per step each.
     """
