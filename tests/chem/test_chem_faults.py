@@ -234,3 +234,23 @@ def test_complexity_output_checked_before_the_work(chem_root, tmp_path):
     result = run("complexity", "--dataset", "MUTAG", "--root", chem_root, "--out", out)
     assert result.exit_code == 1
     assert result.output.strip() == f"error: complexity folder '{out}' is a file, expected a folder"
+
+
+def test_a_valid_400_atom_molecule_is_explained(mutag):
+    """A 400-carbon chain: float32 rounding of the 400-term pooling once exceeded the
+    readout tolerance and the molecule was refused as "not a linear readout". Exactness is
+    checked by efficiency against the model's own outputs (the oracle)."""
+    from wdn_explain.chem.datasets import smiles_graph_for
+
+    torch.manual_seed(0)
+    config = ChemModelConfig(
+        architecture="GCN", in_channels=len(mutag.feature_names), hidden=8, num_layers=2
+    )
+    net = MoleculeGNN(config).eval()
+    graph, _ = smiles_graph_for("C" * 400, mutag.feature_names)
+    result = chem_explain.explain_molecule(net, graph)
+    values = result.interaction_values("SV", 1)
+    assert graph.num_nodes == 400
+    total = sum(v for k, v in values.dict_values.items() if len(k) == 1)  # efficiency
+    assert total == pytest.approx(result.prediction - result.empty_prediction, abs=1e-3)
+    assert abs(result.prediction - result.empty_prediction) > 0.1
