@@ -176,24 +176,33 @@ def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -
     init_worker(parent_pid, scratch)
 
 
-def _run_guarded(index: int) -> int:
-    """Scenario ``index`` of this worker's config (:data:`_WORKER`), see :func:`_simulate_into`."""
+def _run_one(index: int) -> int:
+    """Scenario ``index`` of this worker's config (:data:`_WORKER`) into its folder."""
     return _simulate_into(_WORKER["config"], _WORKER["network"], _WORKER["folder"], index)
 
 
+def _run_guarded(index: int) -> int:
+    """:func:`_run_one`, with a simulator failure turned into one line naming the scenario."""
+    return _guarded(index, _run_one, index)
+
+
 def _simulate_into(config: SimulationConfig, network: Network, folder: str, index: int) -> int:
-    """Simulate scenario ``index`` and save its file into ``folder``; a simulator failure
-    becomes one line naming the scenario."""
+    """Simulate scenario ``index`` and save its file into ``folder``."""
+    result = simulate(config.scenario_config(index, network.junctions), network)
+    result.save(scenario_path(folder, index))
+    return index
+
+
+def _guarded(index: int, fn: Callable[..., int], *args: Any) -> int:
+    """``fn(*args)``, with a simulator failure of scenario ``index`` turned into one line."""
     try:
-        result = simulate(config.scenario_config(index, network.junctions), network)
-        result.save(scenario_path(folder, index))
+        return fn(*args)
     except WdnExplainError:
         raise
     except Exception as exc:  # EPANET/EPyT-Flow refusals: one line, not a worker traceback
         raise ConfigError(
             f"scenario {index} failed in the simulator ({type(exc).__name__}: {exc})"
         ) from None
-    return index
 
 
 def _run_task(config_json: str, folder: str, index: int) -> int:
@@ -206,7 +215,7 @@ def _run_task(config_json: str, folder: str, index: int) -> int:
     path = scenario_path(folder, index)
     if path.is_file() and _is_complete(path, config, network):
         return index
-    return _simulate_into(config, network, folder, index)
+    return _guarded(index, _simulate_into, config, network, folder, index)
 
 
 def _run_on_cluster(
