@@ -491,13 +491,13 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     Raises:
         DataError: the split holds no scenario (a small folder's test split may be empty).
     """
+    dev = resolve_device(device)
     if len(dataset) == 0:
         raise DataError(
             f"data folder '{dataset.folder}' has no {dataset.split} scenarios (its "
             f"{dataset.arrays.n_scenarios} scenarios are split by scenario into train, val "
             "and test); choose another --split, or simulate more scenarios"
         )
-    dev = resolve_device(device)
     model = model.to(dev)
     pred = predict(model, dataset, dev)
     true = dataset.targets()
