@@ -272,3 +272,12 @@ def test_cluster_without_workers_is_reported(threaded_cluster, tmp_path, monkeyp
             scheduler=address,
         )
     assert time.monotonic() - start < 60
+
+
+def test_explain_checks_the_scheduler_before_simulating(tmp_path, tiny_model_dir, monkeypatch):
+    from wdn_explain import pipeline
+
+    monkeypatch.setattr(pipeline, "simulate", lambda *a, **k: pytest.fail("simulated"))
+    with pytest.raises(ConfigError, match="scheduler 'tcp://127.0.0.1:1' is not reachable"):
+        explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "t.npz", scheduler=BAD_ADDRESS)
+    assert list(tmp_path.iterdir()) == []
