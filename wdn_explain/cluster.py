@@ -150,39 +150,40 @@ def run_tasks(
     Returns:
         Failed task keys mapped to one-line reasons (empty when every task succeeded).
     """
+    from distributed import as_completed
+
     tasks = list(tasks)
     total = done + len(tasks) if total is None else total
     failures: dict[str, str] = {}
     with connect(address) as client:
         client.register_plugin(ScratchFolder())
         resources = gpu_resources(client, want_gpu)
-        pending = [
+        futures = [
             client.submit(
                 _settled, fn, *args, key=key, retries=RETRIES, resources=resources, pure=False
             )
             for key, args in tasks
         ]
-        watch = _Watch(client, address)
-        while pending:
-            finished = [future for future in pending if future.done()]
+        completed, watch, left = as_completed(futures), _Watch(client, address), len(futures)
+        del futures  # released one by one as they finish
+        while left:
+            finished = completed.next_batch(block=False)
             if not finished:
-                watch.pause(len(pending))
+                watch.pause(left)
                 continue
             if client.status != "running" and any(f.status == "cancelled" for f in finished):
-                watch.fail(f"lost the scheduler '{address}'", len(pending))  # tasks gone too
+                watch.fail(f"lost the scheduler '{address}'", left)  # its tasks are gone too
             for future in finished:
                 try:
                     reason = _failure(future)
                 except OSError:  # CommClosedError fetching the result: the scheduler died
-                    watch.fail(f"lost the scheduler '{address}'", len(pending))
+                    watch.fail(f"lost the scheduler '{address}'", left)
                 if reason is not None:
                     failures[future.key] = reason
-                done += 1
+                done, left = done + 1, left - 1
                 if progress:
                     progress(done, total)
                 future.release()
-            gone = set(finished)
-            pending = [future for future in pending if future not in gone]
             watch.since.clear()
     return failures
 
