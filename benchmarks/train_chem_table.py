@@ -69,7 +69,8 @@ def main() -> None:
                 dropout=DROPOUT,
             )
             train = LONGER.get(key, TRAIN)
-            _, card = train_classifier(ds, config, train, model_root / f"{name}-{arch}-{layers}")
+            folder = model_root / f"{name}-{arch}-{layers}"  # not in the table yet: redo it
+            _, card = train_classifier(ds, config, train, folder, overwrite=True)
             done[key] = {
                 "dataset": name,
                 "model": arch,

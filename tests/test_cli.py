@@ -130,7 +130,7 @@ def test_explain_warns_outside_the_design(tmp_path, tiny_model_dir):
         "--out",
         tmp_path / "in.npz",
     )
-    assert inside.exit_code == 0 and "warning" not in inside.output
+    assert inside.exit_code == 0 and "training design" not in inside.output
     outside = run(
         "explain",
         "--scenario",
@@ -141,7 +141,7 @@ def test_explain_warns_outside_the_design(tmp_path, tiny_model_dir):
         tmp_path / "out.npz",
     )
     assert outside.exit_code == 0, outside.output
-    warning = [line for line in outside.output.splitlines() if line.startswith("warning")]
+    warning = [line for line in outside.output.splitlines() if "training design" in line]
     assert warning == [
         "warning: outside the model's training design: injection at node 12: this model "
         "never saw chlorine enter there"

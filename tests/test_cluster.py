@@ -4,6 +4,7 @@ addresses refused quickly. One LocalCluster of two worker processes on 127.0.0.1
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -199,3 +200,110 @@ def test_unexpected_errors_are_retried(cluster, tmp_path):
     failures = run_tasks(cluster.scheduler_address, flaky, [("flaky", (str(marker),))])
     assert "shared folder not mounted yet" in failures["flaky"]
     assert marker.read_text() == "x" * (RETRIES + 1)
+
+
+@pytest.fixture
+def threaded_cluster(tmp_path):
+    """A scheduler and one `dask worker --nthreads 2` process started from the command line,
+    the worker in its own directory (where EPANET would drop its scratch files)."""
+    import subprocess
+    import sys
+
+    info = tmp_path / "scheduler.json"
+    home = tmp_path / "worker-home"
+    home.mkdir()
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    scheduler = subprocess.Popen(
+        [*dask, "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+         "--scheduler-file", str(info)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    worker = None
+    try:
+        for _ in range(300):
+            if info.exists() and info.stat().st_size:
+                break
+            time.sleep(0.1)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(info),
+             "--nthreads", "2", "--no-dashboard", "--no-nanny"],
+            cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        import json
+
+        address = json.loads(info.read_text())["address"]
+        with distributed.Client(address, set_as_default=False) as client:
+            client.wait_for_workers(1, timeout=120)
+        yield address, home, scheduler, worker
+    finally:
+        for proc in (worker, scheduler):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_two_threads_per_worker_lose_no_scenario(threaded_cluster, tmp_path):
+    """Tasks never change the working directory: two threads of one worker simulate side by
+    side (64 of 120 scenarios failed when each task changed it), and EPANET's scratch files
+    stay out of the worker's own directory."""
+    address, home, _, _ = threaded_cluster
+    config = parse_config(
+        {"n_scenarios": 12, "seed": 5, "scenario": {"duration_s": 1800, "reporting_step_s": 300}}
+    )
+    serial = generate_waq(config, tmp_path / "serial", n_workers=1)
+    out = generate_waq(config, tmp_path / "threads", scheduler=address)
+    assert _scenario_bytes(out) == _scenario_bytes(serial)
+    assert sorted(p.name for p in home.iterdir() if p.name.startswith("en")) == []
+    with distributed.Client(address, set_as_default=False) as client:
+        (cwd,) = client.run(os.getcwd).values()
+    assert Path(cwd).name.startswith("wdn-explain-worker-")  # where EPANET's files go
+
+
+def test_lost_scheduler_is_reported_in_one_line(threaded_cluster, tmp_path):
+    from wdn_explain.cluster import LOST_SCHEDULER_S
+
+    address, _, scheduler, _ = threaded_cluster
+    config = parse_config(
+        {"n_scenarios": 400, "seed": 5, "scenario": {"duration_s": 1800, "reporting_step_s": 300}}
+    )
+
+    def kill_scheduler(done: int, total: int) -> None:
+        if done >= 2 and scheduler.poll() is None:
+            scheduler.kill()
+
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        generate_waq(config, tmp_path / "out", scheduler=address, progress=kill_scheduler)
+    message = str(info.value)
+    assert message.startswith(f"lost the scheduler '{address}'")
+    assert message.endswith("tasks unfinished); finished outputs are kept: run again to resume")
+    assert "\n" not in message
+    assert time.monotonic() - start < LOST_SCHEDULER_S + 60
+    assert len(list((tmp_path / "out").glob("scenario_*.npz"))) >= 2  # kept for a rerun
+
+
+def test_cluster_without_workers_is_reported(threaded_cluster, tmp_path, monkeypatch):
+    from wdn_explain import cluster as cluster_module
+
+    monkeypatch.setattr(cluster_module, "NO_WORKERS_S", 3)
+    address, _, _, worker = threaded_cluster
+    worker.kill()
+    worker.wait()
+    start = time.monotonic()
+    expected = rf"the cluster at '{address}' has had no workers for 3 s \(2 tasks unfinished\)"
+    with pytest.raises(ConfigError, match=expected):
+        generate_waq(
+            parse_config({"n_scenarios": 2, "scenario": {"duration_s": 1800}}),
+            tmp_path / "out",
+            scheduler=address,
+        )
+    assert time.monotonic() - start < 60
+
+
+def test_explain_checks_the_scheduler_before_simulating(tmp_path, tiny_model_dir, monkeypatch):
+    from wdn_explain import pipeline
+
+    monkeypatch.setattr(pipeline, "simulate", lambda *a, **k: pytest.fail("simulated"))
+    with pytest.raises(ConfigError, match="scheduler 'tcp://127.0.0.1:1' is not reachable"):
+        explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "t.npz", scheduler=BAD_ADDRESS)
+    assert list(tmp_path.iterdir()) == []

@@ -289,3 +289,103 @@ def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir
     assert result.exit_code == 0 and calls == []  # every step came from the kept ones
     assert "(resumed: 10 of 10 steps kept from an interrupted run)" in result.output  # 2 references
     assert len(Timeline.load(out)) == 5
+
+
+EXPORTS = {
+    "export csv": lambda good, path: ["export", "--timeline", good, "--csv", path],
+    "complexity csv": lambda good, path: ["complexity", "--layers", "1", "--csv", path],
+    "report gif": lambda good, path: ["report", "--timeline", good, "--out",
+                                      path.with_suffix(".html"), "--gif", path],
+}  # fmt: skip
+SUFFIX = {"export csv": ".csv", "complexity csv": ".csv", "report gif": ".gif"}
+
+
+@pytest.mark.parametrize("command", list(EXPORTS))
+def test_output_into_a_missing_folder_is_made(good, tmp_path, command):
+    path = tmp_path / "new" / f"t{SUFFIX[command]}"
+    result = run(*EXPORTS[command](good, path))
+    assert result.exit_code == 0, result.output
+    assert path.is_file() and path.stat().st_size > 0
+
+
+@pytest.mark.parametrize("command", list(EXPORTS))
+def test_output_through_a_link_to_another_file_is_refused(good, tmp_path, command):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    link = tmp_path / f"t{SUFFIX[command]}"
+    link.symlink_to(notes)
+    result = run(*EXPORTS[command](good, link))
+    assert result.exit_code == 1
+    assert "exists and is not a" in result.output and len(result.output.splitlines()) == 1
+    assert notes.read_text() == "my notes" and link.is_symlink()
+
+
+@pytest.mark.parametrize("command", ["export csv", "complexity csv"])
+def test_full_disk_leaves_no_half_written_output(good, tmp_path, command, monkeypatch):
+    """The writer puts half the bytes down, then the disk is full: the output never appears,
+    its temporary file is removed, one line names the file."""
+    import builtins
+    import errno
+
+    real_open = builtins.open
+
+    class FullDisk:
+        def __init__(self, handle):
+            self.handle, self.written = handle, 0
+
+        def write(self, data):
+            if self.written:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.written = self.handle.write(data[: max(1, len(data) // 2)])
+            return len(data)
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+    def open_on_a_full_disk(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        temporary = str(file).endswith(".tmp") and "t." in str(file)
+        return FullDisk(handle) if temporary and "w" in mode else handle
+
+    path = tmp_path / f"t{SUFFIX[command]}"
+    args = EXPORTS[command](good, path)
+    monkeypatch.setattr(builtins, "open", open_on_a_full_disk)
+    result = run(*args)
+    monkeypatch.undo()
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: cannot write '{path}' (No space left on device)"
+    )
+    assert not path.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".t.")] == []
+
+
+def test_damaged_weights_without_a_hash_are_flagged(tmp_path, tiny_model_dir):
+    """As the shipped waq-paper card, which records no weight hash: forecasts far outside a
+    share's range [0, 1] give a warning line and stay in the timeline's meta."""
+    import torch
+
+    out = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, out)
+    state = torch.load(out / "model.pt", weights_only=True)
+    head = [k for k in state if k.endswith("weight")][-1]
+    state[head] = state[head] * 100
+    torch.save(state, out / "model.pt")
+    card = json.loads((out / "card.json").read_text())
+    del card["weights_sha256"]
+    (out / "card.json").write_text(json.dumps(card))
+    result = run("explain", "--scenario", INLINE, "--model", out, "--out", tmp_path / "t.npz")
+    assert result.exit_code == 0, result.output
+    tl = Timeline.load(tmp_path / "t.npz")
+    outside = int(((tl.forecast < -0.05) | (tl.forecast > 1.05)).sum())  # the oracle
+    assert outside > 0
+    assert tl.meta["forecast_warning"].startswith(
+        f"{outside} of {len(tl)} forecasts lie outside [0, 1], the range of a share of nodes"
+    )
+    assert f"warning: {tl.meta['forecast_warning']}" in result.output.splitlines()

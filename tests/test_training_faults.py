@@ -165,3 +165,154 @@ def test_shipped_default_model_records_its_weight_hash():
     card = json.loads((folder / "card.json").read_text())
     assert card["weights_sha256"] == file_sha256(folder / "model.pt")
     load_model(folder)  # the check at load passes
+
+
+def test_full_disk_raising_torchs_runtime_error_keeps_the_trained_model(
+    tmp_path, waq_dir, monkeypatch
+):
+    """torch's zip writer reports a full disk as RuntimeError, not OSError: the very error
+    it raises writing to /dev/full (a device that is always full) still ends in the rescue
+    folder, in one line."""
+    import torch
+
+    out = tmp_path / "m"
+    save = torch.save
+
+    def into_a_full_disk(obj, path, *args, **kwargs):
+        if str(path).startswith(str(out)):
+            return save(obj, "/dev/full", *args, **kwargs)  # raises RuntimeError
+        return save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", into_a_full_disk)
+    result = run("train", "--data", waq_dir, "--out", out, "--epochs", 1, "--hidden", 4)
+    assert result.exit_code == 1
+    line = result.output.strip().splitlines()[-1].split("\r")[-1]  # after the progress bar
+    assert line.startswith(f"error: cannot write '{out / 'model.pt'}' (torch's writer failed: ")
+    assert "is the disk full?); the trained model was saved to '" in line
+    rescue = line.split("the trained model was saved to '")[1].split("'")[0]
+    assert load_model(rescue)[1]["model"]["hidden_channels"] == 4
+    assert "Traceback" not in result.output
+    assert not out.exists()  # no half-written weights, no claim: the folder made is removed
+    shutil.rmtree(rescue)
+
+
+def test_second_train_into_a_claimed_folder_is_refused(tmp_path, waq_dir, no_training):
+    import subprocess
+
+    out = tmp_path / "m"
+    out.mkdir()
+    holder = subprocess.Popen(["sleep", "60"])  # the first `train`, still running
+    try:
+        (out / files.LOCK).write_text(str(holder.pid))
+        result = run("train", "--data", waq_dir, "--out", out)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: model folder '{out}' is being written by another process (pid {holder.pid}, "
+        f"claim file {out / files.LOCK}); wait for it or choose another folder"
+    )
+    assert sorted(p.name for p in out.iterdir()) == [files.LOCK]  # its claim is left alone
+
+
+def test_claim_is_atomic_between_threads(tmp_path):
+    """Many writers claiming one folder at once: exactly one holds it at a time."""
+    import threading
+
+    barrier, held, refused = threading.Barrier(8), [], []
+
+    def claim():
+        barrier.wait()
+        try:
+            with files.claimed(tmp_path / "m"):
+                held.append(1)
+                barrier_done.wait()
+        except DataError:
+            refused.append(1)
+            barrier_done.wait()
+
+    barrier_done = threading.Barrier(8)
+    threads = [threading.Thread(target=claim) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert (len(held), len(refused)) == (1, 7)
+    assert not (tmp_path / "m" / files.LOCK).exists()  # released
+
+
+def test_malicious_weights_refused_in_one_line(tmp_path, tiny_model_dir):
+    import os
+
+    import torch
+
+    out, marker = tmp_path / "m", tmp_path / "pwned"
+    shutil.copytree(tiny_model_dir, out)
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    torch.save({"w": Payload()}, out / "model.pt")
+    card = json.loads((out / "card.json").read_text())
+    del card["weights_sha256"]  # as in a card older than the hash
+    (out / "card.json").write_text(json.dumps(card))
+    result = run("evaluate", "--model", out, "--data", tmp_path)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: weights '{out / 'model.pt'}' hold Python objects that a safe load refuses "
+        "(Trying to load unsupported GLOBAL posix.system whose module posix is blocked); the "
+        "file is damaged or not a plain state_dict"
+    )
+    assert not marker.exists()
+
+
+def test_evaluate_without_test_scenarios_is_one_line(waq_dir, tiny_model_dir):
+    result = run("evaluate", "--model", tiny_model_dir, "--data", waq_dir)  # 6: none in test
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: data folder '{waq_dir}' has no test scenarios (its 6 scenarios are split by "
+        "scenario into train, val and test); choose another --split, or simulate more scenarios"
+    )
+
+
+def _damaged_without_hash(tiny_model_dir, out):
+    """The model with its readout scaled 100-fold and no weight hash in its card (as the
+    shipped waq-paper card): nothing at load can tell."""
+    import torch
+
+    shutil.copytree(tiny_model_dir, out)
+    state = torch.load(out / "model.pt", weights_only=True)
+    head = [k for k in state if k.endswith("weight")][-1]
+    state[head] = state[head] * 100
+    torch.save(state, out / "model.pt")
+    card = json.loads((out / "card.json").read_text())
+    del card["weights_sha256"]
+    (out / "card.json").write_text(json.dumps(card))
+    return out
+
+
+def test_evaluate_flags_forecasts_outside_the_share_range(tmp_path, waq_dir, tiny_model_dir):
+    out = _damaged_without_hash(tiny_model_dir, tmp_path / "m")
+    result = run("evaluate", "--model", out, "--data", waq_dir, "--split", "train")
+    assert result.exit_code == 0, result.output
+    warning = next(line for line in result.output.splitlines() if line.startswith("warning:"))
+    assert "forecasts lie outside [0, 1], the range of a share of nodes" in warning
+    assert "the model's weights may be damaged" in warning
+
+
+@pytest.mark.parametrize(
+    ("forecast", "flagged"),
+    [
+        ([0.0, 0.5, 1.0], None),
+        ([-0.05, 1.05], None),  # a linear head overshoots a little near the bounds
+        ([0.2, 4.8, -0.3], "2 of 3 forecasts lie outside [0, 1]"),
+        ([0.2, float("nan")], "1 of 2 forecasts lie outside [0, 1]"),
+    ],
+)
+def test_range_warning_of_a_share(forecast, flagged):
+    from wdn_explain.features import InputSpec
+
+    warning = InputSpec().range_warning(forecast)
+    assert warning == flagged if flagged is None else warning.startswith(flagged)

@@ -226,3 +226,98 @@ def test_progress_moves_one_scenario_at_a_time(tmp_path):
     calls = []
     generate_waq(config, tmp_path / "w", n_workers=2, progress=lambda d, t: calls.append(d))
     assert calls == list(range(41))  # 0 (nothing done yet), then every scenario
+
+
+def _hanoi_cut_inside_pipes(tmp_path) -> Path:
+    """Hanoi's .inp ending after its first four pipes (a file cut short): 27 of its 32
+    nodes are then joined to the reservoir by no pipe."""
+    from wdn_explain.network import builtin_network_path
+
+    text = builtin_network_path("hanoi").read_text()
+    start = text.index("[PIPES]")
+    lines = text[start:].splitlines()
+    path = tmp_path / "hanoi_cut.inp"
+    path.write_text(text[:start] + "\n".join(lines[:6]) + "\n")
+    return path
+
+
+def test_network_with_unconnected_nodes_is_refused(tmp_path):
+    import networkx as nx
+
+    inp = _hanoi_cut_inside_pipes(tmp_path)
+    cfg = tmp_path / "cut.yaml"
+    cfg.write_text(f"n_scenarios: 2\nscenario:\n  network: {inp}\n  duration_s: 3600\n")
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
+    assert result.exit_code == 1
+    # the oracle: nodes outside the reservoir's connected component, by networkx
+    from wdn_explain.network import load_network
+
+    net = load_network(inp)
+    graph = nx.Graph(list(zip(*(np.array(net.node_ids)[net.link_nodes.T]))))
+    graph.add_nodes_from(net.node_ids)
+    lonely = [n for n in net.node_ids if n not in nx.node_connected_component(graph, "1")]
+    assert len(lonely) == 27
+    assert result.output.strip() == (
+        f"error: network 'hanoi_cut' ({inp}) has 27 of 32 nodes connected to no reservoir "
+        f"or tank: {', '.join(lonely[:20])} ... (check its [PIPES], [PUMPS] and [VALVES] "
+        "sections)"
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def test_negative_pressures_are_reported_and_stored(tmp_path):
+    """demand_scale 40: EPANET's demand-driven run gives pressures of -70 km; the scenario
+    file keeps the pressures, and data-stats says so in one line."""
+    cfg = tmp_path / "surge.yaml"
+    cfg.write_text("n_scenarios: 3\nscenario:\n  duration_s: 1800\n  demand_scale: 40\n")
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
+    assert result.exit_code == 0, result.output
+    stored = SimulationResult.load(scenario_path(tmp_path / "o", 0))
+    pressure = stored.node_pressure_m
+    assert pressure.min() < -1000  # the oracle: the stored array itself
+    low_nodes = int((pressure < -1e-3).any(axis=0).sum())
+    assert stored.pressure_warning.startswith(
+        f"negative pressure at {low_nodes} of 32 nodes ({(pressure < -1e-3).mean():.0%} of "
+        f"node states), down to {pressure.min():.4g} m"
+    )
+    stats = run("data-stats", tmp_path / "o")
+    assert stats.exit_code == 0, stats.output
+    warning = [line for line in stats.output.splitlines() if line.startswith("warning:")]
+    assert warning == [
+        f"warning: 3 of 3 scenarios have negative pressures, e.g. scenario 0: "
+        f"{stored.pressure_warning}"
+    ]
+
+
+def test_design_is_validated_over_its_whole_range_at_load(tmp_path):
+    cfg = tmp_path / "design.yaml"
+    design = "n_scenarios: 30\nscenario:\n  duration_s: 1800\ndesign:\n  diurnal_amplitude: {}\n"
+    cfg.write_text(design.format("[0.0, 1.01]"))
+    out = tmp_path / "o"
+    result = run("simulate", "--config", cfg, "--out", out, "--workers", 1)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: {cfg}: design.diurnal_amplitude: can draw diurnal_amplitude = 1.01, which a "
+        "scenario refuses (Input should be less than 1) (got [0.0, 1.01])"
+    )
+    assert not out.exists()
+    cfg.write_text(design.format("[0.0, 1.0]").replace("30", "2"))  # draws lie in [0, 1)
+    result = run("simulate", "--config", cfg, "--out", out, "--workers", 1)
+    assert result.exit_code == 0, result.output
+    assert len(list(out.glob("scenario_*.npz"))) == 2
+
+
+def test_more_workers_than_cores_are_capped(tmp_path, monkeypatch):
+    from wdn_explain import workers
+
+    monkeypatch.setattr(workers, "usable_cores", lambda: 2)
+    started = []
+    monkeypatch.setattr(waq, "_results", lambda todo, n, args: started.append(n) or iter(()))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("n_scenarios: 4\nscenario:\n  duration_s: 1800\n")
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 48)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == (
+        "warning: 48 workers asked for, but this machine gives this process 2 cores; using 2"
+    )
+    assert started == [2]

@@ -39,7 +39,9 @@ def simulate(
         Path("simulations/waq.yaml"), help="simulation YAML file (shipped ones found anywhere)"
     ),
     out: Path = typer.Option(..., help="output folder (created; resumed if it holds this config)"),
-    workers: int = typer.Option(0, help="worker processes (0: all cores)"),
+    workers: int = typer.Option(
+        0, help="worker processes (0: all cores; more than the cores are capped, with a warning)"
+    ),
     overwrite: bool = typer.Option(False, help="replace a folder made from another config"),
     yes: bool = typer.Option(False, "--yes", help="proceed beyond the size limits"),
     scheduler: str = typer.Option(
@@ -51,14 +53,18 @@ def simulate(
     from .scenario import load_config
     from .shipped import shipped
     from .waq import generate_waq
+    from .workers import worker_count
 
+    workers, capped = worker_count(workers)
+    if capped:
+        typer.echo(f"warning: {capped}", err=True)
     try:
         cfg = load_config(shipped(config))
         with progress_callback(True, "simulate") as cb:
             generate_waq(
                 cfg,
                 out,
-                n_workers=workers or None,
+                n_workers=workers,
                 overwrite=overwrite,
                 allow_large=yes,
                 progress=cb,
@@ -114,6 +120,13 @@ def data_stats(
         f"{(y == 0).mean():.1%} zero, {(y == 1).mean():.1%} one"
     )
     typer.echo(f"flow scale     {sets['train'].inputs.flow_scale_lps:.1f} L/s")
+    low = [i for i, w in enumerate(arrays.pressure_warnings) if w]
+    if low:
+        typer.echo(
+            f"warning: {len(low)} of {n_s} scenarios have negative pressures, e.g. scenario "
+            f"{low[0]}: {arrays.pressure_warnings[low[0]]}",
+            err=True,
+        )
     _echo_factors(arrays.configs, tuple(manifest.network.reservoirs), factor_levels)
     arrival = arrival_steps(arrays.chlorine_mg_l, threshold)
     typer.echo(
@@ -267,6 +280,8 @@ def evaluate(
         res = run_evaluation(net, ds, device)
     except WdnExplainError as exc:
         _fail(exc)
+    if res["forecast_warning"]:
+        typer.echo(f"warning: {res['forecast_warning']}", err=True)
     minutes = inputs.horizon * int(arrays.times_s[1] - arrays.times_s[0]) / 60
     typer.echo(
         f"{split}: {res['n_samples']} samples, forecasts {minutes:g} min "
@@ -332,7 +347,7 @@ def complexity(
     import csv as csv_module
 
     from .explain import complexity as compute
-    from .files import check_output
+    from .files import atomic_write, check_output
     from .network import load_network
 
     rows = []
@@ -365,15 +380,18 @@ def complexity(
             f"{r['graph']:<10} {r['n']:>4} {r['layers']:>2} {r['max_field']:>8} "
             f"{_count(r['interactions']):>12}{approx} {_count(r['coalitions']):>22}"
         )
-    if csv:
-        with open(csv, "w", newline="") as handle:
-            writer = csv_module.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        typer.echo(f"wrote {csv}")
-    if plot:
-        _complexity_plot(rows, plot)
-        typer.echo(f"wrote {plot}")
+    try:
+        if csv:
+            with atomic_write(csv) as tmp, open(tmp, "w", newline="") as handle:
+                writer = csv_module.DictWriter(handle, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+            typer.echo(f"wrote {csv}")
+        if plot:
+            _complexity_plot(rows, plot)
+            typer.echo(f"wrote {plot}")
+    except WdnExplainError as exc:
+        _fail(exc)
 
 
 def _complexity_plot(rows: list[dict], path: Path) -> None:
@@ -502,6 +520,9 @@ def explain(
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
     elif ood:
         typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
+    for key in ("pressure_warning", "forecast_warning"):
+        if timeline.meta.get(key):
+            typer.echo(f"warning: {timeline.meta[key]}", err=True)
     e = timeline.explanations[0]
     held = f"|I| = {e.n_interactions}" if timeline.exact else f"{e.n_interactions} MIs held"
     typer.echo(
@@ -561,7 +582,7 @@ def export(
     ),
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
-    from .files import check_output
+    from .files import atomic_write, check_output
     from .timeline import Timeline
 
     if csv is None and json_dir is None:
@@ -575,7 +596,9 @@ def export(
         tl = Timeline.load(timeline)
         tl = tl.relative_to(reference or tl.default_reference)
         if csv:
-            tl.to_frame(index, order).to_csv(csv, index=False)
+            frame = tl.to_frame(index, order)
+            with atomic_write(csv) as tmp:
+                frame.to_csv(tmp, index=False)
         if json_dir:
             tl.write_json(json_dir, index, order)
     except WdnExplainError as exc:

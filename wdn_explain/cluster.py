@@ -6,20 +6,52 @@ keyed by what it computes, skips work whose output already exists and writes its
 atomically itself, so a task retried after a worker died, or run twice, leaves each output
 exactly once and complete. Outputs go to a folder every worker can reach (a shared file
 system); the bytes do not depend on where a task ran.
+
+Tasks never change the working directory (a worker runs several tasks at once in threads).
+EPANET, on Linux, writes its scratch files (``enXXXXXX``) into the current directory and
+offers no other place, so every worker process is moved once, when a run first reaches it,
+into its own scratch folder (:class:`ScratchFolder`), removed when the worker exits.
+
+A run waits for a bounded time: a scheduler that cannot be reached is refused within
+:data:`CONNECT_TIMEOUT_S`, a scheduler lost mid-run within :data:`LOST_SCHEDULER_S`, and a
+cluster without workers after :data:`NO_WORKERS_S`, each in one line; finished outputs stay
+and a rerun resumes.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import shutil
+import tempfile
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import ConfigError, WdnExplainError
 
+try:  # the [cluster] extra; without it only the error of :func:`connect` is reachable
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # pragma: no cover
+    WorkerPlugin = object
+
 logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5
 """How long to wait for the scheduler before refusing its address."""
+
+LOST_SCHEDULER_S = 10
+"""How long a run waits for a scheduler that went away before giving up."""
+
+NO_WORKERS_S = 30
+"""How long a run waits while the cluster has no worker (none started yet, or all died)."""
+
+POLL_S = 1.0
+"""How often a run checks the scheduler and its workers while no task finishes."""
+
+TICK_S = 0.05
+"""How often a run looks for finished tasks."""
 
 RETRIES = 3
 """How often a task that raised an unexpected error is retried on another worker (a worker
@@ -43,6 +75,35 @@ def connect(address: str):
             f"scheduler '{address}' is not reachable within {CONNECT_TIMEOUT_S} s "
             f"({type(exc).__name__}: {exc}); start one with `dask scheduler`"
         ) from None
+
+
+def check_reachable(address: str) -> None:
+    """ConfigError unless the scheduler at ``address`` answers (see :func:`connect`): called
+    before a run writes anything."""
+    connect(address).close()
+
+
+class ScratchFolder(WorkerPlugin):
+    """Dask worker plugin: move the worker process, once, into a private scratch folder
+    (EPANET's scratch files land in the working directory), removed when it exits. Later
+    registrations (each run registers it) change nothing, so running tasks are never
+    disturbed."""
+
+    name = "wdn-explain-scratch"
+    idempotent = True
+
+    def setup(self, worker: Any = None) -> None:
+        global _SCRATCH
+        if _SCRATCH is None:
+            _SCRATCH = tempfile.mkdtemp(prefix="wdn-explain-worker-")
+            atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
+            os.chdir(_SCRATCH)
+
+    def teardown(self, worker: Any = None) -> None:
+        """Nothing: the folder lives as long as the worker process."""
+
+
+_SCRATCH: str | None = None
 
 
 def gpu_resources(client: Any, want_gpu: bool) -> dict[str, int] | None:
@@ -95,6 +156,7 @@ def run_tasks(
     total = done + len(tasks) if total is None else total
     failures: dict[str, str] = {}
     with connect(address) as client:
+        client.register_plugin(ScratchFolder())
         resources = gpu_resources(client, want_gpu)
         futures = [
             client.submit(
@@ -102,18 +164,79 @@ def run_tasks(
             )
             for key, args in tasks
         ]
-        for future in as_completed(futures):
-            if future.status == "cancelled":  # the scheduler dropped it (e.g. lost all workers)
-                failures[future.key] = "cancelled by the scheduler"
-            elif future.status != "finished":
-                failures[future.key] = repr(future.exception())
-            elif isinstance(result := future.result(), WdnExplainError):
-                failures[future.key] = str(result)
-            done += 1
-            if progress:
-                progress(done, total)
-            future.release()
+        completed, watch, left = as_completed(futures), _Watch(client, address), len(futures)
+        del futures  # released one by one as they finish
+        while left:
+            finished = completed.next_batch(block=False)
+            if not finished:
+                watch.pause(left)
+                continue
+            if client.status != "running" and any(f.status == "cancelled" for f in finished):
+                watch.fail(f"lost the scheduler '{address}'", left)  # its tasks are gone too
+            for future in finished:
+                try:
+                    reason = _failure(future)
+                except OSError:  # CommClosedError fetching the result: the scheduler died
+                    watch.fail(f"lost the scheduler '{address}'", left)
+                if reason is not None:
+                    failures[future.key] = reason
+                done, left = done + 1, left - 1
+                if progress:
+                    progress(done, total)
+                future.release()
+            watch.since.clear()
     return failures
+
+
+def _failure(future: Any) -> str | None:
+    """Why a finished future failed, in one line (None when it succeeded)."""
+    if future.status == "cancelled":  # the scheduler dropped it
+        return "cancelled by the scheduler"
+    if future.status != "finished":
+        return repr(future.exception())
+    result = future.result()
+    return str(result) if isinstance(result, WdnExplainError) else None
+
+
+class _Watch:
+    """Bounded waiting while no task finishes: ConfigError when the scheduler has been
+    unreachable for :data:`LOST_SCHEDULER_S` or the cluster without a worker for
+    :data:`NO_WORKERS_S`."""
+
+    def __init__(self, client: Any, address: str) -> None:
+        self.client, self.address = client, address
+        self.since: dict[str, float] = {}  # when each condition was first seen, this wait
+        self.next_check = 0.0
+
+    def pause(self, n_pending: int) -> None:
+        """Sleep a moment; every :data:`POLL_S` look at the scheduler and its workers."""
+        time.sleep(TICK_S)
+        now = time.monotonic()
+        if now < self.next_check:
+            return
+        self.next_check = now + POLL_S
+        if self.client.status != "running":
+            problem = f"lost the scheduler '{self.address}'"
+            self._limit("scheduler", LOST_SCHEDULER_S, problem, n_pending)
+            return
+        self.since.pop("scheduler", None)
+        if self.client.scheduler_info().get("workers"):
+            self.since.pop("workers", None)
+            return
+        problem = f"the cluster at '{self.address}' has had no workers"
+        self._limit("workers", NO_WORKERS_S, problem, n_pending)
+
+    def _limit(self, what: str, limit: float, problem: str, n_pending: int) -> None:
+        if time.monotonic() - self.since.setdefault(what, time.monotonic()) >= limit:
+            self.fail(f"{problem} for {limit:g} s", n_pending)
+
+    def fail(self, problem: str, n_pending: int) -> None:
+        """Give up in one line; what finished stays, so a rerun resumes."""
+        hint = f"start workers with `dask worker {self.address}`; " if "workers" in problem else ""
+        raise ConfigError(
+            f"{problem} ({n_pending} tasks unfinished); {hint}finished outputs are kept: "
+            "run again to resume"
+        )
 
 
 def failure_report(failures: dict[str, str], what: str) -> str:

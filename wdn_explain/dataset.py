@@ -49,6 +49,7 @@ class WaqArrays:
     edge_index: np.ndarray  # (2, 2E)
     configs: tuple[ScenarioConfig, ...]
     manifest: WaqManifest
+    pressure_warnings: tuple[str | None, ...] = ()  # per scenario (SimulationResult's)
 
     @property
     def n_scenarios(self) -> int:
@@ -95,6 +96,7 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
         edge_index=np.concatenate([links, links[::-1]], axis=1),
         configs=tuple(r.config for r in results),
         manifest=manifest,
+        pressure_warnings=tuple(r.pressure_warning for r in results),
     )
 
 

@@ -13,7 +13,9 @@ Edge features: signed flow along each direction of every link (L/s) / ``flow_sca
 shape (2 E, 1), the first E rows from start to end node, the next E reversed.
 
 Label: the fraction of nodes whose chlorine, in the unit of the first node feature (mg/L or
-fraction of the strength), is at least ``threshold``, ``horizon`` reports ahead.
+fraction of the strength), is at least ``threshold``, ``horizon`` reports ahead. A share lies
+in [0, 1]; forecasts beyond it by more than :data:`RANGE_TOLERANCE` are flagged
+(:meth:`InputSpec.range_warning`): damaged weights or a scenario far outside the training.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ DEFAULT_HORIZON = 4  # reported steps ahead (20 min at the 5-minute report step)
 DEFAULT_THRESHOLD = 0.05  # chlorine counted as "chlorinated", in the first feature's unit
 DEFAULT_NODE_FEATURES = ("chlorine_mg_l", "source_mg_l")
 WAQ_PAPER_NODE_FEATURES = ("chlorine_fraction",)
+LABEL_RANGE = (0.0, 1.0)  # the label is a share of nodes
+RANGE_TOLERANCE = 0.05
+"""How far (in label units) a forecast may leave :data:`LABEL_RANGE` unflagged: a linear
+head overshoots a little near the bounds; damaged weights forecast shares like 4.8."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,21 @@ class InputSpec:
         """Edge features, shape (..., 2 E, 1) float32 from (..., E) signed link flows."""
         flow = flow_lps / self.flow_scale_lps
         return np.concatenate([flow, -flow], axis=-1)[..., None].astype(np.float32)
+
+    def range_warning(self, forecast: np.ndarray) -> str | None:
+        """One sentence when forecasts leave the label's physical range :data:`LABEL_RANGE`
+        by more than :data:`RANGE_TOLERANCE` (None when all lie inside)."""
+        forecast = np.asarray(forecast, dtype=float)
+        low, high = LABEL_RANGE
+        bad = ~((forecast >= low - RANGE_TOLERANCE) & (forecast <= high + RANGE_TOLERANCE))
+        if not bad.any():
+            return None
+        return (
+            f"{int(bad.sum())} of {bad.size} forecasts lie outside [{low:g}, {high:g}], the "
+            f"range of a share of nodes (from {np.nanmin(forecast):.3g} to "
+            f"{np.nanmax(forecast):.3g}{', NaN among them' if np.isnan(forecast).any() else ''}): "
+            "the model's weights may be damaged, or the input is far from its training data"
+        )
 
     def labels(self, chlorine_mg_l: np.ndarray, strength_mg_l: np.ndarray) -> np.ndarray:
         """Fraction of chlorinated nodes at each time of (..., n) arrays, shape (...,)."""

@@ -17,20 +17,23 @@ from .errors import DataError
 
 
 @contextmanager
-def atomic_write(path: str | Path) -> Iterator[Path]:
+def atomic_write(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it into place when the block succeeds.
 
     The temporary name (``.NAME.<pid>.<thread>.<random>.tmp``) is unique per process, thread and call, so
     concurrent writers of one file never share it; the last complete write wins. An
     interrupted write leaves at most that hidden file, never a file that looks complete
-    (resumable generation relies on this). A failed clean-up (read-only file system) never
-    hides the original error.
+    (resumable generation relies on this). A missing folder is created; ``path`` itself is
+    replaced, so a symbolic link there is never written through. A failed clean-up
+    (read-only file system) never hides the original error. ``suffix`` ends the temporary
+    name, for writers that insist on one (shapiq's JSON files: ``.json``).
     """
     path = Path(path)
     tmp = path.with_name(
-        f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp"
+        f".{path.name}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.tmp{suffix}"
     )  # created by the writer, so it gets the usual permissions (mkstemp's are 0600)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
         os.replace(tmp, path)
     except OSError as exc:  # read-only, full disk: one line naming the file
@@ -38,6 +41,120 @@ def atomic_write(path: str | Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+def save_torch(obj: object, path: str | Path) -> Path:
+    """``torch.save`` atomically; a failed write is a DataError naming the file.
+
+    torch's zip writer reports a full disk or a failing file system as ``RuntimeError``
+    ("[enforce fail at inline_container.cc] . unexpected pos ..."), not ``OSError``.
+    """
+    import torch
+
+    path = Path(path)
+    with atomic_write(path) as tmp:
+        try:
+            torch.save(obj, tmp)
+        except RuntimeError as exc:
+            raise DataError(
+                f"cannot write '{path}' (torch's writer failed: {str(exc).splitlines()[0]}; "
+                "is the disk full?)"
+            ) from None
+    return path
+
+
+LOCK = ".wdn-explain.lock"
+"""The claim file of a folder being written (see :func:`claimed`)."""
+
+
+def load_torch(path: str | Path, map_location: object = "cpu") -> object:
+    """``torch.load(path, weights_only=True)``; DataError in one line naming the file.
+
+    A file holding Python objects beyond tensors (a malicious or foreign pickle) is refused
+    by the safe load; the message names what was refused, without torch's advice to load
+    it unsafely.
+    """
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        lines = [line.strip() for line in str(exc).splitlines()]
+        why = next(
+            (line for line in lines if line.lower().startswith(("trying", "unsupported"))), ""
+        )
+        raise DataError(
+            f"weights '{path}' hold Python objects that a safe load refuses"
+            + (f" ({why.rstrip('.')})" if why else "")
+            + "; the file is damaged or not a plain state_dict"
+        ) from None
+    except Exception as exc:  # torch raises many types for damaged files
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"weights '{path}' cannot be read ({first})") from None
+
+
+@contextmanager
+def claimed(folder: str | Path, what: str = "output folder") -> Iterator[Path]:
+    """Hold ``folder`` for one writer: a claim file (``.wdn-explain.lock``, holding the
+    process id) created exclusively, removed afterwards. A second writer is refused at once
+    with a DataError naming the holder; a claim whose process is gone is taken over. A folder
+    made for the claim is removed again if nothing was written into it."""
+    folder = Path(folder)
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / LOCK
+    mine = folder / f"{LOCK}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    try:
+        mine.write_text(str(os.getpid()))
+        for _ in range(2):
+            try:
+                os.link(mine, lock)  # atomic: the claim appears complete or not at all
+                break
+            except FileExistsError:
+                holder = _lock_holder(lock)
+                if holder is not None and _alive(holder):
+                    raise DataError(
+                        f"{what} '{folder}' is being written by another process (pid "
+                        f"{holder}, claim file {lock}); wait for it or choose another folder"
+                    ) from None
+                with contextlib.suppress(OSError):
+                    lock.unlink()  # its writer is gone
+        else:
+            raise DataError(f"{what} '{folder}' is being claimed by another process; try again")
+    except OSError as exc:
+        raise DataError(f"cannot write {what} '{folder}' ({exc.strerror or exc})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            mine.unlink()
+    try:
+        yield folder
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+            if made:
+                folder.rmdir()  # only when empty: the work failed before writing
+
+
+def _lock_holder(lock: Path) -> int | None:
+    """The process id in a claim file (None when unreadable)."""
+    try:
+        return int(lock.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def remove_stray_temporaries(folder: str | Path, pattern: str) -> int:
@@ -58,13 +175,7 @@ def _writer_alive(tmp: Path) -> bool:
     parts = tmp.name.split(".")  # "", NAME (may hold dots), pid, thread, random, "tmp"
     if len(parts) < 6 or not parts[-4].isdigit():
         return False
-    try:
-        os.kill(int(parts[-4]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
+    return _alive(int(parts[-4]))
 
 
 def check_output(
@@ -96,7 +207,7 @@ def check_output(
             raise DataError(f"{what} '{path}' is a directory, expected a file")
         if kind == "dir" and not path.is_dir():
             raise DataError(f"{what} '{path}' is a file, expected a folder")
-        if is_output is not None and not is_output(path):
+        if is_output is not None and not (is_output(path) and is_output(path.resolve())):
             raise DataError(f"'{path}' exists and is not a {what}; choose another path")
         if not overwrite:
             raise DataError(f"{what} '{path}' exists; use --overwrite to replace it")

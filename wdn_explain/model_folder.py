@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError, DataError
-from .files import atomic_write, check_output
+from .files import atomic_write, check_output, load_torch, save_torch
 from .records import ModelCard
 
 if TYPE_CHECKING:
@@ -96,13 +96,8 @@ def save_folder(model: torch.nn.Module, card: Card, out_dir: str | Path) -> Card
     """Write ``model.pt`` (the state_dict) and ``card.json`` atomically into ``out_dir``; the
     card (a mapping or a pydantic record) records the weights' SHA-256 as ``weights_sha256``,
     which :func:`load_state` checks. Returns the card as written."""
-    import torch
-
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out / WEIGHTS) as tmp:
-        torch.save(model.state_dict(), tmp)
-        digest = file_sha256(tmp)
+    digest = file_sha256(save_torch(model.state_dict(), out / WEIGHTS))
     if isinstance(card, Mapping):
         card = {**card, "weights_sha256": digest}
         text = json.dumps(card, indent=2)
@@ -123,8 +118,6 @@ def load_state(
     """Load a folder's weights into ``model`` (``weights_only=True``) and put it in eval
     mode; DataError for weights whose SHA-256 differs from ``recorded_sha256`` (when the card
     records one), an unreadable file, or a state_dict that does not fit the architecture."""
-    import torch
-
     path = Path(model_dir, WEIGHTS)
     if not path.is_file():
         raise DataError(f"'{model_dir}' is not a model folder (needs {WEIGHTS} and {CARD})")
@@ -133,10 +126,7 @@ def load_state(
             f"weights '{path}' do not match the SHA-256 recorded in its card "
             "(damaged or replaced file)"
         )
-    try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # torch raises many types for damaged files
-        raise DataError(f"weights '{path}' cannot be read ({exc})") from None
+    state = load_torch(path, map_location)
     if not isinstance(state, Mapping):
         raise DataError(f"weights '{path}' hold a {type(state).__name__}, not a state_dict")
     expected = model.state_dict()

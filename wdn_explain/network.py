@@ -157,6 +157,29 @@ class Network:
             pos = nx.spring_layout(graph, seed=0)
         return np.array([pos[n] for n in self.node_ids], dtype=float)
 
+    @cached_property
+    def unsupplied_nodes(self) -> tuple[str, ...]:
+        """Nodes joined by no path of links to a reservoir or tank (a file cut short, a
+        missing pipe): EPANET cannot give them a head."""
+        import networkx as nx
+
+        graph = self.to_networkx()
+        sources = [n for n, r in zip(self.node_ids, self.node_roles) if r != "junction"]
+        supplied = set().union(*(nx.node_connected_component(graph, s) for s in sources))
+        return tuple(n for n in self.node_ids if n not in supplied)
+
+    def check_connected(self) -> None:
+        """ConfigError naming the nodes no reservoir or tank can supply (the simulator would
+        run and store meaningless numbers for them)."""
+        bad = self.unsupplied_nodes
+        if bad:
+            shown = ", ".join(bad[:20]) + (" ..." if len(bad) > 20 else "")
+            raise ConfigError(
+                f"network '{self.name}' ({self.inp_path}) has {len(bad)} of {self.n_nodes} "
+                f"nodes connected to no reservoir or tank: {shown} (check its [PIPES], "
+                "[PUMPS] and [VALVES] sections)"
+            )
+
     def to_networkx(self):
         """Undirected networkx graph over node ids (link ids on the edges)."""
         import networkx as nx

@@ -144,7 +144,12 @@ def explain_scenario(
         out,
         allow_large,
     )
+    if scheduler is not None:
+        from .cluster import check_reachable
+
+        check_reachable(scheduler)  # before simulating
     result = simulate(scenario, network)
+    meta["pressure_warning"] = result.pressure_warning  # flows not physical where negative
     horizon = meta["horizon"]
     if result.n_steps <= horizon:
         raise DataError(
@@ -167,12 +172,16 @@ def explain_scenario(
         result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
     )
     explanations = series.pop("mean")
+    forecast = np.array([e.prediction for e in explanations])
+    meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
+    if meta["forecast_warning"]:
+        logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
         node_ids=np.asarray(network.node_ids),
         chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
-        forecast=np.array([e.prediction for e in explanations]),
+        forecast=forecast,
         truth=labels[steps + horizon],
         explanations=explanations,
         meta={

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import atomic_write
 from .narrative import (
     HOW_TO_READ,
     NO_COORDINATES,
@@ -182,4 +183,5 @@ def write_gif(
         fig.canvas.draw()
         images.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
         plt.close(fig)
-    imageio.mimsave(path, images, duration=1000 / fps, loop=0)
+    with atomic_write(path) as tmp:
+        imageio.mimsave(tmp, images, format="GIF", duration=1000 / fps, loop=0)

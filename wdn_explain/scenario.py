@@ -271,6 +271,43 @@ class SimulationConfig(_Config):
         description="Dask scheduler address to run on (see wdn_explain.cluster); none: here",
     )
 
+    @model_validator(mode="after")
+    def _check_design_range(self) -> SimulationConfig:
+        """Refuse, at load, a design that can draw an invalid scenario: the template with
+        the lowest and highest value every range can draw (times on the pattern-step grid;
+        other values uniformly from ``[low, high)``) and with each injection mode must
+        validate, so a bad range never fails mid-run."""
+        if self.design is None:
+            return self
+        design, template = self.design, self.scenario
+        step = template.pattern_step_s
+        trials: list[tuple[str, Any, str, Any]] = []
+        for name, whole_seconds in DRAWN_RANGES.items():
+            bounds = getattr(design, name)
+            if bounds is None:
+                continue
+            low, high = float(bounds[0]), float(bounds[1])
+            ends: tuple[Any, ...] = (low, high if low == high else float(np.nextafter(high, low)))
+            if whole_seconds:  # the grid points :meth:`ScenarioDesign.draw` can reach
+                first, last = int(np.ceil(low / step)), int(high // step)
+                ends = (first * step, max(first, last) * step)
+            trials += [(name, list(bounds), name, end) for end in ends]
+        for mode in design.injection_modes or ():
+            trials.append(("injection_modes", list(design.injection_modes), "injection_mode", mode))
+        base = template.model_dump()
+        for key, shown, field, value in trials:
+            try:
+                ScenarioConfig.model_validate({**base, field: value})
+            except ValidationError as exc:
+                why = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                raise ValueError(
+                    f"design.{key}: can draw {field} = {value:.6g}, which a scenario refuses "
+                    f"({why}) (got {shown})"
+                    if not isinstance(value, str)
+                    else f"design.{key}: mode '{value}' is refused with this template ({why})"
+                ) from None
+        return self
+
     def scenario_seed(self, index: int) -> int:
         """Seed of scenario ``index``, derived from the master seed (stable across runs)."""
         return int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
@@ -299,14 +336,14 @@ class SimulationConfig(_Config):
 def _format_validation_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "config"
+        where = ".".join(str(p) for p in err["loc"])
         if err["type"] == "extra_forbidden":
             parts.append(f"unknown key '{where}'")
         else:
             msg = err["msg"].removeprefix("Value error, ")
             if "(got" not in msg:
                 msg += f" (got {err.get('input')!r})"
-            parts.append(f"{where}: {msg}")
+            parts.append(f"{where}: {msg}" if where else msg)  # a whole-config check names its key
     return f"{source}: " + "; ".join(parts)
 
 

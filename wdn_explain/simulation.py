@@ -42,6 +42,10 @@ _ARRAYS = (
 )
 
 
+NEGATIVE_PRESSURE_M = -1e-3
+"""Pressures below this (m) count as negative (EPANET rounds a zero head to about -1e-5)."""
+
+
 @dataclass(frozen=True)
 class SimulationResult:
     """States of one scenario at every reported time step (see the module docstring)."""
@@ -60,6 +64,24 @@ class SimulationResult:
     @property
     def n_steps(self) -> int:
         return len(self.times_s)
+
+    @property
+    def pressure_warning(self) -> str | None:
+        """One sentence when pressures go negative, else None (read from the stored
+        ``node_pressure_m``, so every scenario file carries it). EPANET's demand-driven
+        hydraulics then deliver demands the network cannot, so flows and the chlorine they
+        carry are not physical there (EPANET only warns and runs on)."""
+        low = self.node_pressure_m < NEGATIVE_PRESSURE_M
+        if not low.any():
+            return None
+        worst = np.unravel_index(int(np.argmin(self.node_pressure_m)), low.shape)
+        return (
+            f"negative pressure at {int(low.any(axis=0).sum())} of {len(self.node_ids)} nodes "
+            f"({low.mean():.0%} of node states), down to "
+            f"{float(self.node_pressure_m[worst]):.4g} m at node {self.node_ids[worst[1]]} "
+            f"at {int(self.times_s[worst[0]])} s: the demands exceed what the network "
+            "delivers, so flows and chlorine there are not physical"
+        )
 
     def save(self, path: str | Path) -> Path:
         """Write atomically: a temporary file renamed into place, never a half-written file."""
@@ -173,11 +195,13 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
         network: The already loaded network of ``config.network`` (saves reading it again).
 
     Raises:
-        ConfigError: unknown network or injection node.
+        ConfigError: unknown network or injection node, or nodes that no reservoir or tank
+            can supply.
     """
     from epanet_plus import EpanetConstants
 
     network = network or load_network(config.network)
+    network.check_connected()
     injection = injection_node(config, network)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # EPANET warns about negative pressures at peaks

@@ -165,7 +165,11 @@ class Timeline:
         meta: scenario config, model hash, horizon, threshold, engine version, baseline,
             ``references`` (the names in :data:`REFERENCES` explained), and
             ``out_of_design``: sentences naming what of the scenario lies outside the model's
-            training design (empty: inside; ``None``: the card records no design).
+            training design (empty: inside; ``None``: the card records no design);
+            ``pressure_warning`` (negative pressures in the simulation, see
+            :attr:`~.simulation.SimulationResult.pressure_warning`) and ``forecast_warning``
+            (forecasts outside the share's range [0, 1]): a sentence, or None (absent in
+            files written before them).
         alternatives: Explanations of the same forecasts relative to other references, by
             name (``none``: no chlorine), one per step each.
     """
@@ -298,16 +302,17 @@ class Timeline:
         paths = []
         for t in range(len(self)):
             path = folder / f"step_{int(self.steps[t]):04d}.json"
-            self.interaction_values(t, index, order).to_json_file(
-                path,
-                desc=f"{index} at {int(self.times_s[t])} s of {self.scenario.describe()}",
-                node_ids=[str(n) for n in self.node_ids],
-                reference=self.reference,
-                time_s=int(self.times_s[t]),
-                forecast=float(self.forecast[t]),
-                truth=float(self.truth[t]),
-                method=self.engine_label,
-            )
+            with atomic_write(path, suffix=".json") as tmp:  # shapiq appends .json
+                self.interaction_values(t, index, order).to_json_file(
+                    tmp,
+                    desc=f"{index} at {int(self.times_s[t])} s of {self.scenario.describe()}",
+                    node_ids=[str(n) for n in self.node_ids],
+                    reference=self.reference,
+                    time_s=int(self.times_s[t]),
+                    forecast=float(self.forecast[t]),
+                    truth=float(self.truth[t]),
+                    method=self.engine_label,
+                )
             paths.append(path)
         return paths
 
@@ -421,6 +426,8 @@ class TimelineMeta(Record):
     threshold_unit: str = "mg/L"
     settings: ExplainSettings | None = None
     out_of_design: list[str] | None = None
+    pressure_warning: str | None = None
+    forecast_warning: str | None = None
     baseline: str = "mean"
     reference: str = "mean"
     model_dir: str | None = None

@@ -28,6 +28,7 @@ from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
 from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
+from .files import claimed
 from .lazy import moved_getattr
 from .model import ChlorineGNN, ModelConfig
 from .model_folder import check_model_output, resolve_device, save_model
@@ -293,6 +294,21 @@ def train(
     # the input width follows the node features (train_config.node_features)
     model_config = replace(model_config or ModelConfig(), in_channels=len(cfg.node_features))
     check_model_output(out_dir, overwrite=overwrite)
+    with claimed(out_dir, "model folder"):  # a second `train` into it is refused at once
+        check_model_output(out_dir, overwrite=overwrite)  # claimed: no one else writes now
+        return _train_into(data_dir, out_dir, model_config, cfg, dev, network, progress)
+
+
+def _train_into(
+    data_dir: str | Path,
+    out_dir: str | Path,
+    model_config: ModelConfig,
+    cfg: TrainConfig,
+    dev: torch.device,
+    network: str | None,
+    progress: ProgressArg,
+) -> dict[str, Any]:
+    """:func:`train` once the output folder is checked and claimed."""
     arrays = load_waq_arrays(data_dir)
     data_net = arrays.manifest.network.name
     if network is not None and network.lower() != data_net:
@@ -333,7 +349,7 @@ def train(
             ),
             "n_scenarios": arrays.n_scenarios,
         },
-        "metrics": {k: v for k, v in metrics.items() if k != "per_step"},
+        "metrics": {k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")},
         "history": history,
         "interrupted": result.interrupted,
         "device": str(dev),
@@ -395,8 +411,19 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
 
     Baselines: persistence (y(t + h) = y(t)) and the time-step climatology (the mean
     training-split label at the same step, :meth:`WaqDataset.climatology`).
+    ``forecast_warning`` flags forecasts outside the label's range (see
+    :meth:`~.features.InputSpec.range_warning`).
+
+    Raises:
+        DataError: the split holds no scenario (a small folder's test split may be empty).
     """
     dev = resolve_device(device)
+    if len(dataset) == 0:
+        raise DataError(
+            f"data folder '{dataset.folder}' has no {dataset.split} scenarios (its "
+            f"{dataset.arrays.n_scenarios} scenarios are split by scenario into train, val "
+            "and test); choose another --split, or simulate more scenarios"
+        )
     model = model.to(dev)
     pred = predict(model, dataset, dev)
     true = dataset.targets()
@@ -428,6 +455,7 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     out: dict[str, Any] = _scores(pred, true)
     for b in BASELINES:
         out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
+    out["forecast_warning"] = dataset.inputs.range_warning(pred)
     return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}
 
 

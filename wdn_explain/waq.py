@@ -27,7 +27,7 @@ from .records import ManifestNetwork, WaqManifest
 from .scenario import SimulationConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_waq
-from .workers import init_worker, scratch_folder, working_directory
+from .workers import init_worker, scratch_folder, worker_count, working_directory
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,9 @@ def _prepare_folder(
 
 
 def check_config_nodes(config: SimulationConfig, network: Network) -> None:
-    """ConfigError naming the key when the template or design names a node the network lacks."""
+    """ConfigError naming the key when the template or design names a node the network lacks,
+    or when the network has nodes no reservoir or tank supplies."""
+    network.check_connected()
     named = [("scenario.injection_node", config.scenario.injection_node)]
     if config.design is not None:
         named += [
@@ -136,12 +138,25 @@ def check_config_nodes(config: SimulationConfig, network: Network) -> None:
 
 
 _WORKER: dict[str, Any] = {}
+"""The inputs of this pool worker (or of the in-process run): config, network, folder."""
 
 
 def _load_worker(config_json: str, folder: str) -> None:
-    config = SimulationConfig.model_validate_json(config_json)
-    network = load_network(config.scenario.network)
-    _WORKER.update(config=config, folder=folder, network=network, key=(config_json, folder))
+    config, network = _inputs(config_json)
+    _WORKER.update(config=config, folder=folder, network=network)
+
+
+def _inputs(config_json: str) -> tuple[SimulationConfig, Network]:
+    """A config and its loaded network (cluster workers keep the last few across tasks)."""
+    if config_json not in _TASK_INPUTS:
+        config = SimulationConfig.model_validate_json(config_json)
+        _TASK_INPUTS[config_json] = (config, load_network(config.scenario.network))
+        while len(_TASK_INPUTS) > 4:  # threads may trim at once: pop tolerates a missing key
+            _TASK_INPUTS.pop(next(iter(_TASK_INPUTS), None), None)
+    return _TASK_INPUTS[config_json]
+
+
+_TASK_INPUTS: dict[str, tuple[SimulationConfig, Network]] = {}
 
 
 def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -> None:
@@ -150,17 +165,26 @@ def _init_worker(config_json: str, folder: str, parent_pid: int, scratch: str) -
 
 
 def _run_one(index: int) -> int:
-    config: SimulationConfig = _WORKER["config"]
-    network = _WORKER["network"]
-    result = simulate(config.scenario_config(index, network.junctions), network)
-    result.save(scenario_path(_WORKER["folder"], index))
-    return index
+    """Scenario ``index`` of this worker's config (:data:`_WORKER`) into its folder."""
+    return _simulate_into(_WORKER["config"], _WORKER["network"], _WORKER["folder"], index)
 
 
 def _run_guarded(index: int) -> int:
     """:func:`_run_one`, with a simulator failure turned into one line naming the scenario."""
+    return _guarded(index, _run_one, index)
+
+
+def _simulate_into(config: SimulationConfig, network: Network, folder: str, index: int) -> int:
+    """Simulate scenario ``index`` and save its file into ``folder``."""
+    result = simulate(config.scenario_config(index, network.junctions), network)
+    result.save(scenario_path(folder, index))
+    return index
+
+
+def _guarded(index: int, fn: Callable[..., int], *args: Any) -> int:
+    """``fn(*args)``, with a simulator failure of scenario ``index`` turned into one line."""
     try:
-        return _run_one(index)
+        return fn(*args)
     except WdnExplainError:
         raise
     except Exception as exc:  # EPANET/EPyT-Flow refusals: one line, not a worker traceback
@@ -171,14 +195,15 @@ def _run_guarded(index: int) -> int:
 
 def _run_task(config_json: str, folder: str, index: int) -> int:
     """Scenario ``index`` as a cluster task: skipped when its file is already complete (a
-    retried or duplicated task), else simulated in a scratch folder and saved atomically."""
-    if _WORKER.get("key") != (config_json, folder):  # workers keep the network across tasks
-        _load_worker(config_json, folder)
+    retried or duplicated task), else simulated and saved atomically. The task leaves the
+    working directory alone (a worker's threads share one): the worker already runs in
+    its scratch folder (:class:`~.cluster.ScratchFolder`); it shares no state with tasks of
+    other runs on the same worker."""
+    config, network = _inputs(config_json)
     path = scenario_path(folder, index)
-    if path.is_file() and _is_complete(path, _WORKER["config"], _WORKER["network"]):
+    if path.is_file() and _is_complete(path, config, network):
         return index
-    with scratch_folder() as scratch, working_directory(scratch):
-        return _run_guarded(index)
+    return _guarded(index, _simulate_into, config, network, folder, index)
 
 
 def _run_on_cluster(
@@ -245,7 +270,8 @@ def generate_waq(
     Args:
         config: The WAQ design (template scenario, number of scenarios, master seed).
         folder: Output folder; created if missing.
-        n_workers: Worker processes (default: all cores; 1 runs in this process).
+        n_workers: Worker processes (default: all usable cores, also the cap; 1 runs in
+            this process).
         overwrite: Replace a folder made from another config instead of refusing.
         allow_large: Proceed with a set whose estimate exceeds :data:`~.sizes.LIMITS`.
         progress: Called as ``progress(done, total)`` after every scenario.
@@ -261,8 +287,14 @@ def generate_waq(
     folder = check_output(folder, kind="dir", what="output folder")
     network = load_network(config.scenario.network)
     check_config_nodes(config, network)  # before touching the folder
-    n_workers = n_workers or os.cpu_count() or 1
+    n_workers, capped = worker_count(n_workers)
+    if capped:
+        logger.warning("WAQ: %s", capped)
     check_size(estimate_waq(config, network, n_workers), folder, allow_large=allow_large)
+    if scheduler is not None:
+        from .cluster import check_reachable
+
+        check_reachable(scheduler)  # before anything is written
     new_manifest = not (folder / MANIFEST).is_file() or overwrite
     _prepare_folder(folder, config, network, overwrite)
     remove_stray_temporaries(folder, "scenario_*")
@@ -291,7 +323,7 @@ def generate_waq(
 
 
 def _results(todo: list[int], n_workers: int, args: tuple) -> Iterator[int]:
-    """Run ``_run_one`` on every index, in this process or in a pool, yielding as they end."""
+    """Run :func:`_run_guarded` on every index, in this process or in a pool, yielding as they end."""
     if n_workers == 1:
         config_json, folder, _, scratch = args
         _load_worker(config_json, folder)

@@ -31,6 +31,28 @@ def init_worker(parent_pid: int, scratch: str) -> None:
     os.chdir(scratch)
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def worker_count(requested: int | None) -> tuple[int, str | None]:
+    """How many worker processes to start for ``requested`` (None or 0: every usable core),
+    capped by :func:`usable_cores` -- more only share the cores and multiply the memory --
+    and the sentence saying so when the request was capped (else None)."""
+    cores = usable_cores()
+    if not requested or requested < 0:
+        return cores, None
+    if requested > cores:
+        return cores, (
+            f"{requested} workers asked for, but this machine gives this process "
+            f"{cores} cores; using {cores}"
+        )
+    return requested, None
+
+
 def _watch_parent(parent_pid: int) -> None:
     while os.getppid() == parent_pid:
         time.sleep(1.0)

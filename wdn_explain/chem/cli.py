@@ -5,6 +5,7 @@ Imports stay inside the commands so that ``wdn-explain --help`` does not load RD
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import typer
@@ -44,15 +45,18 @@ def train(
     seed: int = typer.Option(0, help="seed of the split, initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (GPU when present), cpu or cuda"),
     root: Path = typer.Option(None, help=ROOT_HELP),
+    overwrite: bool = typer.Option(False, help="replace a model already in --out"),
 ) -> None:
     """Train a GCN/GIN/GAT classifier on a stratified 80/10/10 split with early stopping."""
     from pydantic import ValidationError
 
+    from ..model_folder import check_model_output
     from .datasets import load_dataset
     from .models import ChemModelConfig
     from .training import ChemTrainConfig, train_classifier
 
     try:
+        check_model_output(out, overwrite=overwrite)
         data = load_dataset(dataset, root)
         try:
             model_config = ChemModelConfig(
@@ -71,7 +75,9 @@ def train(
             field = ".".join(str(p) for p in err["loc"])
             typer.echo(f"error: {field}: {err['msg']} (got {err.get('input')!r})", err=True)
             raise typer.Exit(1) from None
-        _, card = train_classifier(data, model_config, config, out, device=device, progress=True)
+        _, card = train_classifier(
+            data, model_config, config, out, device=device, overwrite=overwrite, progress=True
+        )
     except WdnExplainError as exc:
         _fail(exc)
     acc = card.accuracy
@@ -102,14 +108,25 @@ def explain(
     root: Path = typer.Option(None, help=ROOT_HELP),
 ) -> None:
     """Exact Shapley interactions of one molecule, listed and drawn as an SI-Graph."""
+    from ..files import atomic_write, check_output
     from .datasets import load_dataset, smiles_graph_for
     from .explain import draw_si_graph, explain_molecule, top_interactions
     from .training import check_features, load_classifier
 
     try:
+        if png:
+            check_output(png, what="PNG file", is_output=lambda p: p.suffix.lower() == ".png")
+        if json_out:
+            check_output(
+                json_out, what="JSON file", is_output=lambda p: p.suffix.lower() == ".json"
+            )
         net, card = load_classifier(model)
         if smiles is not None:
-            graph, symbols = smiles_graph_for(smiles, card.feature_names)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                graph, symbols = smiles_graph_for(smiles, card.feature_names)
+            for warning in caught:
+                typer.echo(f"warning: {warning.message}", err=True)
             name = smiles
         else:
             data = load_dataset(dataset or card.dataset, root)
@@ -131,13 +148,18 @@ def explain(
     )
     for atoms, value in top_interactions(values, symbols, top):
         typer.echo(f"  {si:>7} {atoms:<30} {value:+.4f}")
-    if png:
-        fig = draw_si_graph(values, graph, symbols, title=f"{name}: {si} order {order}")
-        fig.savefig(png, dpi=120)
-        typer.echo(f"wrote {png}")
-    if json_out:
-        values.save(json_out)
-        typer.echo(f"wrote {json_out}")
+    try:
+        if png:
+            fig = draw_si_graph(values, graph, symbols, title=f"{name}: {si} order {order}")
+            with atomic_write(png) as tmp:
+                fig.savefig(tmp, dpi=120, format="png")
+            typer.echo(f"wrote {png}")
+        if json_out:
+            with atomic_write(json_out, suffix=".json") as tmp:  # shapiq appends .json
+                values.to_json_file(tmp)
+            typer.echo(f"wrote {json_out}")
+    except WdnExplainError as exc:
+        _fail(exc)
 
 
 @app.command()
@@ -149,10 +171,12 @@ def complexity(
     root: Path = typer.Option(None, help=ROOT_HELP),
 ) -> None:
     """|I| per molecule and L (exact or Thm. 3.7 bound) as CSVs, and the log10 calls plot."""
+    from ..files import check_output
     from .complexity import write_complexity
     from .datasets import load_dataset
 
     try:
+        check_output(out, kind="dir", what="complexity folder")
         for name in dataset:
             tables = write_complexity(
                 load_dataset(name, root),

@@ -154,12 +154,18 @@ def load_tu(name: str, root: str | Path, *, download: bool = True) -> MoleculeDa
         raise DataError(
             _missing(name, raw, f"{TU_URL}/{name}.zip", "its unzipped TU files", exc)
         ) from None
+    except _CUT_FILE_ERRORS as exc:
+        raise _corrupt(name, raw, exc) from None
     atoms = TU_DATASETS[name]
     n_labels = tu.num_node_labels
     feature_names = list(atoms[:n_labels]) if atoms else [f"label {i}" for i in range(n_labels)]
     feature_names += [f"attribute {i}" for i in range(tu.num_node_features - n_labels)]
     graphs, symbols = [], [] if atoms else None
-    for data in tu:
+    try:
+        samples = list(tu)  # PyG slices each graph out here: a cut label file fails now
+    except _CUT_FILE_ERRORS as exc:
+        raise _corrupt(name, raw, exc) from None
+    for data in samples:
         edge_attr = data.edge_attr
         if name == "MUTAG" and edge_attr is not None:
             edge_attr = edge_attr[:, list(_MUTAG_BONDS)]
@@ -168,6 +174,18 @@ def load_tu(name: str, root: str | Path, *, download: bool = True) -> MoleculeDa
             symbols.append([atoms[i] for i in data.x[:, :n_labels].argmax(dim=1).tolist()])
     ids = [str(i) for i in range(len(graphs))]
     return MoleculeDataset(name, graphs, feature_names, symbols, ids)
+
+
+_CUT_FILE_ERRORS = (IndexError, ValueError, RuntimeError)
+"""What PyG's TU reader raises when its files disagree (one was cut or edited)."""
+
+
+def _corrupt(name: str, raw: Path, exc: Exception) -> DataError:
+    """One line naming a TU dataset whose files disagree, with PyG's reason."""
+    return DataError(
+        f"dataset '{name}' in '{raw}' is truncated or corrupt: its TU files disagree "
+        f"({type(exc).__name__}: {' '.join(str(exc).split())})"
+    )
 
 
 def load_smiles(name: str, root: str | Path, *, download: bool = True) -> MoleculeDataset:
@@ -293,12 +311,16 @@ def smiles_graph_for(smiles: str, feature_names: list[str]) -> tuple[Data, list[
     :data:`SMILES_FEATURES` get the full SMILES featurisation; the atom types of a TU molecule
     set (MUTAG, Mutagenicity) get atom-type one-hots.
 
+    Atoms outside the model's vocabulary that become ``other`` are named in one warning:
+    the model saw few of them, if any.
+
     Raises:
         DataError: unparsable SMILES, an atom the model has no feature for, or features that
             are neither of the two.
     """
+    other: Counter = Counter()
     if list(feature_names) == list(SMILES_FEATURES):
-        graph, symbols = smiles_to_graph(smiles, ATOM_TYPES, descriptors=True)
+        graph, symbols = smiles_to_graph(smiles, ATOM_TYPES, other, descriptors=True)
     elif all(name in _TU_ATOMS for name in feature_names):
         graph, symbols = smiles_to_graph(smiles, feature_names, descriptors=False)
     else:
@@ -310,6 +332,14 @@ def smiles_graph_for(smiles: str, feature_names: list[str]) -> tuple[Data, list[
         )
     if graph is None:
         raise DataError(f"unparsable SMILES '{smiles}'")
+    if other:
+        listed = ", ".join(f"{s} x{c}" for s, c in sorted(other.items()))
+        warnings.warn(
+            f"SMILES '{smiles}' has atoms outside the model's vocabulary "
+            f"[{', '.join(t for t in ATOM_TYPES if t != 'other')}], featurised as 'other': "
+            f"{listed}",
+            stacklevel=2,
+        )
     return graph, symbols
 
 

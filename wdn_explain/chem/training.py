@@ -21,7 +21,15 @@ from sklearn.model_selection import train_test_split
 from torch_geometric.loader import DataLoader
 
 from ..errors import ConfigError, DataError
-from ..model_folder import CARD, WEIGHTS, load_state, resolve_device, save_folder
+from ..files import claimed
+from ..model_folder import (
+    CARD,
+    WEIGHTS,
+    check_model_output,
+    load_state,
+    resolve_device,
+    save_folder,
+)
 from ..progress import ProgressArg, progress_callback
 from .datasets import MoleculeDataset
 from .models import ChemModelConfig, MoleculeGNN
@@ -107,9 +115,33 @@ def train_classifier(
     out_dir: str | Path | None = None,
     *,
     device: str = "auto",
+    overwrite: bool = False,
     progress: ProgressArg = False,
 ) -> tuple[MoleculeGNN, ChemCard]:
-    """Train a classifier on a dataset; write the model folder when ``out_dir`` is given."""
+    """Train a classifier on a dataset; write the model folder when ``out_dir`` is given.
+
+    The folder is checked before training (a file, an unwritable place, or a model there
+    without ``overwrite`` is refused) and claimed while training, so a second run into it
+    is refused instead of replacing this one's model.
+    """
+    if out_dir is None:
+        return _fit(dataset, model_config, config, device, progress)
+    check_model_output(out_dir, overwrite=overwrite)
+    with claimed(out_dir, "model folder"):
+        check_model_output(out_dir, overwrite=overwrite)
+        model, card = _fit(dataset, model_config, config, device, progress)
+        card = save_classifier(model, card, out_dir)
+    return model, card
+
+
+def _fit(
+    dataset: MoleculeDataset,
+    model_config: ChemModelConfig,
+    config: ChemTrainConfig | None,
+    device: str,
+    progress: ProgressArg,
+) -> tuple[MoleculeGNN, ChemCard]:
+    """Train a classifier (CPU, eval mode afterwards) and its card; nothing is written."""
     config = config or ChemTrainConfig()
     if model_config.in_channels != len(dataset.feature_names):
         raise ConfigError(
@@ -192,10 +224,7 @@ def train_classifier(
         torch_version=torch.__version__,
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
-    model = model.cpu().eval()
-    if out_dir is not None:
-        card = save_classifier(model, card, out_dir)
-    return model, card
+    return model.cpu().eval(), card
 
 
 def balanced_weights(labels: np.ndarray, n_classes: int) -> torch.Tensor:
