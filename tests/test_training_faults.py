@@ -190,7 +190,7 @@ def test_full_disk_raising_torchs_runtime_error_keeps_the_trained_model(
     assert line.startswith(f"error: cannot write '{out / 'model.pt'}' (torch's writer failed: ")
     assert "is the disk full?); the trained model was saved to '" in line
     rescue = line.split("the trained model was saved to '")[1].split("'")[0]
-    assert load_model(rescue)[1]["model"]["hidden_channels"] == 4
+    assert load_model(rescue)[1].model["hidden_channels"] == 4
     assert "Traceback" not in result.output
     assert not out.exists()  # no half-written weights, no claim: the folder made is removed
     shutil.rmtree(rescue)

@@ -3,9 +3,11 @@ work, models never replaced by accident, damaged files and odd molecules named i
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +21,7 @@ from wdn_explain.chem.datasets import SMILES_FEATURES
 from wdn_explain.chem.models import ChemModelConfig, MoleculeGNN
 from wdn_explain.chem.training import ChemCard, ChemTrainConfig, save_classifier
 from wdn_explain.cli import app
+from wdn_explain.model_folder import file_sha256
 
 from conftest import ROOT
 
@@ -171,6 +174,13 @@ def test_explain_refuses_a_non_json_file_in_the_way(model_dir, chem_root, tmp_pa
     assert notes.read_text() == "keep me"
 
 
+def _record_weights(model_dir: Path) -> None:
+    """Make the card record the SHA-256 of the weights now in the folder."""
+    card = json.loads((model_dir / "card.json").read_text())
+    card["weights_sha256"] = file_sha256(model_dir / "model.pt")
+    (model_dir / "card.json").write_text(json.dumps(card))
+
+
 def test_malicious_weights_refused_in_one_line(model_dir, chem_root, tmp_path):
     marker = tmp_path / "pwned"
 
@@ -179,6 +189,7 @@ def test_malicious_weights_refused_in_one_line(model_dir, chem_root, tmp_path):
             return (os.system, (f"touch {marker}",))
 
     torch.save({"w": Payload()}, model_dir / "model.pt")
+    _record_weights(model_dir)  # whoever planted it also rewrote the card's hash
     result = run("explain", "--model", model_dir, "--root", chem_root)
     assert result.exit_code == 1
     assert result.output.strip() == (
@@ -194,6 +205,7 @@ def test_nan_weight_is_named(model_dir, chem_root):
     name = next(k for k in state if k.endswith("weight"))
     state[name][0, 0] = float("nan")
     torch.save(state, model_dir / "model.pt")
+    _record_weights(model_dir)  # a model trained into NaN records its own weights
     result = run("explain", "--model", model_dir, "--root", chem_root)
     assert result.exit_code == 1
     assert "the model's output is nan on the whole graph (efficiency gap): NaN or infinite" in (
