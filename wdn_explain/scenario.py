@@ -48,7 +48,8 @@ class ScenarioConfig(_Config):
     changes the flows (EPyT-Flow's ``randomize_demands`` does not on Hanoi, which has no
     patterns to shuffle).
 
-    Injection: a setpoint booster at ``injection_node`` (default: the first reservoir) holding
+    Injection: a source at ``injection_node`` (default: the first reservoir; a setpoint
+    booster at a junction or tank, the outflow concentration at a reservoir) holding
     ``injection_strength_mg_l`` from ``injection_start_s`` on, always (``constant``), in cycles
     of ``intermittent_on_s`` on and ``intermittent_off_s`` off (``intermittent``), or with one
     outage of ``outage_duration_s`` from ``outage_start_s`` (``failure``). Times are rounded
