@@ -61,7 +61,9 @@ class ScenarioConfig(_Config):
     reporting_step_s: int = Field(300, gt=0, description="time between reported states")
     hydraulic_step_s: int = Field(300, gt=0)
     quality_step_s: int = Field(60, gt=0)
-    pattern_step_s: int = Field(900, gt=0, description="time between demand multipliers")
+    pattern_step_s: int = Field(
+        300, gt=0, description="time between demand multipliers (the shipped models' step)"
+    )
     injection_node: str | None = Field(None, description="node id; default: the first reservoir")
     injection_strength_mg_l: float = Field(1.0, gt=0, description="source concentration")
     injection_pattern: tuple[float, ...] | None = Field(

@@ -13,7 +13,7 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -33,6 +33,7 @@ from .files import atomic_write, check_output
 from .model import ChlorineGNN, ModelConfig
 from .model_folder import CARD, WEIGHTS, file_sha256, read_card
 from .progress import ProgressArg
+from .scenario import ScenarioConfig
 
 logger = logging.getLogger(__name__)
 
@@ -339,7 +340,7 @@ def train(
         "model": model_config.to_dict(),
         "train": {**asdict(cfg), "node_features": list(cfg.node_features)},
         "inputs": train_set.inputs.to_dict(),
-        "design": training_envelope(arrays.manifest).model_dump(mode="json"),
+        "design": training_envelope(arrays.manifest, arrays.configs).model_dump(mode="json"),
         "data": {
             "folder": str(data_dir),
             "config_hash": arrays.manifest["config_hash"],
@@ -361,13 +362,16 @@ def train(
     return card
 
 
-def training_envelope(manifest: dict[str, Any]) -> DesignEnvelope:
-    """The design envelope of a WAQ folder's config (what a model trained on it saw)."""
+def training_envelope(
+    manifest: dict[str, Any], drawn: Sequence[ScenarioConfig] = ()
+) -> DesignEnvelope:
+    """The design envelope of a WAQ folder's config (what a model trained on it saw);
+    ``drawn``: the folder's scenarios (their actual decay rates)."""
     from .network import load_network
     from .scenario import SimulationConfig
 
     config = SimulationConfig.model_validate(manifest["config"])
-    return DesignEnvelope.of(config, load_network(config.scenario.network))
+    return DesignEnvelope.of(config, load_network(config.scenario.network), drawn)
 
 
 def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> None:
