@@ -212,8 +212,8 @@ def test_monitoring_model_beats_both_baselines(monitoring_model, monitoring_dir)
 
 def test_card_records_inputs_and_design(monitoring_model, hanoi):
     _, card = monitoring_model
-    assert card["model"]["in_channels"] == 2
-    assert card["inputs"]["node_features"] == ["chlorine_mg_l", "source_mg_l"]
+    assert card["model"]["in_channels"] == 2 + card["inputs"]["horizon"]
+    assert card["inputs"]["node_features"] == ["chlorine_mg_l", "source_mg_l", "source_plan_mg_l"]
     recorded = DesignEnvelope.model_validate(card["design"])
     design = DesignEnvelope.of(parse_config(TINY_MONITORING), hanoi)
     # all but the decay rates, which the card takes from the scenarios actually drawn
@@ -266,3 +266,24 @@ def test_defaults_match_the_shipped_design():
     assert envelope.pattern_step_s == trained.pattern_step_s
     inline = _scenario_from("{injection_node: '12'}", 0)
     assert envelope.outside(inline, "12") == []
+
+
+def test_evaluate_adds_the_tree_and_the_switch_forecasts(monitoring_model, monitoring_dir):
+    """Forecasts with a switch inside the horizon counted by hand from the raw source arrays;
+    the gradient-boosted tree is scored beside the other baselines."""
+    from wdn_explain.dataset import split_scenarios
+
+    _, card = monitoring_model
+    m, h = card["metrics"], card["inputs"]["horizon"]
+    n_switch = n_samples = 0
+    for s in split_scenarios(TINY_MONITORING["n_scenarios"], 0)["test"]:
+        setpoint = SimulationResult.load(scenario_path(monitoring_dir, s)).node_source_mg_l
+        setpoint = setpoint.max(axis=1)  # one source per scenario
+        for t in range(len(setpoint) - h):
+            n_samples += 1
+            n_switch += len(set(setpoint[t : t + h + 1].tolist())) > 1
+    rows = {r["level"]: r for r in m["per_factor"]["switch"]}
+    assert rows["within horizon"]["n_samples"] == n_switch > 0
+    assert rows["none ahead"]["n_samples"] == n_samples - n_switch
+    assert {"tree_mae", "tree_rmse", "tree_r2"} <= set(m)
+    assert m["tree_mae"] < m["climatology_mae"]

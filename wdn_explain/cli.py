@@ -241,8 +241,9 @@ def evaluate(
     split: str = typer.Option("test", help="train, val, test or all"),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
 ) -> None:
-    """Print MAE, RMSE and R² of the model beside persistence and the time-step climatology,
-    overall, per scenario factor and per time step."""
+    """Print MAE, RMSE and R² of the model beside persistence, the time-step climatology and
+    a gradient-boosted tree on the same inputs, overall, per scenario factor (and whether a
+    source switches within the horizon) and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
     from .features import InputSpec
     from .shipped import default_model, shipped
@@ -272,6 +273,7 @@ def evaluate(
         ("model", ""),
         ("persistence", "persistence_"),
         ("climatology", "climatology_"),
+        ("tree", "tree_"),
     ):
         typer.echo(
             f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
@@ -280,12 +282,13 @@ def evaluate(
     typer.echo("MAE per scenario factor:")
     typer.echo(
         f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
+        f" {'tree':>8}"
     )
     for factor, rows in res["per_factor"].items():
         for r in rows:
             typer.echo(
                 f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
-                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f}"
+                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
             )
     typer.echo("per time step t (forecast made at t for t + horizon):")
     typer.echo(f"{'t':>4} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}")

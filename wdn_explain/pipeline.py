@@ -14,7 +14,7 @@ import numpy as np
 from .design import card_envelope
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import ENGINE_VERSION, Explanation
-from .features import InputSpec
+from .features import InputSpec, check_plan, source_plan
 from .model_folder import model_hash
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
@@ -38,7 +38,12 @@ def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpe
     from torch_geometric.data import Data
 
     strength = np.full(result.n_steps, result.config.injection_strength_mg_l, dtype=np.float32)
-    x = inputs.node_inputs(result.node_chlorine_mg_l, result.node_source_mg_l, strength)
+    plan = None
+    if inputs.uses_plan:
+        source = network.node_index(injection_node(result.config, network))
+        plan = source_plan(result.config, result.times_s, source, network.n_nodes, inputs.horizon)
+        check_plan(plan, result.node_source_mg_l, network.node_ids)
+    x = inputs.node_inputs(result.node_chlorine_mg_l, result.node_source_mg_l, strength, plan)
     edge_attr = inputs.edge_inputs(result.link_flow_lps)
     return [
         Data(

@@ -28,7 +28,7 @@ from torch_geometric.loader import DataLoader
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
-from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
+from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD, InputSpec
 from .files import atomic_write, check_output
 from .model import ChlorineGNN, ModelConfig
 from .model_folder import CARD, WEIGHTS, file_sha256, read_card
@@ -306,8 +306,9 @@ def train(
     """
     dev = resolve_device(device)
     cfg = (train_config or TrainConfig()).for_device(dev)
-    # the input width follows the node features (train_config.node_features)
-    model_config = replace(model_config or ModelConfig(), in_channels=len(cfg.node_features))
+    # the input width follows the node features (the plan takes one column per step)
+    inputs = InputSpec(node_features=cfg.node_features, horizon=cfg.horizon)
+    model_config = replace(model_config or ModelConfig(), in_channels=inputs.in_channels)
     check_model_output(out_dir, overwrite=overwrite)
     arrays = load_waq_arrays(data_dir)
     data_net = arrays.manifest["network"]["name"]
@@ -478,15 +479,31 @@ def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
     }
 
 
-BASELINES = ("persistence", "climatology")
+BASELINES = ("persistence", "climatology", "tree")
+
+
+def tree_forecast(dataset: WaqDataset, seed: int = 0) -> np.ndarray:
+    """The gradient-boosted tree baseline's forecast of every sample: scikit-learn's
+    HistGradientBoostingRegressor (absolute error loss, seeded) fitted on every step of the
+    training scenarios, on the same inputs the GNN sees, flattened (node features, plan
+    included, and edge flows)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    if not len(dataset.train_scenarios):
+        raise DataError(f"'{dataset.folder}' has no training scenarios to fit the tree baseline")
+    tree = HistGradientBoostingRegressor(loss="absolute_error", random_state=seed)
+    tree.fit(dataset.flat_inputs(dataset.train_scenarios), dataset.train_targets())
+    return np.clip(tree.predict(dataset.flat_inputs()), 0.0, 1.0).astype(np.float32)
 
 
 def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -> dict[str, Any]:
-    """Test MAE, RMSE and R² of the model beside two baselines, overall, per time step and per
-    scenario factor (injection site, pattern, strength, start, demand, decay).
+    """Test MAE, RMSE and R² of the model beside three baselines, overall, per time step and
+    per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
+    source switches within the horizon).
 
-    Baselines: persistence (y(t + h) = y(t)) and the time-step climatology (the mean
-    training-split label at the same step, :meth:`WaqDataset.climatology`).
+    Baselines: persistence (y(t + h) = y(t)), the time-step climatology (the mean
+    training-split label at the same step, :meth:`WaqDataset.climatology`) and a
+    gradient-boosted tree on the same inputs (:func:`tree_forecast`).
     """
     dev = resolve_device(device)
     model = model.to(dev)
@@ -494,6 +511,7 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     true = dataset.targets()
     forecasts = {"model": pred, "persistence": dataset.persistence()}
     forecasts["climatology"] = dataset.climatology()
+    forecasts["tree"] = tree_forecast(dataset)
 
     def mae(name: str, sel: np.ndarray) -> float:
         return float(np.abs(forecasts[name][sel] - true[sel]).mean())
@@ -508,7 +526,9 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
         for t in range(dataset.n_times)
     ]
     per_factor = {}
-    for factor, levels in dataset.factor_levels().items():
+    factors = dataset.factor_levels()
+    factors["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
+    for factor, levels in factors.items():
         per_factor[factor] = [
             {
                 "level": str(level),
