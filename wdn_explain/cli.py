@@ -259,7 +259,7 @@ def evaluate(
         ds = WaqDataset.for_inputs(
             data, split, inputs, split_seed=card["train"]["split_seed"], arrays=arrays
         )
-        res = run_evaluation(net, ds, device)
+        res = run_evaluation(net, ds, device, conformal=card.get("conformal"))
     except WdnExplainError as exc:
         _fail(exc)
     minutes = inputs.horizon * int(arrays.times_s[1] - arrays.times_s[0]) / 60
@@ -279,16 +279,22 @@ def evaluate(
             f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
             f"{res[prefix + 'r2']:>8.3f}"
         )
+    if "coverage" in res:
+        typer.echo(
+            f"{res['confidence']:.0%} intervals: empirical coverage {res['coverage']:.3f}, "
+            f"mean half-width {res['half_width']:.4f}"
+        )
     typer.echo("MAE per scenario factor:")
     typer.echo(
         f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
-        f" {'tree':>8}"
+        f" {'tree':>8}" + (f" {'coverage':>8}" if "coverage" in res else "")
     )
     for factor, rows in res["per_factor"].items():
         for r in rows:
             typer.echo(
                 f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
                 f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
+                + (f" {r['coverage']:>8.3f}" if "coverage" in r else "")
             )
     typer.echo("per time step t (forecast made at t for t + horizon):")
     typer.echo(f"{'t':>4} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}")
@@ -297,6 +303,28 @@ def evaluate(
             f"{row['t']:>4} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
             f"{row['persistence_mae']:>12.4f} {row['climatology_mae']:>11.4f}"
         )
+
+
+@app.command()
+def calibrate(
+    model: Path = typer.Option(..., help="model folder (its card.json is rewritten)"),
+    data: Path = typer.Option(..., help="the WAQ folder the model was trained on"),
+) -> None:
+    """Calibrate a trained model's forecast intervals (split conformal, Mondrian) on the
+    calibration split of its data and score it again on the test split."""
+    from .shipped import shipped
+    from .training import calibrate_model
+
+    try:
+        card = calibrate_model(shipped(model), data)
+    except WdnExplainError as exc:
+        _fail(exc)
+    c, m = card["conformal"], card["metrics"]
+    covered = f", test coverage {m['coverage']:.3f}" if "coverage" in m else ""
+    typer.echo(
+        f"calibrated {model}: {c['confidence']:.0%} intervals from {c['n_calibration']} "
+        f"forecasts in {len(c['half_width'])} groups{covered}"
+    )
 
 
 @app.command()
@@ -499,6 +527,17 @@ def explain(
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
     elif ood:
         typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
+    if timeline.meta.get("uncertainty"):
+        typer.echo(f"notice: {timeline.meta['uncertainty']}", err=True)
+    if timeline.lower is not None:
+        level = timeline.meta["interval"]["confidence"]
+        typer.echo(
+            f"forecast of the share {timeline.meta['horizon']} steps ahead, {level:.0%} interval:"
+        )
+        for t, f, lo, hi, y in zip(
+            timeline.times_s, timeline.forecast, timeline.lower, timeline.upper, timeline.truth
+        ):
+            typer.echo(f"  {t / 60:>6g} min  {f:.3f}  [{lo:.3f}, {hi:.3f}]  simulated {y:.3f}")
     e = timeline.explanations[0]
     held = f"|I| = {e.n_interactions}" if timeline.exact else f"{e.n_interactions} MIs held"
     typer.echo(

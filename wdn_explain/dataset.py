@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, Dataset
 
+from .conformal import mondrian_bins
 from .design import factor_levels
 from .errors import ConfigError, DataError
 from .features import (
@@ -292,6 +293,15 @@ class WaqDataset(Dataset):
         """Per sample, whether a source switches on or off within the forecast horizon."""
         s, t = self.sample_index()
         return self._switch_ahead[s, t]
+
+    def mondrian_bins(self) -> np.ndarray:
+        """Per sample, its conformal calibration group (:func:`.conformal.mondrian_bins`)."""
+        times, reservoirs = self.arrays.times_s, self._reservoirs()
+        per_scenario = [
+            mondrian_bins(self.arrays.configs[s], times, self.horizon, reservoirs)[: self.n_times]
+            for s in self.scenarios
+        ]
+        return np.concatenate(per_scenario) if per_scenario else np.array([], dtype=str)
 
     def flat_inputs(self, scenarios: np.ndarray | None = None) -> np.ndarray:
         """The model's inputs of every sample flattened to one row (node features, then edge

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .conformal import intervals, mondrian_bins, uncertainty_notice
 from .design import card_envelope
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import ENGINE_VERSION, Explanation
@@ -201,12 +202,21 @@ def explain_scenario(
     if kept:
         total = len(steps) * len(meta["references"])
         status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
+    forecast = np.array([e.prediction for e in explanations])
+    lower = upper = None
+    if "conformal" in card:
+        bins = mondrian_bins(scenario, result.times_s, horizon, network.reservoirs)[steps]
+        lower, upper = intervals(card["conformal"], forecast, bins)
+        meta["interval"] = {k: card["conformal"][k] for k in ("confidence", "method", "groups")}
+        meta["uncertainty"] = uncertainty_notice(
+            card["conformal"], lower, upper, result.times_s[steps]
+        )
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
         node_ids=np.asarray(network.node_ids),
         chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
-        forecast=np.array([e.prediction for e in explanations]),
+        forecast=forecast,
         truth=labels[steps + horizon],
         explanations=explanations,
         meta={
@@ -217,6 +227,8 @@ def explain_scenario(
             "exact": all(e.exact for series_ in (explanations, *series.values()) for e in series_),
         },
         alternatives=series,
+        lower=lower,
+        upper=upper,
     )
     if out is not None:
         timeline.save(out)

@@ -25,6 +25,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
+from .conformal import calibrate, intervals
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
@@ -329,14 +330,17 @@ def train(
         raise DataError(
             f"data folder '{data_dir}' has too few scenarios for train and validation splits"
         )
+    calib_set = WaqDataset(data_dir, "calib", **common)
+    _check_calibration(calib_set)
     torch.manual_seed(cfg.seed)
     model = ChlorineGNN(model_config).to(dev)
     result = fit(model, train_set.stacked(), val_set.stacked(), cfg, dev, progress=progress)
     history = result.history
     model.load_state_dict(result.best_state)
     model.cpu()
+    conformal = conformal_record(model, calib_set)
     test_set = WaqDataset(data_dir, "test", **common)
-    metrics = evaluate(model, test_set) if len(test_set) else {}
+    metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
         "model": model_config.to_dict(),
         "train": {**asdict(cfg), "node_features": list(cfg.node_features)},
@@ -350,6 +354,7 @@ def train(
             },
             "n_scenarios": arrays.n_scenarios,
         },
+        "conformal": conformal,
         "metrics": {k: v for k, v in metrics.items() if k != "per_step"},
         "history": history,
         "interrupted": result.interrupted,
@@ -360,6 +365,49 @@ def train(
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     _save_or_rescue(model, card, out_dir)
+    return card
+
+
+def _check_calibration(calib_set: WaqDataset) -> None:
+    if len(calib_set) == 0:
+        raise DataError(
+            f"calibration split of '{calib_set.folder}' is empty (0 of "
+            f"{calib_set.arrays.n_scenarios} scenarios; the intervals need at least one: "
+            "simulate more scenarios)"
+        )
+
+
+def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str, Any]:
+    """The card's ``conformal`` record: the model's errors on the held-out calibration
+    split turned into Mondrian split-conformal half-widths (:mod:`.conformal`)."""
+    _check_calibration(calib_set)
+    pred = predict(model, calib_set)
+    return calibrate(
+        calib_set.targets() - pred, calib_set.mondrian_bins(), where=f"'{calib_set.folder}'"
+    )
+
+
+def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
+    """Calibrate a trained model's intervals on the calibration split of its data folder and
+    score it again on the test split: rewrites ``card.json`` (``conformal`` and ``metrics``;
+    the weights stay). Refused, with nothing written, for an empty calibration split.
+
+    Returns:
+        The updated card.
+    """
+    model, card = load_model(model_dir)
+    arrays = load_waq_arrays(data_dir)
+    check_data_matches(card, arrays.manifest, data_dir)
+    inputs = InputSpec.from_card(card)
+    seed = card["train"]["split_seed"]
+    calib_set = WaqDataset.for_inputs(data_dir, "calib", inputs, split_seed=seed, arrays=arrays)
+    card["conformal"] = conformal_record(model, calib_set)
+    test_set = WaqDataset.for_inputs(data_dir, "test", inputs, split_seed=seed, arrays=arrays)
+    if len(test_set):
+        metrics = evaluate(model, test_set, conformal=card["conformal"])
+        card["metrics"] = {k: v for k, v in metrics.items() if k != "per_step"}
+    with atomic_write(Path(model_dir) / CARD) as tmp:
+        tmp.write_text(json.dumps(card, indent=2))
     return card
 
 
@@ -496,7 +544,12 @@ def tree_forecast(dataset: WaqDataset, seed: int = 0) -> np.ndarray:
     return np.clip(tree.predict(dataset.flat_inputs()), 0.0, 1.0).astype(np.float32)
 
 
-def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -> dict[str, Any]:
+def evaluate(
+    model: torch.nn.Module,
+    dataset: WaqDataset,
+    device: str = "cpu",
+    conformal: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Test MAE, RMSE and R² of the model beside three baselines, overall, per time step and
     per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
     source switches within the horizon).
@@ -504,6 +557,9 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     Baselines: persistence (y(t + h) = y(t)), the time-step climatology (the mean
     training-split label at the same step, :meth:`WaqDataset.climatology`) and a
     gradient-boosted tree on the same inputs (:func:`tree_forecast`).
+
+    With a card's ``conformal`` record, also the empirical coverage of its intervals and
+    their mean half-width, overall and per factor level (``coverage``, ``half_width``).
     """
     dev = resolve_device(device)
     model = model.to(dev)
@@ -525,6 +581,10 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
         }
         for t in range(dataset.n_times)
     ]
+    covered = half = None
+    if conformal is not None:
+        lower, upper = intervals(conformal, pred, dataset.mondrian_bins())
+        covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
     factors = dataset.factor_levels()
     factors["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
@@ -534,10 +594,24 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
                 "level": str(level),
                 "n_samples": int((levels == level).sum()),
                 **{f"{name}_mae": mae(name, levels == level) for name in forecasts},
+                **(
+                    {
+                        "coverage": float(covered[levels == level].mean()),
+                        "half_width": float(half[levels == level].mean()),
+                    }
+                    if covered is not None
+                    else {}
+                ),
             }
             for level in sorted(set(levels.tolist()))
         ]
     out: dict[str, Any] = _scores(pred, true)
     for b in BASELINES:
         out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
+    if covered is not None:
+        out |= {
+            "coverage": float(covered.mean()),
+            "half_width": float(half.mean()),
+            "confidence": conformal["confidence"],
+        }
     return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}
