@@ -240,6 +240,11 @@ def evaluate(
     data: Path = typer.Option(..., help="WAQ folder"),
     split: str = typer.Option("test", help="train, val, test or all"),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
+    fit_data: Path = typer.Option(
+        None,
+        help="WAQ folder whose training split the tree baseline is fitted on (the model's own "
+        "training data when scoring fresh scenarios) [default: --data]",
+    ),
 ) -> None:
     """Print MAE, RMSE and R² of the model beside persistence, the time-step climatology and
     a gradient-boosted tree on the same inputs, overall, per scenario factor (and whether a
@@ -259,7 +264,14 @@ def evaluate(
         ds = WaqDataset.for_inputs(
             data, split, inputs, split_seed=card["train"]["split_seed"], arrays=arrays
         )
-        res = run_evaluation(net, ds, device, conformal=card.get("conformal"))
+        fit_on = None
+        if fit_data is not None:
+            fit_arrays = load_waq_arrays(fit_data)
+            check_data_matches(card, fit_arrays.manifest, fit_data)
+            fit_on = WaqDataset.for_inputs(
+                fit_data, "train", inputs, split_seed=card["train"]["split_seed"], arrays=fit_arrays
+            )
+        res = run_evaluation(net, ds, device, conformal=card.get("conformal"), tree_data=fit_on)
     except WdnExplainError as exc:
         _fail(exc)
     minutes = inputs.horizon * int(arrays.times_s[1] - arrays.times_s[0]) / 60

@@ -76,12 +76,12 @@ def calibrate(
         raise DataError(f"confidence must be between 0 and 1 (got {confidence})")
     groups = np.unique(bins)
     mondrian = ConformalRegressor().fit(residuals, bins=np.asarray(bins))
+    pooled = ConformalRegressor().fit(residuals)
     with warnings.catch_warnings():  # a group too small for the level: the whole range [0, 1]
         warnings.simplefilter("ignore", UserWarning)
         half = mondrian.predict_int(np.zeros(len(groups)), bins=groups, confidence=confidence)
+        overall = float(pooled.predict_int(np.zeros(1), confidence=confidence)[0, 1])
     half = half[:, 1]
-    pooled = ConformalRegressor().fit(residuals)
-    overall = float(pooled.predict_int(np.zeros(1), confidence=confidence)[0, 1])
     return {
         "method": "split conformal, Mondrian (crepes ConformalRegressor)",
         "confidence": confidence,

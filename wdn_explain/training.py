@@ -530,17 +530,20 @@ def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
 BASELINES = ("persistence", "climatology", "tree")
 
 
-def tree_forecast(dataset: WaqDataset, seed: int = 0) -> np.ndarray:
+def tree_forecast(
+    dataset: WaqDataset, fit_on: WaqDataset | None = None, seed: int = 0
+) -> np.ndarray:
     """The gradient-boosted tree baseline's forecast of every sample: scikit-learn's
     HistGradientBoostingRegressor (absolute error loss, seeded) fitted on every step of the
-    training scenarios, on the same inputs the GNN sees, flattened (node features, plan
-    included, and edge flows)."""
+    training scenarios of ``fit_on`` (default: ``dataset``'s folder), on the same inputs the
+    GNN sees, flattened (node features, plan included, and edge flows)."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    if not len(dataset.train_scenarios):
-        raise DataError(f"'{dataset.folder}' has no training scenarios to fit the tree baseline")
+    fit_on = fit_on or dataset
+    if not len(fit_on.train_scenarios):
+        raise DataError(f"'{fit_on.folder}' has no training scenarios to fit the tree baseline")
     tree = HistGradientBoostingRegressor(loss="absolute_error", random_state=seed)
-    tree.fit(dataset.flat_inputs(dataset.train_scenarios), dataset.train_targets())
+    tree.fit(fit_on.flat_inputs(fit_on.train_scenarios), fit_on.train_targets())
     return np.clip(tree.predict(dataset.flat_inputs()), 0.0, 1.0).astype(np.float32)
 
 
@@ -549,6 +552,7 @@ def evaluate(
     dataset: WaqDataset,
     device: str = "cpu",
     conformal: dict[str, Any] | None = None,
+    tree_data: WaqDataset | None = None,
 ) -> dict[str, Any]:
     """Test MAE, RMSE and R² of the model beside three baselines, overall, per time step and
     per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
@@ -558,7 +562,9 @@ def evaluate(
     training-split label at the same step, :meth:`WaqDataset.climatology`) and a
     gradient-boosted tree on the same inputs (:func:`tree_forecast`).
 
-    With a card's ``conformal`` record, also the empirical coverage of its intervals and
+    ``tree_data``: where the tree is fitted (the model's own training data when scoring
+    fresh scenarios; default: ``dataset``'s folder). With a card's ``conformal`` record,
+    also the empirical coverage of its intervals and
     their mean half-width, overall and per factor level (``coverage``, ``half_width``).
     """
     dev = resolve_device(device)
@@ -567,7 +573,7 @@ def evaluate(
     true = dataset.targets()
     forecasts = {"model": pred, "persistence": dataset.persistence()}
     forecasts["climatology"] = dataset.climatology()
-    forecasts["tree"] = tree_forecast(dataset)
+    forecasts["tree"] = tree_forecast(dataset, tree_data)
 
     def mae(name: str, sel: np.ndarray) -> float:
         return float(np.abs(forecasts[name][sel] - true[sel]).mean())
