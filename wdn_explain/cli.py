@@ -81,7 +81,7 @@ def data_stats(
         arrays = load_waq_arrays(folder)
         sets = {
             s: WaqDataset(folder, s, horizon=horizon, threshold=threshold, arrays=arrays)
-            for s in ("train", "val", "test")
+            for s in ("train", "calib", "val", "test")
         }
     except WdnExplainError as exc:
         _fail(exc)
@@ -222,7 +222,8 @@ def train(
         typer.echo("interrupted: saved the best epoch so far")
     scores = (
         f"test MAE {m['mae']:.4f} (persistence {m['persistence_mae']:.4f}, "
-        f"climatology {m['climatology_mae']:.4f})"
+        f"climatology {m['climatology_mae']:.4f}, tree {m['tree_mae']:.4f}); "
+        f"{m['confidence']:.0%} interval coverage {m['coverage']:.3f}"
         if m
         else "no test scenarios to score"
     )
