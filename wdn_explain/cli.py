@@ -176,9 +176,10 @@ def train(
         0.05, help="chlorine that counts as chlorinated, in the first feature's unit"
     ),
     features: str = typer.Option(
-        "chlorine_mg_l,source_mg_l",
-        help="node features, comma-separated: chlorine_mg_l, source_mg_l, chlorine_fraction "
-        "(the WAQ paper's model: chlorine_fraction)",
+        "chlorine_mg_l,source_mg_l,source_plan_mg_l",
+        help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
+        "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
+        "chlorine_fraction)",
     ),
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
@@ -198,7 +199,8 @@ def train(
             data,
             out,
             model_config=ModelConfig(
-                in_channels=len(node_features), hidden_channels=hidden, num_layers=layers
+                hidden_channels=hidden,
+                num_layers=layers,  # in_channels: from the features
             ),
             train_config=TrainConfig(
                 epochs=epochs,
