@@ -219,7 +219,12 @@ def test_app_in_headless_chromium(server):
         first = settled(driver, wait, lambda d: summary_text(d))
         # the first view: an informative frame, its sentence naming drivers, no toolbars
         minute = first["map"]
-        assert minute > 0
+        from wdn_explain.shipped import DEFAULT_TIMELINE
+        from wdn_explain.timeline import Timeline
+
+        shipped = Timeline.load(DEFAULT_TIMELINE)  # with the dosing plan: from step 0 on
+        shipped = shipped.relative_to(shipped.default_reference)
+        assert minute == shipped.times_s[shipped.first_informative_step()] // 60
         text = summary_text(driver)
         assert text.startswith(f"Forecast made at {minute:.0f} min for {minute + 20:.0f} min: ")
         assert "raise" in text and "share of nodes chlorinated" in text

@@ -19,7 +19,17 @@ def run(*args):
 
 @pytest.mark.parametrize(
     "command",
-    ["simulate", "data-stats", "train", "evaluate", "complexity", "explain", "report", "export"],
+    [
+        "simulate",
+        "data-stats",
+        "train",
+        "evaluate",
+        "calibrate",
+        "complexity",
+        "explain",
+        "report",
+        "export",
+    ],
 )
 def test_help_on_every_command(command):
     result = run(command, "--help")
@@ -35,7 +45,7 @@ def test_simulate_and_data_stats(tmp_path):
     stats = run("data-stats", tmp_path / "w")
     assert stats.exit_code == 0, stats.output
     assert "hanoi (32 nodes, 34 links)" in stats.output
-    assert "sample shapes  x (32, 2), edge_index (2, 68), edge_attr (68, 1), y (1,)" in stats.output
+    assert "sample shapes  x (32, 6), edge_index (2, 68), edge_attr (68, 1), y (1,)" in stats.output
     assert "arrival of chlorine >= 0.05 mg/L" in stats.output
     assert "  injection  reservoir 3\n" in stats.output  # no design: every scenario alike
 
@@ -106,6 +116,35 @@ def test_evaluate_prints_persistence(tiny_model_dir, waq_dir):
     )
     assert result.exit_code == 0, result.output
     assert "persist" in result.output and "per time step" in result.output
+    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines() if line}
+    assert "tree" in rows and "switch" in rows  # the tree baseline, forecasts over a switch
+    assert "90% intervals: empirical coverage" in result.output
+
+
+def test_calibrate_rewrites_the_card_and_refuses_an_empty_split(tmp_path, tiny_model_dir, waq_dir):
+    import json
+    import shutil
+
+    model = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, model)
+    result = run("calibrate", "--model", model, "--data", waq_dir)
+    assert result.exit_code == 0, result.output
+    card = json.loads((model / "card.json").read_text())
+    assert card["conformal"]["n_calibration"] == 9  # one scenario of 13 - 4 forecasts
+    assert (
+        result.output.startswith("calibrated") and "90% intervals from 9 forecasts" in result.output
+    )
+    small = tmp_path / "small"
+    small.mkdir()
+    manifest = json.loads((waq_dir / "manifest.json").read_text())
+    (small / "manifest.json").write_text(json.dumps({**manifest, "n_scenarios": 3}))
+    for i in range(3):
+        shutil.copy(waq_dir / f"scenario_{i:05d}.npz", small)
+    before = (model / "card.json").read_bytes()
+    result = run("calibrate", "--model", model, "--data", small)
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and "calibration split of" in result.output
+    assert (model / "card.json").read_bytes() == before
 
 
 def test_old_waq_paper_model_loads_and_evaluates(waq_dir):
@@ -131,6 +170,16 @@ def test_explain_warns_outside_the_design(tmp_path, tiny_model_dir):
         tmp_path / "in.npz",
     )
     assert inside.exit_code == 0 and "training design" not in inside.output
+    assert "90% interval:" in inside.output
+    steps = [
+        line.split()
+        for line in inside.output.splitlines()
+        if line.endswith(tuple("0123456789")) and " min " in line
+    ]
+    assert len(steps) == 2400 // 300 + 1 - 4
+    for _, _, forecast, low, high, _, _ in steps:
+        share = min(max(float(forecast), 0.0), 1.0)  # the interval lies within [0, 1]
+        assert float(low.strip("[,")) <= share <= float(high.strip("]"))
     outside = run(
         "explain",
         "--scenario",

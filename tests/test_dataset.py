@@ -20,7 +20,8 @@ def test_sample_shapes_and_label(waq_dir, hanoi):
     ds = WaqDataset(waq_dir, "all", horizon=4)
     assert len(ds) == 6 * (13 - 4)
     g = ds[0]
-    assert g.x.shape == (32, 2) and g.edge_attr.shape == (68, 1) and g.y.shape == (1,)
+    # chlorine, source and the plan over the 4 steps ahead
+    assert g.x.shape == (32, 6) and g.edge_attr.shape == (68, 1) and g.y.shape == (1,)
     assert torch.equal(g.edge_index, hanoi.edge_index)
     s, t = ds.locate(5)
     raw = SimulationResult.load(scenario_path(waq_dir, s))
@@ -30,6 +31,8 @@ def test_sample_shapes_and_label(waq_dir, hanoi):
     expected_source = np.zeros(32)
     expected_source[hanoi.node_index(hanoi.reservoirs[0])] = 1.0
     np.testing.assert_allclose(g.x[:, 1].numpy(), expected_source)
+    for k in range(4):  # a constant source from t = 0: planned on at every step ahead
+        np.testing.assert_allclose(g.x[:, 2 + k].numpy(), expected_source)
     expected = (raw.node_chlorine_mg_l[t + 4] >= 0.05).mean()
     assert g.y.item() == pytest.approx(expected)
     # signed flows: the reverse direction carries the negated flow
@@ -41,9 +44,13 @@ def test_sample_shapes_and_label(waq_dir, hanoi):
 
 def test_splits_are_disjoint_and_seeded():
     splits = split_scenarios(100, seed=3)
-    parts = [set(splits[s].tolist()) for s in ("train", "val", "test")]
-    assert sum(len(p) for p in parts) == 100
-    assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+    parts = [set(splits[s].tolist()) for s in ("train", "calib", "val", "test")]
+    assert [len(p) for p in parts] == [70, 10, 10, 10]
+    assert set().union(*parts) == set(range(100))
+    # the calibration scenarios come out of the training share: val and test stay as they were
+    without = split_scenarios(100, seed=3, calibration=0.0)
+    assert set(without["train"]) == parts[0] | parts[1] and not len(without["calib"])
+    assert (without["test"] == splits["test"]).all() and (without["val"] == splits["val"]).all()
     assert (split_scenarios(100, seed=3)["test"] == splits["test"]).all()
     assert not (split_scenarios(100, seed=4)["test"] == splits["test"]).all()
 
@@ -108,3 +115,54 @@ def test_stacked_batches_equal_pyg_collation(waq_dir):
     gen = torch.Generator().manual_seed(0)
     shuffled = torch.cat([b.y for b in ds.batches(5, shuffle=True, generator=gen)])
     assert sorted(shuffled.tolist()) == sorted(torch.cat([b.y for b in ours]).tolist())
+
+
+def _on_by_hand(config, t):
+    """Whether the scenario's source is on at time t (s), from its schedule's fields."""
+    start = config.injection_start_s  # drawn on the 5-minute grid
+    if t < start:
+        return False
+    if config.injection_mode == "intermittent":
+        return (t - start) % (config.intermittent_on_s + config.intermittent_off_s) < (
+            config.intermittent_on_s
+        )
+    if config.injection_mode == "failure":
+        return not config.outage_start_s <= t < config.outage_start_s + config.outage_duration_s
+    return True
+
+
+def test_plan_input_follows_the_schedule_at_every_horizon_step(monitoring_dir, hanoi):
+    """Columns 2.. of x are the setpoint the schedule holds 1..h reports ahead, also past the
+    scenario's end, at the injection node only; checked against the schedule by hand."""
+    ds = WaqDataset(monitoring_dir, "all", horizon=4)
+    switching = 0
+    for s in range(ds.arrays.n_scenarios):
+        config = ds.arrays.configs[s]
+        node = hanoi.node_index(config.injection_node or hanoi.reservoirs[0])
+        for t in range(ds.n_times):
+            x = ds.graph(s, t).x.numpy()
+            for k in range(1, 5):
+                planned = config.injection_strength_mg_l * _on_by_hand(config, (t + k) * 300)
+                assert x[node, 1 + k] == pytest.approx(planned, rel=1e-6), (s, t, k)
+            assert not np.delete(x[:, 2:], node, axis=0).any()
+            switching += len(set(x[node, 1:].tolist())) > 1
+    assert switching > 20  # the design really switches sources within the horizon
+
+
+def test_plan_contradicting_the_schedule_is_refused(tmp_path, monitoring_dir):
+    copy = tmp_path / "copy"
+    shutil.copytree(monitoring_dir, copy)
+    raw = SimulationResult.load(scenario_path(copy, 3))
+    node = int(np.flatnonzero(raw.node_source_mg_l.any(axis=0))[0])
+    source = raw.node_source_mg_l.copy()
+    source[5, node] = 7.0  # the file says 7 mg/L where the schedule plans otherwise
+    from dataclasses import replace
+
+    replace(raw, node_source_mg_l=source).save(scenario_path(copy, 3))
+    with pytest.raises(DataError) as err:
+        WaqDataset(copy, "all")
+    message = str(err.value)
+    assert "\n" not in message and "contradicts the schedule's recorded 7 mg/L" in message
+    assert f"node {raw.node_ids[node]}" in message
+    # without the plan input the same folder loads
+    WaqDataset(copy, "all", node_features=("chlorine_mg_l", "source_mg_l"))

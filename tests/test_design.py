@@ -117,6 +117,11 @@ def envelope(hanoi):
 
 def test_envelope_records_the_design(envelope):
     d = TINY_MONITORING["design"]
+    template = TINY_MONITORING["scenario"]
+    assert envelope.duration_s == template["duration_s"]
+    assert envelope.pattern_step_s == template["pattern_step_s"]
+    assert (envelope.hydraulic_step_s, envelope.quality_step_s) == (300, 60)  # the defaults
+    assert envelope.bulk_decay_drawn == tuple(float(v) for v in d["bulk_decay_per_day"])
     assert set(envelope.injection_nodes) == {"1", *d["injection_nodes"]}
     assert envelope.injection_modes == ("constant", "intermittent")
     assert envelope.ranges["injection_strength_mg_l"] == tuple(d["injection_strength_mg_l"])
@@ -145,6 +150,11 @@ INSIDE = dict(
         ({"bulk_decay_per_day": 9.0}, "bulk decay 9 /day: outside the trained range 0-3 /day"),
         ({"reporting_step_s": 600}, "reports every 10 min: this model forecasts steps of 5 min"),
         ({"injection_pattern": (1.0, 0.0)}, "a custom injection pattern"),
+        ({"pattern_step_s": 900}, "demand pattern step 15 min: this model was trained at 5 min"),
+        ({"hydraulic_step_s": 150}, "hydraulic step 2.5 min: this model was trained at 5 min"),
+        ({"quality_step_s": 30}, "quality step 0.5 min: this model was trained at 1 min"),
+        ({"duration_s": 7200}, "duration 2 h: this model saw only the first 1 h of a scenario"),
+        ({"bulk_decay_per_day": 0.5}, "bulk decay 0.5 /day: the decay rates this model saw"),
     ],
 )
 def test_each_factor_alone_is_flagged(envelope, change, words):
@@ -202,11 +212,16 @@ def test_monitoring_model_beats_both_baselines(monitoring_model, monitoring_dir)
 
 def test_card_records_inputs_and_design(monitoring_model, hanoi):
     _, card = monitoring_model
-    assert card["model"]["in_channels"] == 2
-    assert card["inputs"]["node_features"] == ["chlorine_mg_l", "source_mg_l"]
-    assert DesignEnvelope.model_validate(card["design"]) == DesignEnvelope.of(
-        parse_config(TINY_MONITORING), hanoi
+    assert card["model"]["in_channels"] == 2 + card["inputs"]["horizon"]
+    assert card["inputs"]["node_features"] == ["chlorine_mg_l", "source_mg_l", "source_plan_mg_l"]
+    recorded = DesignEnvelope.model_validate(card["design"])
+    design = DesignEnvelope.of(parse_config(TINY_MONITORING), hanoi)
+    # all but the decay rates, which the card takes from the scenarios actually drawn
+    assert recorded.model_copy(update={"bulk_decay_drawn": None}) == design.model_copy(
+        update={"bulk_decay_drawn": None}
     )
+    low, high = recorded.bulk_decay_drawn
+    assert TINY_MONITORING["design"]["bulk_decay_per_day"][0] <= low <= high <= 3
 
 
 def test_malformed_card_design_is_one_error(tmp_path, tiny_model_dir):
@@ -225,3 +240,58 @@ def test_malformed_card_design_is_one_error(tmp_path, tiny_model_dir):
     (folder / "card.json").write_text(json.dumps(card))
     with pytest.raises(DataError, match="it lacks design.injection_nodes, design.injection_modes"):
         read_card(folder)
+
+
+def test_envelope_records_the_decay_rates_actually_drawn(hanoi, monitoring_dir):
+    """The model card holds the lowest and highest non-zero rate of the scenario files."""
+    from wdn_explain.training import training_envelope
+    from wdn_explain.waq import read_manifest
+
+    n = TINY_MONITORING["n_scenarios"]
+    drawn = [SimulationResult.load(scenario_path(monitoring_dir, i)).config for i in range(n)]
+    rates = [c.bulk_decay_per_day for c in drawn if c.bulk_decay_per_day > 0]
+    envelope = training_envelope(read_manifest(monitoring_dir), drawn)
+    assert envelope.bulk_decay_drawn == (min(rates), max(rates))
+    just_below = ScenarioConfig(**INSIDE, bulk_decay_per_day=0.99 * min(rates))
+    assert "the decay rates this model saw were 0 or" in envelope.outside(just_below, "12")[0]
+
+
+def test_defaults_match_the_shipped_design():
+    """A plain ScenarioConfig and an inline CLI scenario are inside the default model's design
+    in every simulation setting (the shipped model was trained at a 5-minute pattern step)."""
+    from pathlib import Path
+
+    from wdn_explain.cli import _scenario_from
+    from wdn_explain.model_folder import read_card
+    from wdn_explain.scenario import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    trained = load_config(root / "simulations" / "monitoring.yaml").scenario
+    for name in ("duration_s", "reporting_step_s", "hydraulic_step_s", "quality_step_s"):
+        assert getattr(ScenarioConfig(), name) == getattr(trained, name), name
+    assert ScenarioConfig().pattern_step_s == trained.pattern_step_s
+    envelope = read_card(root / "models" / "default").design
+    assert envelope.pattern_step_s == trained.pattern_step_s
+    inline = _scenario_from("{injection_node: '12'}", 0)
+    assert envelope.outside(inline, "12") == []
+
+
+def test_evaluate_adds_the_tree_and_the_switch_forecasts(monitoring_model, monitoring_dir):
+    """Forecasts with a switch inside the horizon counted by hand from the raw source arrays;
+    the gradient-boosted tree is scored beside the other baselines."""
+    from wdn_explain.dataset import split_scenarios
+
+    _, card = monitoring_model
+    m, h = card["metrics"], card["inputs"]["horizon"]
+    n_switch = n_samples = 0
+    for s in split_scenarios(TINY_MONITORING["n_scenarios"], 0)["test"]:
+        setpoint = SimulationResult.load(scenario_path(monitoring_dir, s)).node_source_mg_l
+        setpoint = setpoint.max(axis=1)  # one source per scenario
+        for t in range(len(setpoint) - h):
+            n_samples += 1
+            n_switch += len(set(setpoint[t : t + h + 1].tolist())) > 1
+    rows = {r["level"]: r for r in m["per_factor"]["switch"]}
+    assert rows["within horizon"]["n_samples"] == n_switch > 0
+    assert rows["none ahead"]["n_samples"] == n_samples - n_switch
+    assert {"tree_mae", "tree_rmse", "tree_r2"} <= set(m)
+    assert m["tree_mae"] < m["climatology_mae"]

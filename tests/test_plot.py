@@ -155,9 +155,18 @@ def test_summary_names_the_strongest_drivers(tl, hanoi, reference, index, order)
         assert (f"; {lowered}" if up else f". {first_upper(lowered)}") in text
 
 
-def test_summary_before_anything_moves(tl, hanoi):
-    assert tl.first_informative_step() > 0
-    assert summary(tl, hanoi, 0, "SV", None).endswith(
+def test_summary_before_anything_moves(tmp_path, hanoi):
+    """A booster planned to start at 30 min: the shipped model (which reads the dosing plan
+    20 min ahead) sees nothing move at the first step."""
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.scenario import ScenarioConfig
+    from wdn_explain.shipped import DEFAULT_MODEL
+
+    late = ScenarioConfig(injection_node="20", injection_start_s=1800, duration_s=2700)
+    quiet, _ = explain_scenario(late, DEFAULT_MODEL, out=tmp_path / "late.npz")
+    quiet = quiet.relative_to("none")
+    assert quiet.first_informative_step() > 0
+    assert summary(quiet, hanoi, 0, "SV", None).endswith(
         "No node differs from the reference enough to move the forecast."
     )
 

@@ -123,3 +123,69 @@ def test_epanet_report_goes_to_a_private_folder_and_is_removed(tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == []
     simulate(ScenarioConfig(duration_s=600, reporting_step_s=300))
     assert list(tmp_path.iterdir()) == []
+
+
+# -- every source follows its schedule at every node kind (issue 18) ------------------------
+
+STARTED = {"duration_s": 5400, "reporting_step_s": 300, "pattern_step_s": 300}
+SCHEDULES = {
+    "intermittent": {
+        "injection_mode": "intermittent",
+        "intermittent_on_s": 1200,
+        "intermittent_off_s": 1200,
+    },
+    "failure": {"injection_mode": "failure", "outage_start_s": 1800, "outage_duration_s": 1800},
+}
+
+
+def _planned_on(times_s: np.ndarray, schedule: str, start_s: int = 600) -> np.ndarray:
+    """The schedule written out by hand: is the source on at each time (s)?"""
+    t = np.asarray(times_s)
+    if schedule == "intermittent":
+        on = (t - start_s) % 2400 < 1200
+    else:
+        on = ~((t >= 1800) & (t < 3600))
+    return (t >= start_s) & on
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("node", ["1", "3"])  # the reservoir, a junction with nodes downstream
+def test_source_follows_its_schedule(hanoi, node, schedule):
+    start = {"injection_node": node, "injection_start_s": 600, "injection_strength_mg_l": 0.8}
+    constant = simulate(ScenarioConfig(**STARTED, **start), hanoi)
+    run = simulate(ScenarioConfig(**STARTED, **start, **SCHEDULES[schedule]), hanoi)
+    i, t = hanoi.node_index(node), run.times_s
+    # the source feature is the plan
+    np.testing.assert_allclose(
+        run.node_source_mg_l[:, i], 0.8 * _planned_on(t, schedule), rtol=1e-6
+    )
+    # what EPANET did: the chlorine leaving the source node over the last quality step is the
+    # setpoint then in force -- 0 while off, also at the reservoir
+    then = _planned_on(t - 60, schedule)
+    np.testing.assert_allclose(run.node_chlorine_mg_l[:, i], 0.8 * then, atol=1e-6)
+    # off means less chlorine than constant dosing downstream, never more
+    gap = constant.node_chlorine_mg_l - run.node_chlorine_mg_l
+    assert gap.min() >= -1e-3  # EPANET merges segments within a quality tolerance
+    downstream = [j for j in range(hanoi.n_nodes) if j != i and gap[:, j].max() > 0.5]
+    assert downstream, "switching the source off changed nothing downstream"
+
+
+def test_tank_booster_follows_its_schedule():
+    """Net1's tank starts to drain after about 7.5 h: a booster there that fails from 6 h to
+    12 h adds nothing while it drains (equal to a run without any source), then doses."""
+    from wdn_explain.network import load_network
+
+    net1 = load_network("net1")
+    tank = net1.node_ids[net1.node_roles.index("tank")]
+    base = {"injection_node": tank, "duration_s": 24 * 3600, "injection_strength_mg_l": 3.0}
+    base |= {"reporting_step_s": 900, "pattern_step_s": 900}
+    constant = simulate(ScenarioConfig(**base), net1)
+    never = simulate(ScenarioConfig(**base, injection_pattern=(0.0,)), net1)
+    failing = ScenarioConfig(
+        **base, injection_mode="failure", outage_start_s=6 * 3600, outage_duration_s=6 * 3600
+    )
+    run = simulate(failing, net1)
+    off = run.times_s <= 12 * 3600
+    np.testing.assert_allclose(run.node_chlorine_mg_l[off], never.node_chlorine_mg_l[off])
+    assert np.abs(constant.node_chlorine_mg_l - run.node_chlorine_mg_l)[off].max() > 1.0
+    assert np.abs(never.node_chlorine_mg_l - run.node_chlorine_mg_l)[~off].max() > 1.0

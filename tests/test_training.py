@@ -34,7 +34,8 @@ def test_tiny_training_lowers_the_loss(trained):
     assert len(history) == 6
     assert history[-1]["train_mae"] < history[0]["train_mae"]
     assert card["device"] == "cpu"
-    assert card["model"] == {**SMALL.to_dict(), "in_channels": 2}  # chlorine and source
+    # chlorine, source and the plan over the 4 steps ahead
+    assert card["model"] == {**SMALL.to_dict(), "in_channels": 6}
     assert card["data"]["network"]["name"] == "hanoi"
 
 
@@ -152,7 +153,7 @@ def _model(seed: int = 0, device: str = "cpu"):
     from wdn_explain.model import ChlorineGNN
 
     torch.manual_seed(seed)
-    return ChlorineGNN(replace(SMALL, in_channels=2)).to(device)
+    return ChlorineGNN(replace(SMALL, in_channels=6)).to(device)
 
 
 def _loss_and_grads(model, x, edge_index, edge_attr, batch, y):

@@ -93,7 +93,7 @@ def data_stats(
         arrays = load_waq_arrays(folder)
         sets = {
             s: WaqDataset(folder, s, horizon=horizon, threshold=threshold, arrays=arrays)
-            for s in ("train", "val", "test")
+            for s in ("train", "calib", "val", "test")
         }
     except WdnExplainError as exc:
         _fail(exc)
@@ -195,9 +195,10 @@ def train(
         0.05, help="chlorine that counts as chlorinated, in the first feature's unit"
     ),
     features: str = typer.Option(
-        "chlorine_mg_l,source_mg_l",
-        help="node features, comma-separated: chlorine_mg_l, source_mg_l, chlorine_fraction "
-        "(the WAQ paper's model: chlorine_fraction)",
+        "chlorine_mg_l,source_mg_l,source_plan_mg_l",
+        help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
+        "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
+        "chlorine_fraction)",
     ),
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
@@ -217,7 +218,8 @@ def train(
             data,
             out,
             model_config=ModelConfig(
-                in_channels=len(node_features), hidden_channels=hidden, num_layers=layers
+                hidden_channels=hidden,
+                num_layers=layers,  # in_channels: from the features
             ),
             train_config=TrainConfig(
                 epochs=epochs,
@@ -241,7 +243,8 @@ def train(
         typer.echo("interrupted: saved the best epoch so far")
     scores = (
         f"test MAE {m['mae']:.4f} (persistence {m['persistence_mae']:.4f}, "
-        f"climatology {m['climatology_mae']:.4f})"
+        f"climatology {m['climatology_mae']:.4f}, tree {m['tree_mae']:.4f}); "
+        f"{m['confidence']:.0%} interval coverage {m['coverage']:.3f}"
         if m
         else "no test scenarios to score"
     )
@@ -259,9 +262,15 @@ def evaluate(
     data: Path = typer.Option(..., help="WAQ folder"),
     split: str = typer.Option("test", help="train, val, test or all"),
     device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
+    fit_data: Path = typer.Option(
+        None,
+        help="WAQ folder whose training split the tree baseline is fitted on (the model's own "
+        "training data when scoring fresh scenarios) [default: --data]",
+    ),
 ) -> None:
-    """Print MAE, RMSE and R² of the model beside persistence and the time-step climatology,
-    overall, per scenario factor and per time step."""
+    """Print MAE, RMSE and R² of the model beside persistence, the time-step climatology and
+    a gradient-boosted tree on the same inputs, overall, per scenario factor (and whether a
+    source switches within the horizon) and per time step."""
     from .dataset import WaqDataset, load_waq_arrays
     from .model_folder import load_model
     from .shipped import default_model, shipped
@@ -277,7 +286,14 @@ def evaluate(
         ds = WaqDataset.for_inputs(
             data, split, inputs, split_seed=card.train["split_seed"], arrays=arrays
         )
-        res = run_evaluation(net, ds, device)
+        fit_on = None
+        if fit_data is not None:
+            fit_arrays = load_waq_arrays(fit_data)
+            check_data_matches(card, fit_arrays.manifest, fit_data)
+            fit_on = WaqDataset.for_inputs(
+                fit_data, "train", inputs, split_seed=card.train["split_seed"], arrays=fit_arrays
+            )
+        res = run_evaluation(net, ds, device, conformal=card.conformal, tree_data=fit_on)
     except WdnExplainError as exc:
         _fail(exc)
     if res["forecast_warning"]:
@@ -293,20 +309,28 @@ def evaluate(
         ("model", ""),
         ("persistence", "persistence_"),
         ("climatology", "climatology_"),
+        ("tree", "tree_"),
     ):
         typer.echo(
             f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
             f"{res[prefix + 'r2']:>8.3f}"
         )
+    if "coverage" in res:
+        typer.echo(
+            f"{res['confidence']:.0%} intervals: empirical coverage {res['coverage']:.3f}, "
+            f"mean half-width {res['half_width']:.4f}"
+        )
     typer.echo("MAE per scenario factor:")
     typer.echo(
         f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
+        f" {'tree':>8}" + (f" {'coverage':>8}" if "coverage" in res else "")
     )
     for factor, rows in res["per_factor"].items():
         for r in rows:
             typer.echo(
                 f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
-                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f}"
+                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
+                + (f" {r['coverage']:>8.3f}" if "coverage" in r else "")
             )
     typer.echo("per time step t (forecast made at t for t + horizon):")
     typer.echo(f"{'t':>4} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}")
@@ -315,6 +339,28 @@ def evaluate(
             f"{row['t']:>4} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
             f"{row['persistence_mae']:>12.4f} {row['climatology_mae']:>11.4f}"
         )
+
+
+@app.command()
+def calibrate(
+    model: Path = typer.Option(..., help="model folder (its card.json is rewritten)"),
+    data: Path = typer.Option(..., help="the WAQ folder the model was trained on"),
+) -> None:
+    """Calibrate a trained model's forecast intervals (split conformal, Mondrian) on the
+    calibration split of its data and score it again on the test split."""
+    from .shipped import shipped
+    from .training import calibrate_model
+
+    try:
+        card = calibrate_model(shipped(model), data)
+    except WdnExplainError as exc:
+        _fail(exc)
+    c, m = card["conformal"], card["metrics"]
+    covered = f", test coverage {m['coverage']:.3f}" if "coverage" in m else ""
+    typer.echo(
+        f"calibrated {model}: {c['confidence']:.0%} intervals from {c['n_calibration']} "
+        f"forecasts in {len(c['half_width'])} groups{covered}"
+    )
 
 
 @app.command()
@@ -523,6 +569,17 @@ def explain(
     for key in ("pressure_warning", "forecast_warning"):
         if timeline.meta.get(key):
             typer.echo(f"warning: {timeline.meta[key]}", err=True)
+    if timeline.meta.get("uncertainty"):
+        typer.echo(f"notice: {timeline.meta['uncertainty']}", err=True)
+    if timeline.lower is not None:
+        level = timeline.meta["interval"]["confidence"]
+        typer.echo(
+            f"forecast of the share {timeline.meta['horizon']} steps ahead, {level:.0%} interval:"
+        )
+        for t, f, lo, hi, y in zip(
+            timeline.times_s, timeline.forecast, timeline.lower, timeline.upper, timeline.truth
+        ):
+            typer.echo(f"  {t / 60:>6g} min  {f:.3f}  [{lo:.3f}, {hi:.3f}]  simulated {y:.3f}")
     e = timeline.explanations[0]
     held = f"|I| = {e.n_interactions}" if timeline.exact else f"{e.n_interactions} MIs held"
     typer.echo(

@@ -10,7 +10,8 @@ by :class:`~wdn_explain.features.InputSpec`, the rule the timelines use too):
   the standard deviation of link flows over the training split (``inputs.flow_scale_lps``).
 * ``y`` (1,): the fraction of chlorinated nodes at t + horizon (chlorine >= ``threshold``).
 
-Splits are by scenario (no scenario in two splits), drawn with ``split_seed``.
+Splits are by scenario (no scenario in two splits), drawn with ``split_seed``: train, calib
+(held out for the conformal intervals), val and test.
 """
 
 from __future__ import annotations
@@ -25,15 +26,23 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, Dataset
 
+from .conformal import mondrian_bins
 from .design import factor_levels
 from .errors import ConfigError, DataError
-from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD, InputSpec
+from .features import (
+    DEFAULT_HORIZON,
+    DEFAULT_NODE_FEATURES,
+    DEFAULT_THRESHOLD,
+    InputSpec,
+    check_plan,
+    source_plan,
+)
 from .records import WaqManifest
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult
 from .waq import read_manifest, scenario_path
 
-Split = Literal["train", "val", "test", "all"]
+Split = Literal["train", "calib", "val", "test", "all"]
 SPLITS: tuple[str, ...] = get_args(Split)
 
 
@@ -100,19 +109,60 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
     )
 
 
+def scenario_plans(arrays: WaqArrays, horizon: int) -> np.ndarray:
+    """The dosing plan of every scenario built from its schedule (:func:`source_plan`),
+    shape (S, T, n, horizon); DataError when a plan contradicts a recorded source."""
+    net = arrays.manifest.network
+    node_ids, reservoirs = net.node_ids, net.reservoirs
+    plans = []
+    for config, source in zip(arrays.configs, arrays.source_mg_l):
+        node = config.injection_node or (reservoirs[0] if reservoirs else None)
+        if node not in node_ids:
+            raise DataError(f"scenario injection node {node!r} is not in network {net.name}")
+        plan = source_plan(config, arrays.times_s, node_ids.index(node), len(node_ids), horizon)
+        check_plan(plan, source, node_ids)
+        plans.append(plan)
+    return np.stack(plans)
+
+
+def switch_ahead(source_mg_l: np.ndarray, horizon: int) -> np.ndarray:
+    """Whether any source switches between t and t + horizon, shape (S, T - horizon) from
+    the (S, T, n) recorded source."""
+    n_t = source_mg_l.shape[1]
+    now = source_mg_l[:, : n_t - horizon]
+    changed = [source_mg_l[:, k : n_t - horizon + k] != now for k in range(1, horizon + 1)]
+    return np.any(changed, axis=(0, 3))
+
+
 def split_scenarios(
-    n_scenarios: int, seed: int = 0, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    n_scenarios: int,
+    seed: int = 0,
+    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    calibration: float = 0.1,
 ) -> dict[str, np.ndarray]:
-    """Seeded scenario-level split; every scenario lands in exactly one of train/val/test."""
+    """Seeded scenario-level split; every scenario lands in exactly one of train, calib, val
+    and test.
+
+    ``fractions`` are the train/val/test shares; ``calibration`` (a share of all scenarios)
+    is taken from the training share and held out for the conformal intervals (so val and
+    test are the same as without it).
+    """
     if len(fractions) != 3 or any(f < 0 for f in fractions) or not np.isclose(sum(fractions), 1):
         raise ConfigError(
             f"split fractions must be three non-negative numbers summing to 1 (got {fractions})"
         )
+    if not 0 <= calibration <= fractions[0]:
+        raise ConfigError(
+            f"calibration share must be between 0 and the training share {fractions[0]} "
+            f"(got {calibration})"
+        )
     order = np.random.default_rng(seed).permutation(n_scenarios)
     n_train = int(round(fractions[0] * n_scenarios))
     n_val = int(round(fractions[1] * n_scenarios))
+    n_calib = int(round(calibration * n_scenarios))
     return {
-        "train": np.sort(order[:n_train]),
+        "train": np.sort(order[: n_train - n_calib]),
+        "calib": np.sort(order[n_train - n_calib : n_train]),
         "val": np.sort(order[n_train : n_train + n_val]),
         "test": np.sort(order[n_train + n_val :]),
         "all": np.arange(n_scenarios),
@@ -124,7 +174,7 @@ class WaqDataset(Dataset):
 
     Args:
         folder: A folder written by :func:`wdn_explain.waq.generate_waq`.
-        split: ``train``, ``val``, ``test`` or ``all``.
+        split: ``train``, ``calib``, ``val``, ``test`` or ``all``.
         horizon: Forecast lead in reported steps (default 4).
         threshold: Chlorine at which a node counts as chlorinated, in the unit of the first
             node feature (mg/L by default).
@@ -171,9 +221,11 @@ class WaqDataset(Dataset):
         self.scenarios = splits[split]
         self.n_times = n_t - horizon
         self._edge_index = torch.as_tensor(a.edge_index, dtype=torch.long)
+        plan = scenario_plans(a, horizon) if self.inputs.uses_plan else None
         self._x = torch.from_numpy(
-            self.inputs.node_inputs(a.chlorine_mg_l, a.source_mg_l, a.strength_mg_l[:, None])
+            self.inputs.node_inputs(a.chlorine_mg_l, a.source_mg_l, a.strength_mg_l[:, None], plan)
         )
+        self._switch_ahead = switch_ahead(a.source_mg_l, horizon)
         self._edge_attr = torch.from_numpy(self.inputs.edge_inputs(a.flow_lps))
         self._y = self.inputs.labels(a.chlorine_mg_l, a.strength_mg_l[:, None])
 
@@ -239,6 +291,38 @@ class WaqDataset(Dataset):
             name: np.repeat(np.array([lv[name] for lv in levels]), self.n_times)
             for name in (levels[0] if levels else {})
         }
+
+    def switches_ahead(self) -> np.ndarray:
+        """Per sample, whether a source switches on or off within the forecast horizon."""
+        s, t = self.sample_index()
+        return self._switch_ahead[s, t]
+
+    def mondrian_bins(self) -> np.ndarray:
+        """Per sample, its conformal calibration group (:func:`.conformal.mondrian_bins`)."""
+        times, reservoirs = self.arrays.times_s, self._reservoirs()
+        per_scenario = [
+            mondrian_bins(self.arrays.configs[s], times, self.horizon, reservoirs)[: self.n_times]
+            for s in self.scenarios
+        ]
+        return np.concatenate(per_scenario) if per_scenario else np.array([], dtype=str)
+
+    def flat_inputs(self, scenarios: np.ndarray | None = None) -> np.ndarray:
+        """The model's inputs of every sample flattened to one row (node features, then edge
+        features), shape (N, n F + E C), for non-graph baselines; default: this split's
+        samples, else every step of ``scenarios``."""
+        if scenarios is None:
+            s, t = self.sample_index()
+        else:
+            s = np.repeat(scenarios, self.n_times)
+            t = np.tile(np.arange(self.n_times), len(scenarios))
+        x, e = self._x[s, t], self._edge_attr[s, t]
+        return torch.cat([x.reshape(len(s), -1), e.reshape(len(s), -1)], dim=1).numpy()
+
+    def train_targets(self) -> np.ndarray:
+        """The labels of every step of the training scenarios (for fitted baselines)."""
+        s = np.repeat(self.train_scenarios, self.n_times)
+        t = np.tile(np.arange(self.n_times), len(self.train_scenarios))
+        return self._y[s, t + self.horizon]
 
     def _reservoirs(self) -> tuple[str, ...]:
         return tuple(self.manifest.network.reservoirs)

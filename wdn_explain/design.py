@@ -9,6 +9,7 @@ is an extrapolation, and the CLI, the timeline and the app say so, naming the fa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
@@ -75,19 +76,46 @@ def factor_levels(scenario: ScenarioConfig, reservoirs: tuple[str, ...] = ()) ->
     }
 
 
+# The simulation steps a design fixes, how they are named, and what a differing value means.
+STEPS: dict[str, str] = {
+    "hydraulic_step_s": "hydraulic step",
+    "quality_step_s": "quality step",
+    "pattern_step_s": "demand pattern step",
+}
+
+
 class DesignEnvelope(_Config):
-    """Where a model's training scenarios lie (stored in the card as ``design``)."""
+    """Where a model's training scenarios lie (stored in the card as ``design``).
+
+    Besides the factors' ranges it records the simulation settings that shape the inputs
+    (``duration_s`` and the hydraulic, quality and pattern steps; None in older cards: not
+    checked) and ``bulk_decay_drawn``, the range of the non-zero decay rates actually drawn
+    (a design that switches decay off in some scenarios has the box ``[0, high]`` in
+    ``ranges`` but never saw a rate between 0 and its lowest draw).
+    """
 
     network: str
     reporting_step_s: int
     injection_nodes: tuple[str, ...]
     injection_modes: tuple[str, ...]
     ranges: dict[str, Range] = Field(default_factory=dict)
+    duration_s: int | None = None
+    hydraulic_step_s: int | None = None
+    quality_step_s: int | None = None
+    pattern_step_s: int | None = None
+    bulk_decay_drawn: Range | None = None
 
     @classmethod
-    def of(cls, config: SimulationConfig, network: Any) -> DesignEnvelope:
+    def of(
+        cls, config: SimulationConfig, network: Any, scenarios: Sequence[ScenarioConfig] = ()
+    ) -> DesignEnvelope:
         """The envelope of a simulation config on its loaded network: the design's ranges,
-        and the template's value for every factor the design does not draw."""
+        and the template's value for every factor the design does not draw.
+
+        Args:
+            scenarios: The scenarios actually simulated (their non-zero decay rates give
+                ``bulk_decay_drawn``; none given: the design's decay range).
+        """
         t, d = config.scenario, config.design
         reservoir = network.reservoirs[0] if network.reservoirs else None
         if d is None:
@@ -110,12 +138,21 @@ class DesignEnvelope(_Config):
                 )
             if d.bulk_decay_share < 1:
                 ranges["bulk_decay_per_day"] = (0.0, ranges["bulk_decay_per_day"][1])
+        rates = [c.bulk_decay_per_day for c in scenarios if c.bulk_decay_per_day > 0]
+        decay = ranges["bulk_decay_per_day"]
+        if rates:
+            decay = (float(min(rates)), float(max(rates)))
+        elif d is not None and d.bulk_decay_per_day is not None:
+            decay = (float(d.bulk_decay_per_day[0]), float(d.bulk_decay_per_day[1]))
         return cls(
             network=network.name,
             reporting_step_s=t.reporting_step_s,
             injection_nodes=tuple(dict.fromkeys(n for n in nodes if n is not None)),
             injection_modes=tuple(m for m in INJECTION_MODES if m in modes),
             ranges=ranges,
+            duration_s=t.duration_s,
+            **{name: getattr(t, name) for name in STEPS},
+            bulk_decay_drawn=decay if decay[1] > 0 else None,
         )
 
     def outside(self, scenario: ScenarioConfig, injection_node: str) -> list[str]:
@@ -130,6 +167,26 @@ class DesignEnvelope(_Config):
                 f"reports every {s.reporting_step_s / 60:g} min: this model forecasts steps of "
                 f"{self.reporting_step_s / 60:g} min"
             )
+        for name, word in STEPS.items():
+            trained = getattr(self, name)
+            if trained is not None and getattr(s, name) != trained:
+                notes.append(
+                    f"{word} {getattr(s, name) / 60:g} min: this model was trained at "
+                    f"{trained / 60:g} min"
+                )
+        if self.duration_s is not None and s.duration_s > self.duration_s:
+            notes.append(
+                f"duration {s.duration_s / 3600:g} h: this model saw only the first "
+                f"{self.duration_s / 3600:g} h of a scenario"
+            )
+        decay, box = s.bulk_decay_per_day, self.ranges.get("bulk_decay_per_day")
+        if self.bulk_decay_drawn is not None and box is not None and box[0] == 0:
+            low, high = self.bulk_decay_drawn
+            if 0 < decay < low:  # in the box, but in the gap between "off" and the draws
+                notes.append(
+                    f"bulk decay {decay:g} /day: the decay rates this model saw were 0 or "
+                    f"{low:g}-{high:g} /day"
+                )
         if injection_node not in self.injection_nodes:
             notes.append(
                 f"injection at node {injection_node}: this model never saw chlorine enter there"

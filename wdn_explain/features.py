@@ -8,6 +8,11 @@ Node features (one column each, in the order of ``InputSpec.node_features``):
   elsewhere -- where chlorine enters and how strongly.
 * ``chlorine_fraction``: node chlorine / the scenario's injection strength (the published WAQ
   model's only input; equal to mg/L for its 1 mg/L source).
+* ``source_plan_mg_l``: the dosing plan, a known-future input: the setpoint the source's
+  schedule holds at each of the next ``horizon`` reports (``horizon`` columns, mg/L at the
+  injection node, 0 elsewhere). It is built from the scenario's schedule
+  (:func:`source_plan`), never from what happened later, and must agree with the recorded
+  source wherever both are known (:func:`check_plan`).
 
 Edge features: signed flow along each direction of every link (L/s) / ``flow_scale_lps``,
 shape (2 E, 1), the first E rows from start to end node, the next E reversed.
@@ -20,17 +25,21 @@ in [0, 1]; forecasts beyond it by more than :data:`RANGE_TOLERANCE` are flagged
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, DataError
 
-NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "chlorine_fraction")
+if TYPE_CHECKING:
+    from .scenario import ScenarioConfig
+
+NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "chlorine_fraction", "source_plan_mg_l")
 DEFAULT_HORIZON = 4  # reported steps ahead (20 min at the 5-minute report step)
 DEFAULT_THRESHOLD = 0.05  # chlorine counted as "chlorinated", in the first feature's unit
-DEFAULT_NODE_FEATURES = ("chlorine_mg_l", "source_mg_l")
+DEFAULT_NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "source_plan_mg_l")
 WAQ_PAPER_NODE_FEATURES = ("chlorine_fraction",)
 LABEL_RANGE = (0.0, 1.0)  # the label is a share of nodes
 RANGE_TOLERANCE = 0.05
@@ -69,7 +78,12 @@ class InputSpec:
 
     @property
     def in_channels(self) -> int:
-        return len(self.node_features)
+        """Input columns per node (the plan takes ``horizon`` of them)."""
+        return sum(self.horizon if f == "source_plan_mg_l" else 1 for f in self.node_features)
+
+    @property
+    def uses_plan(self) -> bool:
+        return "source_plan_mg_l" in self.node_features
 
     @property
     def threshold_unit(self) -> str:
@@ -85,15 +99,31 @@ class InputSpec:
         return chlorine_mg_l / np.asarray(strength_mg_l)[..., None]
 
     def node_inputs(
-        self, chlorine_mg_l: np.ndarray, source_mg_l: np.ndarray, strength_mg_l: np.ndarray
+        self,
+        chlorine_mg_l: np.ndarray,
+        source_mg_l: np.ndarray,
+        strength_mg_l: np.ndarray,
+        plan_mg_l: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Node features, shape (..., n, F) float32 from (..., n) arrays and (...,) strengths."""
+        """Node features, shape (..., n, :attr:`in_channels`) float32 from (..., n) arrays,
+        (...,) strengths and, for ``source_plan_mg_l``, the (..., n, horizon) plan
+        (:func:`source_plan`)."""
+        if self.uses_plan and (plan_mg_l is None or plan_mg_l.shape[-1] != self.horizon):
+            got = None if plan_mg_l is None else plan_mg_l.shape[-1]
+            raise ConfigError(
+                f"source_plan_mg_l needs the plan over the horizon of {self.horizon} steps "
+                f"(got {got})"
+            )
         columns = {
-            "chlorine_mg_l": lambda: chlorine_mg_l,
-            "source_mg_l": lambda: source_mg_l,
-            "chlorine_fraction": lambda: chlorine_mg_l / np.asarray(strength_mg_l)[..., None],
+            "chlorine_mg_l": lambda: chlorine_mg_l[..., None],
+            "source_mg_l": lambda: source_mg_l[..., None],
+            "chlorine_fraction": lambda: (chlorine_mg_l / np.asarray(strength_mg_l)[..., None])[
+                ..., None
+            ],
+            "source_plan_mg_l": lambda: plan_mg_l,
         }
-        return np.stack([columns[f]() for f in self.node_features], axis=-1).astype(np.float32)
+        parts = [np.asarray(columns[f](), dtype=np.float32) for f in self.node_features]
+        return np.concatenate(parts, axis=-1)
 
     def edge_inputs(self, flow_lps: np.ndarray) -> np.ndarray:
         """Edge features, shape (..., 2 E, 1) float32 from (..., E) signed link flows."""
@@ -124,3 +154,44 @@ class InputSpec:
 def chlorinated_fraction(chlorine: np.ndarray, threshold: float) -> np.ndarray:
     """Fraction of nodes (last axis) whose chlorine is at least ``threshold``."""
     return (chlorine >= threshold).mean(axis=-1)
+
+
+def source_plan(
+    config: ScenarioConfig, times_s: np.ndarray, source_index: int, n_nodes: int, horizon: int
+) -> np.ndarray:
+    """The dosing plan at every report: the schedule's setpoint at ``t + k`` report steps,
+    k = 1 .. ``horizon``, at node ``source_index`` (0 elsewhere), shape (T, n, horizon).
+
+    Times past the scenario's end take the setpoint the schedule holds at its end.
+    """
+    times_s = np.asarray(times_s, dtype=np.int64)
+    step = int(times_s[1] - times_s[0]) if len(times_s) > 1 else config.reporting_step_s
+    ahead = times_s[:, None] + step * np.arange(1, horizon + 1)[None, :]
+    plan = np.zeros((len(times_s), n_nodes, horizon), dtype=np.float32)
+    plan[:, source_index] = config.injection_setpoint_mg_l(ahead)
+    return plan
+
+
+def check_plan(plan_mg_l: np.ndarray, source_mg_l: np.ndarray, node_ids: Sequence[str]) -> None:
+    """Refuse a plan that contradicts the recorded source: the plan at t for k steps ahead
+    must equal the source recorded at t + k wherever that report exists.
+
+    Args:
+        plan_mg_l: (T, n, horizon) plan of one scenario.
+        source_mg_l: (T, n) recorded source (the simulation's ``node_source_mg_l``).
+        node_ids: The node ids (to name the node).
+
+    Raises:
+        DataError: naming the node, the time step, the planned and the recorded value.
+    """
+    n_t, _, horizon = plan_mg_l.shape
+    for k in range(1, min(horizon, n_t - 1) + 1):
+        planned, recorded = plan_mg_l[: n_t - k, :, k - 1], source_mg_l[k:]
+        bad = ~np.isclose(planned, recorded, rtol=1e-5, atol=1e-6)
+        if bad.any():
+            t, node = (int(i) for i in np.argwhere(bad)[0])
+            raise DataError(
+                f"the plan at step {t} for step {t + k}, node {node_ids[node]}: "
+                f"{planned[t, node]:g} mg/L contradicts the schedule's recorded "
+                f"{recorded[t, node]:g} mg/L"
+            )

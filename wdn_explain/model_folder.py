@@ -154,6 +154,15 @@ def load_state(
     return model.eval()
 
 
+def write_card(model_dir: str | Path, card: dict[str, Any]) -> None:
+    """Rewrite a forecaster's ``card.json`` atomically (checked against
+    :class:`~wdn_explain.records.ModelCard` first); the weights stay."""
+    path = Path(model_dir, CARD)
+    record = ModelCard.parse(card, path)
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(record.to_json(), indent=2))
+
+
 def save_model(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> Path:
     """Write a forecaster's ``model.pt`` and ``card.json`` atomically into ``out_dir``; the
     card (checked against :class:`~wdn_explain.records.ModelCard` first) records the weights'

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .conformal import intervals, mondrian_bins, uncertainty_notice
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
-from .features import InputSpec
+from .features import InputSpec, check_plan, source_plan
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
@@ -44,7 +45,12 @@ def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpe
     from torch_geometric.data import Data
 
     strength = np.full(result.n_steps, result.config.injection_strength_mg_l, dtype=np.float32)
-    x = inputs.node_inputs(result.node_chlorine_mg_l, result.node_source_mg_l, strength)
+    plan = None
+    if inputs.uses_plan:
+        source = network.node_index(injection_node(result.config, network))
+        plan = source_plan(result.config, result.times_s, source, network.n_nodes, inputs.horizon)
+        check_plan(plan, result.node_source_mg_l, network.node_ids)
+    x = inputs.node_inputs(result.node_chlorine_mg_l, result.node_source_mg_l, strength, plan)
     edge_attr = inputs.edge_inputs(result.link_flow_lps)
     return [
         Data(
@@ -176,6 +182,14 @@ def explain_scenario(
     meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
     if meta["forecast_warning"]:
         logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
+    lower = upper = None
+    if card.conformal is not None:
+        bins = mondrian_bins(scenario, result.times_s, horizon, network.reservoirs)[steps]
+        lower, upper = intervals(card.conformal, forecast, bins)
+        meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
+        meta["uncertainty"] = uncertainty_notice(
+            card.conformal, lower, upper, result.times_s[steps]
+        )
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
@@ -192,6 +206,8 @@ def explain_scenario(
             "exact": all(e.exact for series_ in (explanations, *series.values()) for e in series_),
         },
         alternatives=series,
+        lower=lower,
+        upper=upper,
     )
     if out is not None:
         timeline.save(out)

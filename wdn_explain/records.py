@@ -100,6 +100,8 @@ class ModelCard(Record):
         inputs: How inputs and labels are built (:class:`~wdn_explain.features.InputSpec`);
             None only in cards older than it (the WAQ-paper model: ``data.flow_scale_lps``).
         design: The training scenarios' envelope (None in cards older than designs).
+        conformal: The calibration of the forecast intervals
+            (:func:`~wdn_explain.conformal.calibrate`; None: no intervals).
         weights_sha256: SHA-256 of ``model.pt``, checked when the model is loaded.
     """
 
@@ -109,6 +111,7 @@ class ModelCard(Record):
     train: dict[str, Any]
     inputs: InputSpec | None = None
     design: DesignEnvelope | None = None
+    conformal: dict[str, Any] | None = None
     data: CardData
     metrics: dict[str, Any] = Field(default_factory=dict)
     history: list[dict[str, float]] = Field(default_factory=list)

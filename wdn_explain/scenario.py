@@ -51,7 +51,8 @@ class ScenarioConfig(_Config):
     changes the flows (EPyT-Flow's ``randomize_demands`` does not on Hanoi, which has no
     patterns to shuffle).
 
-    Injection: a setpoint booster at ``injection_node`` (default: the first reservoir) holding
+    Injection: a source at ``injection_node`` (default: the first reservoir; a setpoint
+    booster at a junction or tank, the outflow concentration at a reservoir) holding
     ``injection_strength_mg_l`` from ``injection_start_s`` on, always (``constant``), in cycles
     of ``intermittent_on_s`` on and ``intermittent_off_s`` off (``intermittent``), or with one
     outage of ``outage_duration_s`` from ``outage_start_s`` (``failure``). Times are rounded
@@ -63,7 +64,9 @@ class ScenarioConfig(_Config):
     reporting_step_s: int = Field(300, gt=0, description="time between reported states")
     hydraulic_step_s: int = Field(300, gt=0)
     quality_step_s: int = Field(60, gt=0)
-    pattern_step_s: int = Field(900, gt=0, description="time between demand multipliers")
+    pattern_step_s: int = Field(
+        300, gt=0, description="time between demand multipliers (the shipped models' step)"
+    )
     injection_node: str | None = Field(None, description="node id; default: the first reservoir")
     injection_strength_mg_l: float = Field(1.0, gt=0, description="source concentration")
     injection_pattern: tuple[float, ...] | None = Field(

@@ -95,7 +95,8 @@ def default_scenario(model_dir: str | Path, network: Network | None = None) -> S
     folder's ``default_scenario.yaml``; else, for a model of the default scenario's network
     (Hanoi), ``simulations/default_scenario.yaml``; else the middle of the model's training
     design (its first injection node and mode, each range's midpoint, the injection start
-    and the bulk decay at their low ends, as the app's form starts), or the plain defaults
+    and the bulk decay at their low ends, as the app's form starts, and the design's
+    duration and steps where its card records them), or the plain defaults
     at the first reservoir for a card without a design.
 
     Args:
@@ -123,9 +124,10 @@ def default_scenario(model_dir: str | Path, network: Network | None = None) -> S
     return ScenarioConfig(
         network=str(name),
         reporting_step_s=step,
-        hydraulic_step_s=step,
-        pattern_step_s=step,
-        quality_step_s=min(60, step),
+        hydraulic_step_s=envelope.hydraulic_step_s or step,
+        pattern_step_s=envelope.pattern_step_s or step,
+        quality_step_s=envelope.quality_step_s or min(60, step),
+        **({"duration_s": envelope.duration_s} if envelope.duration_s else {}),
         injection_node=None if node in network.reservoirs else node,
         injection_mode=envelope.injection_modes[0] if envelope.injection_modes else "constant",
         **{k: round(v) if DRAWN_RANGES[k] else v for k, v in factors.items()},

@@ -164,6 +164,31 @@ def injection_node(config: ScenarioConfig, network: Network) -> str:
     return network.reservoirs[0]
 
 
+RESERVOIR_OFF = 1e-12
+"""Source multiplier of a reservoir source while it is off (see :func:`source_schedule`)."""
+
+
+def source_schedule(
+    config: ScenarioConfig, network: Network, injection: str
+) -> tuple[int, np.ndarray]:
+    """The EPANET source type and pattern that make ``injection`` follow the schedule.
+
+    At a junction or tank: a SETPOINT booster with the schedule's 0/1 multipliers (off adds
+    nothing; the node's inflow passes unchanged). At a reservoir, EPANET keeps the reservoir's
+    last quality whenever its source contributes exactly 0 (``qualroute.c``: a zero source
+    quality leaves the node quality as it was), so a SETPOINT source there never switched off.
+    A reservoir gets a CONCEN source instead (its outflow quality is the source's), whose off
+    steps carry :data:`RESERVOIR_OFF` (1e-12 x the strength: no chlorine to any reported
+    digit, yet not the 0 that EPANET skips).
+    """
+    from epanet_plus import EpanetConstants
+
+    multipliers = config.injection_multipliers()
+    if network.node_roles[network.node_index(injection)] != "reservoir":
+        return EpanetConstants.EN_SETPOINT, multipliers
+    return EpanetConstants.EN_CONCEN, np.where(multipliers > 0, multipliers, RESERVOIR_OFF)
+
+
 def _set_demand_patterns(
     sim: ScenarioSimulator, patterns: dict[str, np.ndarray], base: dict[str, float]
 ) -> None:
@@ -230,10 +255,11 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
                 sim.set_quality_parameters(
                     global_bulk_reaction_coefficient=-config.bulk_decay_per_day, order_bulk=1
                 )
+            source_type, pattern = source_schedule(config, network, injection)
             sim.add_quality_source(
                 injection,
-                EpanetConstants.EN_SETPOINT,  # a booster: works at junctions and sources
-                pattern=config.injection_multipliers(),
+                source_type,
+                pattern=pattern,
                 source_strength=config.injection_strength_mg_l,
             )
             nodes, links = list(network.node_ids), list(network.link_ids)

@@ -172,6 +172,10 @@ class Timeline:
             files written before them).
         alternatives: Explanations of the same forecasts relative to other references, by
             name (``none``: no chlorine), one per step each.
+        lower, upper: The forecast's calibrated interval at each step, shape (T,) (None
+            for a model without a ``conformal`` record); ``meta["interval"]`` names its
+            nominal coverage and method, ``meta["uncertainty"]`` is a plain sentence when
+            some interval is wide (even inside the design), else None.
     """
 
     steps: np.ndarray
@@ -183,6 +187,8 @@ class Timeline:
     explanations: list[Explanation]
     meta: dict[str, Any]
     alternatives: dict[str, list[Explanation]] = field(default_factory=dict)
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -331,6 +337,8 @@ class Timeline:
             "forecast": self.forecast,
             "truth": self.truth,
         }
+        if self.lower is not None and self.upper is not None:
+            arrays |= {"lower": self.lower, "upper": self.upper}
         series = {"s": self.explanations} | {f"r_{k}_": v for k, v in self.alternatives.items()}
         for head, explanations in series.items():
             for t, e in enumerate(explanations):
@@ -364,6 +372,8 @@ class Timeline:
                     explanations=explanations,
                     meta=meta,
                     alternatives=alternatives,
+                    lower=data["lower"] if "lower" in data.files else None,
+                    upper=data["upper"] if "upper" in data.files else None,
                 )
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None
@@ -381,11 +391,13 @@ class Timeline:
             "forecast": (n_steps,),
             "truth": (n_steps,),
         }
+        if self.lower is not None:
+            expected |= {"lower": (n_steps,), "upper": (n_steps,)}
         for name, shape in expected.items():
-            if getattr(self, name).shape != shape:
+            if getattr(self, name) is None or getattr(self, name).shape != shape:
+                got = getattr(getattr(self, name), "shape", None)
                 raise DataError(
-                    f"timeline file '{path}' is corrupt: {name} has shape "
-                    f"{getattr(self, name).shape}, expected {shape}"
+                    f"timeline file '{path}' is corrupt: {name} has shape {got}, expected {shape}"
                 )
         series = [self.explanations, *self.alternatives.values()]
         for t, e in ((t, e) for es in series for t, e in enumerate(es)):

@@ -12,7 +12,7 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -24,16 +24,23 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
+from .conformal import calibrate, intervals
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
-from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
+from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD, InputSpec
 from .files import claimed
-from .lazy import moved_getattr
 from .model import ChlorineGNN, ModelConfig
-from .model_folder import check_model_output, resolve_device, save_model
+from .model_folder import (
+    check_model_output,
+    load_model,
+    resolve_device,
+    save_model,
+    write_card,
+)
 from .progress import ProgressArg
 from .records import ModelCard, WaqManifest
+from .scenario import ScenarioConfig
 
 logger = logging.getLogger(__name__)
 
@@ -291,8 +298,9 @@ def train(
     """
     dev = resolve_device(device)
     cfg = (train_config or TrainConfig()).for_device(dev)
-    # the input width follows the node features (train_config.node_features)
-    model_config = replace(model_config or ModelConfig(), in_channels=len(cfg.node_features))
+    # the input width follows the node features (the plan takes one column per step)
+    inputs = InputSpec(node_features=cfg.node_features, horizon=cfg.horizon)
+    model_config = replace(model_config or ModelConfig(), in_channels=inputs.in_channels)
     check_model_output(out_dir, overwrite=overwrite)
     with claimed(out_dir, "model folder"):  # a second `train` into it is refused at once
         check_model_output(out_dir, overwrite=overwrite)  # claimed: no one else writes now
@@ -328,19 +336,22 @@ def _train_into(
         raise DataError(
             f"data folder '{data_dir}' has too few scenarios for train and validation splits"
         )
+    calib_set = WaqDataset(data_dir, "calib", **common)
+    _check_calibration(calib_set)
     torch.manual_seed(cfg.seed)
     model = ChlorineGNN(model_config).to(dev)
     result = fit(model, train_set.stacked(), val_set.stacked(), cfg, dev, progress=progress)
     history = result.history
     model.load_state_dict(result.best_state)
     model.cpu()
+    conformal = conformal_record(model, calib_set)
     test_set = WaqDataset(data_dir, "test", **common)
-    metrics = evaluate(model, test_set) if len(test_set) else {}
+    metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
         "model": model_config.to_dict(),
         "train": {**asdict(cfg), "node_features": list(cfg.node_features)},
         "inputs": train_set.inputs.to_dict(),
-        "design": training_envelope(arrays.manifest).model_dump(mode="json"),
+        "design": training_envelope(arrays.manifest, arrays.configs).model_dump(mode="json"),
         "data": {
             "folder": str(data_dir),
             "config_hash": arrays.manifest.config_hash,
@@ -349,6 +360,7 @@ def _train_into(
             ),
             "n_scenarios": arrays.n_scenarios,
         },
+        "conformal": conformal,
         "metrics": {k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")},
         "history": history,
         "interrupted": result.interrupted,
@@ -362,13 +374,60 @@ def _train_into(
     return card
 
 
-def training_envelope(manifest: WaqManifest) -> DesignEnvelope:
-    """The design envelope of a WAQ folder's config (what a model trained on it saw)."""
+def _check_calibration(calib_set: WaqDataset) -> None:
+    if len(calib_set) == 0:
+        raise DataError(
+            f"calibration split of '{calib_set.folder}' is empty (0 of "
+            f"{calib_set.arrays.n_scenarios} scenarios; the intervals need at least one: "
+            "simulate more scenarios)"
+        )
+
+
+def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str, Any]:
+    """The card's ``conformal`` record: the model's errors on the held-out calibration
+    split turned into Mondrian split-conformal half-widths (:mod:`.conformal`)."""
+    _check_calibration(calib_set)
+    pred = predict(model, calib_set)
+    return calibrate(
+        calib_set.targets() - pred, calib_set.mondrian_bins(), where=f"'{calib_set.folder}'"
+    )
+
+
+def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
+    """Calibrate a trained model's intervals on the calibration split of its data folder and
+    score it again on the test split: rewrites ``card.json`` (``conformal`` and ``metrics``;
+    the weights stay). Refused, with nothing written, for an empty calibration split.
+
+    Returns:
+        The updated card.
+    """
+    model, card = load_model(model_dir)
+    arrays = load_waq_arrays(data_dir)
+    check_data_matches(card, arrays.manifest, data_dir)
+    inputs = card.input_spec
+    seed = card.train["split_seed"]
+    calib_set = WaqDataset.for_inputs(data_dir, "calib", inputs, split_seed=seed, arrays=arrays)
+    record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
+    test_set = WaqDataset.for_inputs(data_dir, "test", inputs, split_seed=seed, arrays=arrays)
+    if len(test_set):
+        metrics = evaluate(model, test_set, conformal=record["conformal"])
+        record["metrics"] = {
+            k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")
+        }
+    write_card(model_dir, record)
+    return record
+
+
+def training_envelope(
+    manifest: WaqManifest, drawn: Sequence[ScenarioConfig] = ()
+) -> DesignEnvelope:
+    """The design envelope of a WAQ folder's config (what a model trained on it saw);
+    ``drawn``: the folder's scenarios (their actual decay rates)."""
     from .network import load_network
     from .scenario import SimulationConfig
 
     config = SimulationConfig.model_validate(manifest.config)
-    return DesignEnvelope.of(config, load_network(config.scenario.network))
+    return DesignEnvelope.of(config, load_network(config.scenario.network), drawn)
 
 
 def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> None:
@@ -402,15 +461,45 @@ def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
     }
 
 
-BASELINES = ("persistence", "climatology")
+BASELINES = ("persistence", "climatology", "tree")
 
 
-def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -> dict[str, Any]:
-    """Test MAE, RMSE and R² of the model beside two baselines, overall, per time step and per
-    scenario factor (injection site, pattern, strength, start, demand, decay).
+def tree_forecast(
+    dataset: WaqDataset, fit_on: WaqDataset | None = None, seed: int = 0
+) -> np.ndarray:
+    """The gradient-boosted tree baseline's forecast of every sample: scikit-learn's
+    HistGradientBoostingRegressor (absolute error loss, seeded) fitted on every step of the
+    training scenarios of ``fit_on`` (default: ``dataset``'s folder), on the same inputs the
+    GNN sees, flattened (node features, plan included, and edge flows)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
 
-    Baselines: persistence (y(t + h) = y(t)) and the time-step climatology (the mean
-    training-split label at the same step, :meth:`WaqDataset.climatology`).
+    fit_on = fit_on or dataset
+    if not len(fit_on.train_scenarios):
+        raise DataError(f"'{fit_on.folder}' has no training scenarios to fit the tree baseline")
+    tree = HistGradientBoostingRegressor(loss="absolute_error", random_state=seed)
+    tree.fit(fit_on.flat_inputs(fit_on.train_scenarios), fit_on.train_targets())
+    return np.clip(tree.predict(dataset.flat_inputs()), 0.0, 1.0).astype(np.float32)
+
+
+def evaluate(
+    model: torch.nn.Module,
+    dataset: WaqDataset,
+    device: str = "cpu",
+    conformal: dict[str, Any] | None = None,
+    tree_data: WaqDataset | None = None,
+) -> dict[str, Any]:
+    """Test MAE, RMSE and R² of the model beside three baselines, overall, per time step and
+    per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
+    source switches within the horizon).
+
+    Baselines: persistence (y(t + h) = y(t)), the time-step climatology (the mean
+    training-split label at the same step, :meth:`WaqDataset.climatology`) and a
+    gradient-boosted tree on the same inputs (:func:`tree_forecast`).
+
+    ``tree_data``: where the tree is fitted (the model's own training data when scoring
+    fresh scenarios; default: ``dataset``'s folder). With a card's ``conformal`` record,
+    also the empirical coverage of its intervals and
+    their mean half-width, overall and per factor level (``coverage``, ``half_width``).
     ``forecast_warning`` flags forecasts outside the label's range (see
     :meth:`~.features.InputSpec.range_warning`).
 
@@ -429,6 +518,7 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     true = dataset.targets()
     forecasts = {"model": pred, "persistence": dataset.persistence()}
     forecasts["climatology"] = dataset.climatology()
+    forecasts["tree"] = tree_forecast(dataset, tree_data)
 
     def mae(name: str, sel: np.ndarray) -> float:
         return float(np.abs(forecasts[name][sel] - true[sel]).mean())
@@ -442,13 +532,27 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
         }
         for t in range(dataset.n_times)
     ]
+    covered = half = None
+    if conformal is not None:
+        lower, upper = intervals(conformal, pred, dataset.mondrian_bins())
+        covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
-    for factor, levels in dataset.factor_levels().items():
+    factors = dataset.factor_levels()
+    factors["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
+    for factor, levels in factors.items():
         per_factor[factor] = [
             {
                 "level": str(level),
                 "n_samples": int((levels == level).sum()),
                 **{f"{name}_mae": mae(name, levels == level) for name in forecasts},
+                **(
+                    {
+                        "coverage": float(covered[levels == level].mean()),
+                        "half_width": float(half[levels == level].mean()),
+                    }
+                    if covered is not None
+                    else {}
+                ),
             }
             for level in sorted(set(levels.tolist()))
         ]
@@ -456,15 +560,10 @@ def evaluate(model: torch.nn.Module, dataset: WaqDataset, device: str = "cpu") -
     for b in BASELINES:
         out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
     out["forecast_warning"] = dataset.inputs.range_warning(pred)
+    if covered is not None:
+        out |= {
+            "coverage": float(covered.mean()),
+            "half_width": float(half.mean()),
+            "confidence": conformal["confidence"],
+        }
     return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}
-
-
-__getattr__ = moved_getattr(
-    __name__,
-    {
-        "load_model": "model_folder",
-        "save_model": "model_folder",
-        "resolve_device": "model_folder",
-        "check_model_output": "model_folder",
-    },
-)

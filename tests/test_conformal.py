@@ -1,0 +1,146 @@
+"""Calibrated forecast intervals: the Mondrian split-conformal half-widths against the
+textbook quantile, their coverage against the nominal level, the timing groups against the
+schedule by hand, the empty calibration split, and the intervals in cards and timelines."""
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from wdn_explain.conformal import (
+    CONFIDENCE,
+    calibrate,
+    intervals,
+    timing,
+    uncertainty_notice,
+)
+from wdn_explain.errors import DataError
+from wdn_explain.scenario import ScenarioConfig
+
+
+def _split_conformal_quantile(residuals: np.ndarray, confidence: float) -> float:
+    """The textbook split-conformal half-width: the ceil((n + 1) c)-th smallest |error|."""
+    ordered = np.sort(np.abs(residuals))
+    rank = math.ceil((len(ordered) + 1) * confidence)
+    return float(ordered[rank - 1]) if rank <= len(ordered) else math.inf
+
+
+def test_half_widths_are_the_split_conformal_quantile_per_group():
+    gen = np.random.default_rng(0)
+    residuals = np.concatenate([gen.normal(0, 0.01, 400), gen.normal(0, 0.1, 300)])
+    bins = np.array(["calm"] * 400 + ["switch"] * 300)
+    record = calibrate(residuals, bins)
+    assert record["confidence"] == CONFIDENCE
+    for group, sel in (("calm", slice(0, 400)), ("switch", slice(400, None))):
+        expected = _split_conformal_quantile(residuals[sel], CONFIDENCE)
+        assert record["half_width"][group] == pytest.approx(expected)
+    assert record["pooled_half_width"] == pytest.approx(
+        _split_conformal_quantile(residuals, CONFIDENCE)
+    )
+    assert record["n_per_group"] == {"calm": 400, "switch": 300}
+
+
+def test_coverage_matches_the_nominal_level_in_every_group():
+    """Fresh errors of the same distributions fall inside at the nominal rate, per group
+    (the pooled interval would over-cover the calm group and under-cover the other)."""
+    gen = np.random.default_rng(1)
+    scales = {"calm": 0.01, "switch": 0.1}
+    calib_bins = np.repeat(list(scales), 2000)
+    calib = gen.normal(0, [scales[b] for b in calib_bins])
+    record = calibrate(calib, calib_bins)
+    test_bins = np.repeat(list(scales), 20000)
+    truth = gen.normal(0, [scales[b] for b in test_bins]) + 0.5
+    lower, upper = intervals(record, np.full(len(truth), 0.5), test_bins)
+    for group in scales:
+        sel = test_bins == group
+        coverage = ((truth[sel] >= lower[sel]) & (truth[sel] <= upper[sel])).mean()
+        assert abs(coverage - CONFIDENCE) < 0.02, group
+
+
+def test_empty_calibration_is_one_line():
+    with pytest.raises(DataError, match=r"^calibration split of 'x' is empty$"):
+        calibrate(np.array([]), np.array([], dtype=str), where="'x'")
+
+
+def test_timing_groups_follow_the_schedule_by_hand():
+    config = ScenarioConfig(
+        duration_s=3600,
+        injection_mode="intermittent",
+        injection_start_s=600,
+        intermittent_on_s=900,
+        intermittent_off_s=900,
+    )
+    times = np.arange(0, 3601, 300)
+    # on at 600..1200, off 1500..2100, on 2400..3000, off 3300..: switches at 600, 1500, 2400, 3300
+    switches = np.array([600, 1500, 2400, 3300])
+    expected = []
+    for t in times:
+        if ((switches > t) & (switches <= t + 2 * 300)).any():
+            expected.append("switch ahead")
+        elif ((switches <= t) & (switches > t - 2 * 300)).any():
+            expected.append("just switched")
+        else:
+            expected.append("steady")
+    assert timing(config, times, horizon=2).tolist() == expected
+
+
+def test_wide_interval_notice_in_plain_words():
+    record = {"confidence": 0.9}
+    times = np.array([0, 300, 600])
+    assert uncertainty_notice(record, np.array([0.1] * 3), np.array([0.2] * 3), times) is None
+    notice = uncertainty_notice(record, np.array([0.1, 0.1, 0.3]), np.array([0.2, 0.5, 0.4]), times)
+    assert notice.startswith("uncertain forecast at 1 of 3 steps: the model's 90% interval")
+    assert "widest at 5 min: 0.10-0.50" in notice
+
+
+def test_monitoring_model_intervals_cover_near_nominal(monitoring_model):
+    """The tiny design's card: intervals from the calibration split, coverage on the test
+    split near the nominal level (54 forecasts: within three binomial standard errors)."""
+    _, card = monitoring_model
+    conformal, metrics = card["conformal"], card["metrics"]
+    assert conformal["confidence"] == CONFIDENCE and conformal["n_calibration"] > 0
+    n = metrics["n_samples"]
+    assert metrics["coverage"] >= CONFIDENCE - 3 * math.sqrt(0.09 / n)
+    for rows in metrics["per_factor"].values():
+        assert all(0 <= r["coverage"] <= 1 for r in rows)
+
+
+def test_calibrating_without_calibration_scenarios_writes_nothing(
+    tmp_path, monitoring_model, monitoring_dir
+):
+    from wdn_explain.training import calibrate_model
+    from wdn_explain.waq import MANIFEST
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(monitoring_model[0], model_dir)
+    small = tmp_path / "small"
+    small.mkdir()
+    manifest = json.loads((monitoring_dir / MANIFEST).read_text())
+    (small / MANIFEST).write_text(json.dumps({**manifest, "n_scenarios": 4}))
+    for i in range(4):
+        name = f"scenario_{i:05d}.npz"
+        shutil.copy(monitoring_dir / name, small / name)
+    before = (model_dir / "card.json").read_bytes()
+    with pytest.raises(DataError, match=r"calibration split of '.*small' is empty \(0 of 4"):
+        calibrate_model(model_dir, small)
+    assert (model_dir / "card.json").read_bytes() == before
+
+
+def test_timeline_holds_the_interval(tmp_path, monitoring_model):
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.timeline import Timeline
+
+    spec = ScenarioConfig(
+        duration_s=3600, injection_node="12", injection_mode="intermittent", seed=3
+    )
+    out = tmp_path / "t.npz"
+    timeline, _ = explain_scenario(spec, monitoring_model[0], out=out)
+    share = np.clip(timeline.forecast, 0, 1)  # the interval lies within [0, 1]
+    assert (timeline.lower <= share + 1e-6).all() and (share <= timeline.upper + 1e-6).all()
+    assert timeline.meta["interval"]["confidence"] == CONFIDENCE
+    back = Timeline.load(out)
+    np.testing.assert_array_equal(back.lower, timeline.lower)
+    np.testing.assert_array_equal(back.upper, timeline.upper)
+    assert back.meta["uncertainty"] == timeline.meta["uncertainty"]
