@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .explain.indices import check_index
 from .network import Network
+from .scenario import ScenarioConfig
 from .timeline import REFERENCES, Timeline
 
 UNIT = "share of nodes chlorinated"
@@ -67,8 +68,21 @@ def resolved_order(timeline: Timeline, index: str, order: int | None) -> int:
     return check_index(index, order, timeline.explanations[0].blocks.max_size)[1]
 
 
+def index_name(index: str) -> str:
+    """How people read an index's name: ``Möbius`` for the engine's ASCII ``Moebius``."""
+    return "Möbius" if index == "Moebius" else index
+
+
 def index_label(index: str, order: int) -> str:
-    return index if index in ("SV", "BV") else f"{index} of order {order}"
+    name = index_name(index)
+    return name if index in ("SV", "BV") else f"{name} of order {order}"
+
+
+def scenario_text(scenario: ScenarioConfig) -> str:
+    """The scenario's plain name without its seed (:meth:`ScenarioConfig.describe`): the
+    seed a timeline holds is derived from the simulation file's master seed and matches
+    nothing the user wrote, so captions and titles leave it out."""
+    return scenario.describe().rpartition(", seed ")[0]
 
 
 def _natural(node_id: str) -> tuple[int, str]:

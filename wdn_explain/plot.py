@@ -30,6 +30,7 @@ from .narrative import (
     forecast_time,
     horizon_s,
     index_label,
+    index_name,
     minutes,
     reference_label,
     resolved_order,
@@ -258,14 +259,86 @@ def _node_trace(
 def frame_traces(
     network: Network, timeline: Timeline, step: int, data: FrameData, scale: float, index: str
 ) -> list[dict]:
-    """The traces of one frame, nodes last (on top): pipes, six pair classes and the pair
-    values, two hyperedge signs and the group values, nodes."""
+    """The traces of one frame, nodes and the source last (on top): pipes, six pair classes
+    and the pair values, two hyperedge signs and the group values, nodes, the source."""
+    name = index_name(index)
     return [
         _pipe_trace(network),
-        *_pair_traces(network, data.pairs, index),
-        *_hyperedge_traces(network, data.higher, index),
-        _node_trace(network, timeline, step, data.node_values, scale, index),
+        *_pair_traces(network, data.pairs, name),
+        *_hyperedge_traces(network, data.higher, name),
+        _node_trace(network, timeline, step, data.node_values, scale, name),
+        _source_trace(network, timeline, step),
     ]
+
+
+def source_state(timeline: Timeline, step: int) -> str:
+    """``source on (1.5 mg/L)`` or ``source off``: the planned setpoint of the injection at
+    the time of ``step``."""
+    setpoint = float(timeline.scenario.injection_setpoint_mg_l(timeline.times_s[step]))
+    return f"source on ({setpoint:g} mg/L)" if setpoint > 0 else "source off"
+
+
+def _source_trace(network: Network, timeline: Timeline, step: int) -> dict:
+    """A hollow star around the node where chlorine enters (the node's colour stays
+    visible), labelled with its state at ``step``: orange and bold while on, grey while off."""
+    node = network.node_index(injection_node(timeline.scenario, network))
+    state = source_state(timeline, step)
+    on = state != "source off"
+    x, y = network.map_coordinates[node]
+    return dict(
+        type="scatter",
+        x=[x],
+        y=[y],
+        mode="markers+text",
+        text=[f"{network.node_ids[node]}: {state}"],
+        textposition="bottom center",
+        textfont=dict(size=12, color="#000" if on else "#666"),
+        marker=dict(
+            symbol="star-open",
+            size=30,
+            color="#e67300" if on else "#888",
+            line=dict(width=3 if on else 1.5),
+        ),
+        hoverinfo="text",
+        hovertext=[f"<b>node {network.node_ids[node]}</b>: chlorine enters here, {state}"],
+        name="source",
+    )
+
+
+def opening_step(timeline: Timeline) -> int:
+    """The step a view opens on: the first informative step
+    (:meth:`Timeline.first_informative_step`), moved on to the first step at which some
+    node carries chlorine, so that the chlorine map is not blank (unchanged when chlorine
+    never appears)."""
+    first = timeline.first_informative_step()
+    wet = np.flatnonzero(timeline.chlorine[first:].max(axis=1) > 0)
+    return first + int(wet[0]) if len(wet) else first
+
+
+def focused_layout(network: Network, node: int, share: float = 0.12) -> dict:
+    """Axis ranges that zoom a map onto ``node``: a window of ``share`` of the network's
+    extent around it."""
+    xy = network.map_coordinates
+    half = share * (xy.max(axis=0) - xy.min(axis=0)).max() / 2
+    x, y = xy[node]
+    return dict(xaxis=dict(range=[x - half, x + half]), yaxis=dict(range=[y - half, y + half]))
+
+
+def found_trace(network: Network, node: int) -> dict:
+    """A large ring and the id at ``node`` (the node found by id)."""
+    x, y = network.map_coordinates[node]
+    return dict(
+        type="scatter",
+        x=[x],
+        y=[y],
+        mode="markers+text",
+        text=[network.node_ids[node]],
+        textposition="top center",
+        textfont=dict(size=14, color="#000"),
+        marker=dict(symbol="circle-open", size=34, color="#000", line=dict(width=3)),
+        hoverinfo="skip",
+        name="found",
+    )
 
 
 def value_scale(timeline: Timeline, index: str, order: int | None) -> float:
@@ -317,14 +390,22 @@ def si_graph_figure(
     top_k: int = 10,
     scale: float | None = None,
     height: int = 620,
+    focus: int | None = None,
 ) -> go.Figure:
-    """The SI-Graph of one step (the app draws the step of its time cursor)."""
+    """The SI-Graph of one step (the app draws the step of its time cursor); with ``focus``
+    (a node index) the map is zoomed onto that node and rings it."""
     scale = value_scale(timeline, index, order) if scale is None else scale
     data = frame_data(timeline, step, index, order, top_k)
     layout = _map_layout(network, height, frame_title(timeline, step, index, order))
-    return go.Figure(
-        dict(data=frame_traces(network, timeline, step, data, scale, index), layout=layout)
-    )
+    traces = frame_traces(network, timeline, step, data, scale, index)
+    return _focused(go.Figure(dict(data=traces, layout=layout)), network, focus)
+
+
+def _focused(fig: go.Figure, network: Network, focus: int | None) -> go.Figure:
+    if focus is not None:
+        fig.add_trace(found_trace(network, focus))
+        fig.update_layout(focused_layout(network, focus))
+    return fig
 
 
 def timeline_figure(
@@ -340,9 +421,8 @@ def timeline_figure(
     """Animated SI-Graph: one frame per explained step, play/pause and a time slider (the
     HTML report's figure).
 
-    The figure opens on frame ``start`` (default: the first step whose explanation is not
-    all zero, :meth:`Timeline.first_informative_step`)."""
-    start = timeline.first_informative_step() if start is None else start
+    The figure opens on frame ``start`` (default: :func:`opening_step`)."""
+    start = opening_step(timeline) if start is None else start
     scale = value_scale(timeline, index, order)
     frames = [
         dict(
@@ -447,17 +527,27 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
 
 
 def chlorine_figure(
-    timeline: Timeline, network: Network, step: int, height: int = 320
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    height: int = 320,
+    focus: int | None = None,
 ) -> go.Figure:
-    """Chlorine (mg/L) on the map at one step (colour scale up to the source strength)."""
+    """Chlorine (mg/L) on the map at one step (colour scale up to the source strength), node
+    ids on small networks, the source marked with its state; ``focus`` as in
+    :func:`si_graph_figure`."""
     xy = network.map_coordinates
+    labelled = network.n_nodes <= LABELLED_NODES
     fig = go.Figure(
         [
             _pipe_trace(network),
             go.Scattergl(
                 x=xy[:, 0],
                 y=xy[:, 1],
-                mode="markers",
+                mode="markers+text" if labelled else "markers",
+                text=list(network.node_ids) if labelled else None,
+                textposition="top right",
+                textfont=dict(size=10, color="#444"),
                 marker=dict(
                     size=12 * marker_scale(network.n_nodes),
                     color=timeline.chlorine[step],
@@ -474,6 +564,7 @@ def chlorine_figure(
                 hoverinfo="text",
                 name="chlorine",
             ),
+            _source_trace(network, timeline, step),
         ]
     )
     fig.update_layout(
@@ -485,7 +576,7 @@ def chlorine_figure(
         )
     )
     fig.update_layout(margin=dict(t=40), title_font_size=13)
-    return fig
+    return _focused(fig, network, focus)
 
 
 def value_over_time(
@@ -531,7 +622,7 @@ def value_figure(
     fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=f"{index} of {{{label}}} over time", x=0.01, xanchor="left"),
+        title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
         xaxis_title="forecast made at (min)",
         yaxis_title="share of nodes",
     )
