@@ -38,7 +38,9 @@ def test_damaged_cached_scenario_is_a_message(env, tiny_model_dir, monkeypatch):
     bad.write_bytes(default.read_bytes()[:5000])
     at = start()
     assert not at.exception
-    widget(at, "selectbox", "scenario").select("unreadable timeline " + bad.name + " [012345]").run()
+    widget(at, "selectbox", "scenario").select(
+        "unreadable timeline " + bad.name + " [012345]"
+    ).run()
     assert not at.exception
     assert [e.value for e in at.error] == [
         f"timeline file '{bad}' is truncated or corrupt (File is not a zip file)"

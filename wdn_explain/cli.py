@@ -517,7 +517,9 @@ def report(
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
     reference: str = typer.Option(None, help=REFERENCE_HELP, show_default=False),
-    gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
+    gif: Path = typer.Option(
+        None, help="also write an animated GIF (node values; pairs as lines from order 2)"
+    ),
 ) -> None:
     """Write a self-contained HTML report of a timeline (title, how to read it, the animated
     SI-Graph, forecast against simulated truth) and optionally a GIF."""
@@ -537,7 +539,7 @@ def report(
         with atomic_write(out) as tmp:
             tmp.write_text(page, encoding="utf-8")
         if gif:
-            write_gif(tl, net, gif, index=index, order=order)
+            write_gif(tl, net, gif, index=index, order=order, top_k=top_k)
     except WdnExplainError as exc:
         _fail(exc)
     typer.echo(f"wrote {out}" + (f" and {gif}" if gif else ""))

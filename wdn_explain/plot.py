@@ -286,7 +286,7 @@ def _source_trace(network: Network, timeline: Timeline, step: int) -> dict:
     on = state != "source off"
     x, y = network.map_coordinates[node]
     return dict(
-        type="scatter",
+        type="scattergl",
         x=[x],
         y=[y],
         mode="markers+text",
@@ -328,7 +328,7 @@ def found_trace(network: Network, node: int) -> dict:
     """A large ring and the id at ``node`` (the node found by id)."""
     x, y = network.map_coordinates[node]
     return dict(
-        type="scatter",
+        type="scattergl",
         x=[x],
         y=[y],
         mode="markers+text",
