@@ -85,7 +85,7 @@ def scenario_text(scenario: ScenarioConfig) -> str:
     return scenario.describe().rpartition(", seed ")[0]
 
 
-def _natural(node_id: str) -> tuple[int, str]:
+def natural_key(node_id: str) -> tuple[int, str]:
     """Sort key: numeric ids by value (2 before 10), others after them by name."""
     return (int(node_id), "") if node_id.isdigit() else (1 << 62, node_id)
 
@@ -94,7 +94,7 @@ def driver_name(network: Network, members: tuple[int, ...]) -> str:
     """``junction 20``, ``the pair 4–20`` or ``the group 4–5–20``."""
     if len(members) == 1:
         return f"{network.node_roles[members[0]]} {network.node_ids[members[0]]}"
-    ids = "–".join(sorted((network.node_ids[m] for m in members), key=_natural))
+    ids = "–".join(sorted((network.node_ids[m] for m in members), key=natural_key))
     return f"the pair {ids}" if len(members) == 2 else f"the group {ids}"
 
 

@@ -84,7 +84,9 @@ def train(
 
 @app.command()
 def explain(
-    model: Path = typer.Option(..., help="model folder from 'chem train'"),
+    model: Path = typer.Option(
+        ..., help="model folder from 'chem train' (shipped ones, models/chem/..., found anywhere)"
+    ),
     dataset: str = typer.Option(None, help="dataset of the molecule (default: the model's)"),
     index: int = typer.Option(0, help="graph number in the dataset"),
     smiles: str = typer.Option(None, help="explain this SMILES instead of a dataset graph"),
@@ -102,12 +104,13 @@ def explain(
     root: Path = typer.Option(None, help=ROOT_HELP),
 ) -> None:
     """Exact Shapley interactions of one molecule, listed and drawn as an SI-Graph."""
+    from ..shipped import shipped
     from .datasets import load_dataset, smiles_graph_for
     from .explain import draw_si_graph, explain_molecule, top_interactions
     from .training import check_features, load_classifier
 
     try:
-        net, card = load_classifier(model)
+        net, card = load_classifier(shipped(model))
         if smiles is not None:
             graph, symbols = smiles_graph_for(smiles, card.feature_names)
             name = smiles
