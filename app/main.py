@@ -66,7 +66,7 @@ MAX_DURATION_S = 12 * 3600
 DURATION_HELP = (
     "simulated time; the first forecast is made at 0 min, the last one horizon before the end"
 )
-PLAY_S = 0.8  # seconds per frame while playing
+PLAY_S = 0.5  # seconds per frame while playing (a frame waits for the previous one)
 CHART = {"displayModeBar": False}  # no Plotly toolbar over the titles
 # maps: wheel zoom, drag a box, double-click resets; the toolbar (zoom, pan, reset, PNG)
 # shows while the pointer is over the map

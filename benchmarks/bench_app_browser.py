@@ -103,8 +103,11 @@ def _title(driver) -> str:
 
 
 def _pick(driver, label: str, option: str) -> None:
+    """Choose ``option`` in the selectbox ``label`` once the page is idle."""
     from selenium.webdriver.common.by import By
 
+    _until(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'))
+    time.sleep(0.5)
     box = driver.find_element(By.CSS_SELECTOR, f'input[role="combobox"][aria-label="{label}"]')
     box.find_element(By.XPATH, "..").find_element(By.CSS_SELECTOR, "button").click()
     time.sleep(0.3)

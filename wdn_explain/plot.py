@@ -9,7 +9,7 @@ marker naming their members. One colour scale is fixed across all frames so that
 compare.
 
 Maps stay readable at utility scale (hundreds to thousands of nodes): every map trace is
-WebGL (``scattergl``), the pipes are one line trace, markers shrink with the network's size
+WebGL (``scattergl``) there (SVG on small networks, :func:`trace_type`), the pipes are one line trace, markers shrink with the network's size
 (:func:`marker_scale`), node labels are written only on small networks (hover names every
 node), only the ``top_k`` strongest interactions are drawn, and the axes keep an equal
 aspect under Plotly's own zoom. Nodes are drawn at
@@ -44,6 +44,12 @@ POSITIVE, NEGATIVE = "#d62728", "#1f77b4"
 COLORSCALE = "RdBu_r"
 LABELLED_NODES = 60  # node ids are written on maps of at most this many nodes
 _REFERENCE_NODES = 32  # markers keep their full size up to this many nodes (Hanoi)
+
+
+def trace_type(network: Network) -> str:
+    """``scattergl`` (WebGL) for networks too large for node labels, else ``scatter`` (SVG):
+    a browser without a GPU draws a small network's SVG faster than it sets WebGL up."""
+    return "scattergl" if network.n_nodes > LABELLED_NODES else "scatter"
 
 
 def marker_scale(n_nodes: int) -> float:
@@ -91,7 +97,7 @@ def _pipe_trace(network: Network) -> dict:
     gaps = np.full((network.n_links, 1, 2), np.nan)
     segments = np.concatenate([ends, gaps], axis=1).reshape(-1, 2)
     return dict(
-        type="scattergl",
+        type=trace_type(network),
         x=segments[:, 0],
         y=segments[:, 1],
         mode="lines",
@@ -138,7 +144,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
                 )
             traces.append(
                 dict(
-                    type="scattergl",
+                    type=trace_type(network),
                     x=np.array(xs or [np.nan]),  # NaN separates segments; arrays validate fast
                     y=np.array(ys or [np.nan]),
                     mode="lines",
@@ -151,7 +157,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
     mids_xy = np.array(mids).reshape(-1, 2)
     traces.append(
         dict(
-            type="scattergl",
+            type=trace_type(network),
             x=mids_xy[:, 0] if len(mids) else np.array([np.nan]),
             y=mids_xy[:, 1] if len(mids) else np.array([np.nan]),
             mode="markers",
@@ -186,7 +192,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
             text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} (share of nodes)")
         traces.append(
             dict(
-                type="scattergl",
+                type=trace_type(network),
                 x=np.array(xs or [np.nan]),
                 y=np.array(ys or [np.nan]),
                 mode="lines",
@@ -201,7 +207,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
     xy_c = np.array(centres).reshape(-1, 2)
     traces.append(
         dict(
-            type="scattergl",
+            type=trace_type(network),
             x=xy_c[:, 0] if centres else np.array([np.nan]),
             y=xy_c[:, 1] if centres else np.array([np.nan]),
             mode="markers",
@@ -227,7 +233,7 @@ def _node_trace(
         for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)
     ]
     return dict(
-        type="scattergl",
+        type=trace_type(network),
         x=xy[:, 0],
         y=xy[:, 1],
         mode="markers+text" if labelled else "markers",
@@ -286,7 +292,7 @@ def _source_trace(network: Network, timeline: Timeline, step: int) -> dict:
     on = state != "source off"
     x, y = network.map_coordinates[node]
     return dict(
-        type="scattergl",
+        type=trace_type(network),
         x=[x],
         y=[y],
         mode="markers+text",
@@ -328,7 +334,7 @@ def found_trace(network: Network, node: int) -> dict:
     """A large ring and the id at ``node`` (the node found by id)."""
     x, y = network.map_coordinates[node]
     return dict(
-        type="scattergl",
+        type=trace_type(network),
         x=[x],
         y=[y],
         mode="markers+text",
@@ -541,7 +547,8 @@ def chlorine_figure(
     fig = go.Figure(
         [
             _pipe_trace(network),
-            go.Scattergl(
+            dict(
+                type=trace_type(network),
                 x=xy[:, 0],
                 y=xy[:, 1],
                 mode="markers+text" if labelled else "markers",
