@@ -24,6 +24,8 @@ from wdn_explain.model_folder import model_hash, read_card
 from wdn_explain.narrative import (
     HOW_TO_READ,
     NO_COORDINATES,
+    clock_time,
+    drivers_table,
     index_name,
     reference_label,
     scenario_text,
@@ -422,7 +424,8 @@ def page(view: View, net) -> None:
         "forecast made at (min)",
         options=times,
         key="time_min",
-        format_func=lambda m: f"{m} min",
+        format_func=lambda m: f"{m} min ({clock_time(tl, m * 60)})",
+        help="minutes since the simulation started; the time of day in brackets",
     )
     step = times.index(st.session_state["time_min"])
     large = net.n_nodes > LABELLED_NODES
@@ -450,6 +453,9 @@ def page(view: View, net) -> None:
     panels = right if large else [right] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
+        with st.expander("strongest drivers (table)"):
+            table = drivers_table(tl, net, step, view.index, view.order)
+            st.dataframe(table, hide_index=True, width="stretch")
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
     with panels[1]:
         chlorine = chlorine_figure(tl, net, step, focus=view.focus)

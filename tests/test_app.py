@@ -66,7 +66,8 @@ def cursor(at) -> int:
 def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert not app.exception
     assert app.subheader[0].value.startswith("Why does the model expect chlorine")
-    assert not app.dataframe and not app.table and not app.json  # nothing stray on the page
+    assert not app.table and not app.json  # nothing stray on the page
+    assert len(app.dataframe) == 1  # the drivers table (test_drivers_table_ranks_the_values)
     assert widget(app, "selectbox", "scenario").value.startswith("default: booster at 20, 1.5 mg/L")
     assert len(app.get("plotly_chart")) == 4  # SI-Graph, forecast, chlorine map, node value
     # it opens on the first informative step at which some node carries chlorine
@@ -285,3 +286,26 @@ def _roles(model_dir):
 
     net = model_network(model_dir)
     return net.node_ids, net.node_roles
+
+
+def test_drivers_table_ranks_the_values_and_the_slider_tells_the_clock(app, tl, hanoi):
+    step = opening_step(tl)
+    e = tl.explanations[step]
+    items = []  # every non-zero k-SII value of order 1 and 2 at the step, by plain enumeration
+    for size in (1, 2):
+        members, values = e.index_values("k-SII", 2, size)
+        items += [(tuple(m), v) for m, v in zip(members, values) if v]
+    items.sort(key=lambda kv: -abs(kv[1]))
+    table = app.dataframe[0].value
+    assert list(table.columns) == ["driver", "value (share of nodes)", "of the difference"]
+    np.testing.assert_allclose(
+        table["value (share of nodes)"], [v for _, v in items[:10]], atol=1e-4
+    )
+    (first,), value = items[0]
+    assert table["driver"][0] == f"{hanoi.node_roles[first]} {hanoi.node_ids[first]}"
+    gap = e.prediction - e.empty_prediction
+    assert table["of the difference"][0] == f"{value / gap:+.0%}"
+    # minutes since the start and the time of day (the scenario starts at 7:00)
+    assert tl.scenario.start_hour == 7.0
+    assert "15 min (07:15)" in app.select_slider(key="time_min").options
+    assert "160 min (09:40)" in app.select_slider(key="time_min").options

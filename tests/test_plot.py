@@ -113,7 +113,8 @@ def test_titles_units_and_the_time_they_show(tl, hanoi):
     assert now.x == (40.0,) and now.y == (pytest.approx(tl.forecast[step]),)
     assert forecast.layout.title.text == "share of nodes chlorinated, 20 min ahead"
     chlorine = chlorine_figure(tl, hanoi, step)
-    assert chlorine.layout.title.text == "chlorine at 40 min (chlorinated: at least 0.05 mg/L)"
+    title = "chlorine at 40 min<br><sup>chlorinated: at least 0.05 mg/L</sup>"
+    assert chlorine.layout.title.text == title
     assert "mg/L" in chlorine.data[1].marker.colorbar.title.text
 
 

@@ -26,6 +26,17 @@ compete), also between nodes that are not directly connected; straight grey line
 pipes. **Shaded shapes with a ▲ marker** are interactions of three or more nodes (hover the
 marker for its members).
 
+**Which index.** All five divide the same forecast difference among nodes and groups of
+nodes. **SV** (Shapley value) gives each node one number, its fair share, interactions
+included. **Möbius** interactions are the raw joint effects of every group (what a group adds
+beyond all its subgroups): exact but many, and large ones of opposite sign can cancel.
+**k-SII** of order 1 is SV; of order 2 it adds pair values and adjusts the node values so
+that all of them still add up to the difference: the default, and the one to pick first.
+**STII** keeps the lower orders as Möbius values and gathers every larger group into the
+top order; **FSII** is the best (Shapley-weighted least-squares) fit of the model by nodes
+and pairs alone. Order 1 of any index is a node ranking; order 2 or 3 shows which nodes act
+together.
+
 **Why exact.** The values are computed exactly (GraphSHAP-IQ): the model only looks a few
 pipes away from each node, so only interactions inside such neighbourhoods can be non-zero.
 The square marks the reservoir; a thick outline marks the injection node.
@@ -36,6 +47,13 @@ NO_COORDINATES = (
     "This network's .inp has no coordinates; the map shows a computed layout (node "
     "positions say which nodes are connected, not where they are)."
 )
+
+
+def clock_time(timeline: Timeline, seconds: float) -> str:
+    """The time of day ``seconds`` after the simulation's start (the scenario's
+    ``start_hour``), e.g. ``07:15``."""
+    minutes_of_day = round(timeline.scenario.start_hour * 60 + seconds / 60) % (24 * 60)
+    return f"{minutes_of_day // 60:02d}:{minutes_of_day % 60:02d}"
 
 
 def reference_label(reference: str) -> str:
@@ -110,6 +128,22 @@ def strongest(
         members, values = e.index_values(index, order, size)
         items += [(tuple(int(v) for v in m), float(x)) for m, x in zip(members, values) if x]
     return sorted(items, key=lambda kv: -abs(kv[1]))
+
+
+def drivers_table(
+    timeline: Timeline, network: Network, step: int, index: str, order: int | None, k: int = 10
+) -> list[dict]:
+    """The ``k`` strongest values at ``step`` (nodes, pairs, groups up to ``order``) as rows
+    of a ranked table: driver, value and its share of the explained difference."""
+    gap = timeline.explanations[step].prediction - timeline.explanations[step].empty_prediction
+    return [
+        {
+            "driver": driver_name(network, members),
+            "value (share of nodes)": round(value, 4),
+            "of the difference": f"{value / gap:+.0%}" if abs(gap) > 1e-9 else "",
+        }
+        for members, value in strongest(timeline, step, index, order)[:k]
+    ]
 
 
 def _upper_first(text: str) -> str:

@@ -578,11 +578,11 @@ def chlorine_figure(
         _map_layout(
             network,
             height,
-            f"chlorine at {minutes(timeline.times_s[step])} "
-            f"(chlorinated: {threshold_text(timeline)})",
+            f"chlorine at {minutes(timeline.times_s[step])}<br>"
+            f"<sup>chlorinated: {threshold_text(timeline)}</sup>",  # short lines: clear of the toolbar
         )
     )
-    fig.update_layout(margin=dict(t=40), title_font_size=13)
+    fig.update_layout(margin=dict(t=50), title_font_size=13)
     return _focused(fig, network, focus)
 
 
