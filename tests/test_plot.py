@@ -279,8 +279,15 @@ def test_large_network_maps_shrink_markers(tl):
     chlorine = np.random.default_rng(0).random((len(tl), town.n_nodes))
     meta = {**tl.meta, "scenario": {**tl.meta["scenario"], "injection_node": "n303"}}
     fig = chlorine_figure(replace(tl, chlorine=chlorine, meta=meta), town, 3)
-    pipes, nodes, source = fig.data
-    assert {pipes.type, nodes.type, source.type} == {"scattergl"}
+    pipes, devices, nodes, source = fig.data
+    assert {pipes.type, devices.type, nodes.type, source.type} == {"scattergl"}
+    # the pump and the three valves, read from the .inp by WNTR (an independent reader)
+    import wntr
+
+    wn = wntr.network.WaterNetworkModel(str(town.inp_path))
+    expected = {f"pump {p}" for p in wn.pump_name_list} | {f"valve {v}" for v in wn.valve_name_list}
+    assert set(devices.hovertext) == expected and len(expected) == 4
+    assert set(devices.marker.symbol) == {"triangle-right", "bowtie"}
     assert nodes.text is None  # too many nodes to write their ids
     assert source.text == ("n303: source on (1.5 mg/L)",)
     assert len(pipes.x) == 3 * town.n_links

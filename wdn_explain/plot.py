@@ -108,6 +108,36 @@ def _pipe_trace(network: Network) -> dict:
 
 
 PIPE = "#d4d4d4"
+DEVICES = {"pump": "triangle-right", "valve": "bowtie"}  # link types drawn as a marker
+
+
+def _device_traces(network: Network) -> list[dict]:
+    """One trace of markers at the middle of the network's pumps and valves (none when it
+    has neither), so that they stand out from plain pipes; hover names them."""
+    kinds = np.array(network.link_types)
+    keep = np.flatnonzero(np.isin(kinds, list(DEVICES)))
+    if not len(keep):
+        return []
+    mid = network.map_coordinates[network.link_nodes[keep]].mean(axis=1)
+    return [
+        dict(
+            type=trace_type(network),
+            x=mid[:, 0],
+            y=mid[:, 1],
+            mode="markers",
+            marker=dict(
+                symbol=[DEVICES[k] for k in kinds[keep]],
+                size=14,
+                color="#555",
+                line=dict(width=1, color="black"),
+            ),
+            hovertext=[f"{kinds[k]} {network.link_ids[k]}" for k in keep],
+            hoverinfo="text",
+            name="pumps and valves",
+        )
+    ]
+
+
 WIDTHS = (1.5, 4.0, 8.0)  # pair lines are drawn in three width classes by magnitude
 BEND = 0.2  # a pair's arc bulges sideways by this share of the distance between its nodes
 
@@ -265,11 +295,13 @@ def _node_trace(
 def frame_traces(
     network: Network, timeline: Timeline, step: int, data: FrameData, scale: float, index: str
 ) -> list[dict]:
-    """The traces of one frame, nodes and the source last (on top): pipes, six pair classes
-    and the pair values, two hyperedge signs and the group values, nodes, the source."""
+    """The traces of one frame, nodes and the source last (on top): pipes, pumps and valves
+    (if any), six pair classes and the pair values, two hyperedge signs and the group
+    values, nodes, the source."""
     name = index_name(index)
     return [
         _pipe_trace(network),
+        *_device_traces(network),
         *_pair_traces(network, data.pairs, name),
         *_hyperedge_traces(network, data.higher, name),
         _node_trace(network, timeline, step, data.node_values, scale, name),
@@ -547,6 +579,7 @@ def chlorine_figure(
     fig = go.Figure(
         [
             _pipe_trace(network),
+            *_device_traces(network),
             dict(
                 type=trace_type(network),
                 x=xy[:, 0],
