@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 from pydantic import ValidationError
 
@@ -362,7 +363,17 @@ def main() -> None:
     design_notice(tl)
     time_cursor(tl)
     focus = None if found is None else net.node_index(found)
-    view = View(str(path), mtime, reference, index, order, top_k, focus)
+    others = [k for k in timelines if k != choice]
+    compare = controls.selectbox(
+        "side by side with",
+        [None, *others],
+        format_func=lambda k: "(no second scenario)" if k is None else k,
+        key=keyed("compare"),
+        help="a second scenario of this model drawn beside the first at the same time",
+        disabled=not others,
+    )
+    other = None if compare is None else str(timelines[compare])
+    view = View(str(path), mtime, reference, index, order, top_k, focus, other)
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
     downloads(view, net)
 
@@ -378,10 +389,16 @@ class View:
     order: int
     top_k: int
     focus: int | None = None  # the node found by id (zoomed onto), else None
+    other: str | None = None  # a second timeline file drawn side by side, else None
 
     @property
     def timeline(self) -> Timeline:
         return shown(self.path, self.mtime, self.reference)
+
+    @property
+    def other_timeline(self) -> Timeline:
+        path = Path(self.other)
+        return shown(self.other, path.stat().st_mtime, self.reference)
 
 
 def time_cursor(tl: Timeline) -> None:
@@ -450,6 +467,8 @@ def page(view: View, net) -> None:
             f"min; chlorinated: {threshold_text(tl)}; values relative to "
             f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, {tl.engine_label}"
         )
+    if view.other:
+        second_scenario(view, net, int(tl.times_s[step]), scale)
     panels = right if large else [right] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
@@ -462,6 +481,28 @@ def page(view: View, net) -> None:
         st.plotly_chart(chlorine, width="stretch", key="chlorine", config=MAP)
     with panels[2]:
         follow_panel(view, net, step)
+
+
+def second_scenario(view: View, net, time_s: int, scale: float) -> None:
+    """The second scenario's SI-Graph and sentence at the cursor's time (its last step before
+    it when it has none there), on the first one's colour scale so that colours compare."""
+    other = view.other_timeline
+    step = int(np.searchsorted(other.times_s, time_s, side="right")) - 1
+    step = min(max(step, 0), len(other) - 1)
+    fig = si_graph_figure(
+        other,
+        net,
+        step,
+        index=view.index,
+        order=view.order,
+        top_k=view.top_k,
+        scale=scale,
+        height=480,
+        focus=view.focus,
+    )
+    st.markdown(f"**Side by side: {scenario_text(other.scenario)}**")
+    st.plotly_chart(fig, width="stretch", key="si_graph_other", config=MAP)
+    st.markdown(summary(other, net, step, view.index, view.order))
 
 
 def follow_panel(view: View, net, step: int) -> None:

@@ -309,3 +309,26 @@ def test_drivers_table_ranks_the_values_and_the_slider_tells_the_clock(app, tl, 
     assert tl.scenario.start_hour == 7.0
     assert "15 min (07:15)" in app.select_slider(key="time_min").options
     assert "160 min (09:40)" in app.select_slider(key="time_min").options
+
+
+def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
+    """A new scenario beside the default one: the second SI-Graph shows the default's values
+    at the cursor's minute, on the first map's colour scale."""
+    assert widget(app, "selectbox", "compare").proto.disabled  # one scenario: nothing to pair
+    widget(app, "selectbox", "new_node").set_value("12")
+    widget(app, "number_input", "new_duration").set_value(45)
+    app.sidebar.button[0].click().run()
+    compare = widget(app, "selectbox", "compare")
+    (default,) = [o for o in compare.options if o.startswith("default: ")]
+    compare.set_value(default).run()
+    assert not app.exception and not app.error
+    minute = cursor(app)
+    assert len(app.get("plotly_chart")) == 5  # the four panels and the second SI-Graph
+    other = next(spec for spec in specs(app) if spec["layout"].get("height") == 480)
+    first = specs(app)[0]
+    assert f"forecast made at {minute} min" in other["layout"]["title"]["text"]
+    step = list(tl.times_s // 60).index(minute)
+    nodes = trace(other, "nodes")
+    np.testing.assert_allclose(as_array(nodes["marker"]["color"]), tl.node_values("k-SII", 2)[step])
+    assert nodes["marker"]["cmax"] == trace(first, "nodes")["marker"]["cmax"]
+    assert any(m.value.startswith("**Side by side: booster at 20, 1.5 mg/L") for m in app.markdown)
