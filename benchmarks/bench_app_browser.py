@@ -147,7 +147,7 @@ def main() -> None:
             seconds = _until(driver, lambda d: _title(d) != before and "forecast made" in _title(d))
             print(f"time step (arrow key): {seconds:.2f} s")
             _pick(driver, "index", "FSII")
-            seconds = _until(driver, lambda d: _title(d).startswith("FSII"))
+            seconds = _until(driver, lambda d: "FSII of order" in _title(d))
             print(f"index k-SII -> FSII: {seconds:.2f} s")
             for model, n_nodes in (("waq-paper", 32), ("l-town", 785), ("default", 32)):
                 before = driver.execute_script(NODES_JS)
