@@ -168,10 +168,10 @@ def main() -> None:
             )
             _until(driver, lambda d: _title(d) != first)
             seen, t0 = [_title(driver)], time.perf_counter()
-            while len(seen) < 5 and time.perf_counter() - t0 < 60:
+            while len(seen) < 5 and time.perf_counter() - t0 < 90:
                 if _title(driver) != seen[-1]:
                     seen.append(_title(driver))
-                time.sleep(0.02)
+                time.sleep(0.1)  # polling the page slows its drawing: not too often
             per_step = (time.perf_counter() - t0) / (len(seen) - 1)
             print(f"L-Town play: {per_step:.2f} s per step over {len(seen) - 1} steps")
             start = time.perf_counter()
