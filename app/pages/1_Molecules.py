@@ -113,16 +113,16 @@ def main() -> None:
     except WdnExplainError as exc:
         st.error(str(exc))
         return
+    fig = draw_si_graph(values, graph, symbols, n_interactions=top_k)  # first: it shows first
+    fig.set_size_inches(6, 5)
+    drawing.pyplot(fig)
+    plt.close(fig)
     numbers.metric(OUTPUTS[output], f"{result.prediction:.3f}")
     numbers.metric("all atoms masked (features 0)", f"{result.empty_prediction:.3f}")
     numbers.metric("model calls (|I|)", f"{result.n_interactions}")
     numbers.caption(
         f"brute force would need 2^{graph.num_nodes} = {2**graph.num_nodes} model calls"
     )
-    fig = draw_si_graph(values, graph, symbols, n_interactions=top_k)
-    fig.set_size_inches(6, 5)
-    drawing.pyplot(fig)
-    plt.close(fig)
     numbers.dataframe(
         [
             {"atoms": a, index_name(chosen_index): v}
