@@ -1,6 +1,7 @@
 """wdn-explain app: animated SI-Graphs of the chlorine forecast over a network's map.
 
-Run with ``streamlit run app/main.py``. The user picks one of the water models (every model
+Run with ``streamlit run app/main.py``: two pages, "Water network" (this file) and
+"Molecules" (``pages/1_Molecules.py``). The user picks one of the water models (every model
 folder under ``models/``, and ``$WDN_EXPLAIN_MODEL``); the network is the one its card names.
 The app only parses input and shows results; the work is done by the library (simulate ->
 forecast -> explain, cached per scenario/model).
@@ -13,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 from pydantic import ValidationError
 
@@ -22,14 +24,20 @@ from wdn_explain.model_folder import model_hash, read_card
 from wdn_explain.narrative import (
     HOW_TO_READ,
     NO_COORDINATES,
+    clock_time,
+    drivers_table,
+    index_name,
     reference_label,
+    scenario_text,
     summary,
     threshold_text,
 )
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.plot import (
+    LABELLED_NODES,
     chlorine_figure,
     forecast_figure,
+    opening_step,
     si_graph_figure,
     value_figure,
     value_over_time,
@@ -63,9 +71,25 @@ MAX_DURATION_S = 12 * 3600
 DURATION_HELP = (
     "simulated time; the first forecast is made at 0 min, the last one horizon before the end"
 )
-PLAY_S = 0.8  # seconds per frame while playing
+PLAY_S = 0.5  # seconds per frame while playing (a frame waits for the previous one)
 CHART = {"displayModeBar": False}  # no Plotly toolbar over the titles
-MAP = CHART | {"scrollZoom": True}  # maps: wheel zoom, drag a box, double-click resets
+# maps: wheel zoom, drag a box, double-click resets; the toolbar (zoom, pan, reset, PNG)
+# shows while the pointer is over the map
+MAP = {
+    "scrollZoom": True,
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"],
+    "toImageButtonOptions": {"scale": 2},
+}
+ZOOM_HINT = "scroll to zoom, drag a box, double-click to reset; the toolbar saves a PNG"
+# Less empty space above the page, so that the map starts high on a 900 px screen.
+COMPACT = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem}</style>"
+
+
+def keyed(name: str) -> str:
+    """A widget key of the chosen model: every model gets its own widgets, so the sidebar
+    never shows another model's scenario, injection node or followed node."""
+    return f"{name}@{st.session_state.get('model', '')}"
 
 
 @st.cache_resource(max_entries=8, show_spinner="reading the network...")
@@ -156,7 +180,7 @@ def _factor_input(
     """A slider over a factor's trained range (starting mid-range, or at its low end); a
     fixed value the model saw only one of is shown, not asked."""
     lo, hi = float(bounds[0]), float(bounds[1])
-    key = "new_" + label.split(" (")[0].replace(" ", "_")
+    key = keyed("new_" + label.split(" (")[0].replace(" ", "_"))
     if hi - lo < 1e-9:
         st.caption(f"{label}: {lo:g} (the only value this model saw)")
         return lo
@@ -175,14 +199,14 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
         node = st.selectbox(
             "injection node",
             nodes,
-            key="new_node",
+            key=keyed("new_node"),
             format_func=lambda n: f"{n} ({roles.get(n, 'node')})",
             help="where chlorine enters: the reservoir or a booster at a junction",
         )
         strength = _factor_input(
             "strength (mg/L)", _bounds(envelope, "injection_strength_mg_l", (0.1, 10.0)), 0.1
         )
-        mode = st.selectbox("booster schedule", modes, key="new_mode")
+        mode = st.selectbox("booster schedule", modes, key=keyed("new_mode"))
         lo, hi = _bounds(envelope, "injection_start_s", (0.0, 0.0))
         start_min = _factor_input("booster starts at (min)", (lo / 60, hi / 60), 5.0, low=True)
         demand = _factor_input(
@@ -192,15 +216,15 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
             "bulk decay (/day)", _bounds(envelope, "bulk_decay_per_day", (0.0, 0.0)), 0.1, low=True
         )
         duration_min = st.number_input(
-            "duration (min)", value=180, step=30, key="new_duration", help=DURATION_HELP
+            "duration (min)", value=180, step=30, key=keyed("new_duration"), help=DURATION_HELP
         )
-        seed = st.number_input("seed", min_value=0, value=1, step=1, key="new_seed")
+        seed = st.number_input("seed", min_value=0, value=1, step=1, key=keyed("new_seed"))
         budget = st.number_input(
             "approximation lambda (0: exact)",
             min_value=0,
             value=0,
             step=1,
-            key="new_budget",
+            key=keyed("new_budget"),
             help="0 explains exactly; lambda >= 1 runs the lambda-approximation (interactions up "
             "to lambda nodes evaluated), for networks too large for exact values",
         )
@@ -251,7 +275,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
         st.sidebar.error(str(exc))
         return
     bar.progress(1.0, text=f"done ({status})")
-    st.session_state["scenario"] = scenario_name(out)
+    st.session_state[keyed("scenario")] = scenario_name(out)
 
 
 def design_notice(tl: Timeline) -> None:
@@ -267,8 +291,9 @@ def design_notice(tl: Timeline) -> None:
         )
 
 
-# What belongs to one model's page and is forgotten when another model is chosen.
-PER_MODEL_KEYS = ("scenario", "follow", "time_min", "playing", "new_node", "new_mode")
+# The time and play state, forgotten when another model is chosen (the model's widgets
+# have keys of their own, see keyed()).
+PER_MODEL_KEYS = ("time_min", "playing")
 
 
 def _forget_model_state() -> None:
@@ -304,14 +329,15 @@ def pick_model():
 
 
 def main() -> None:
-    st.set_page_config(page_title="wdn-explain", layout="wide")
-    st.title("Why does the model expect chlorine there?")
+    st.markdown(COMPACT, unsafe_allow_html=True)
+    st.subheader("Why does the model expect chlorine there?")
     model_dir, net = pick_model()
     default = opening_timeline(model_dir, net)
     controls = st.sidebar.container()  # drawn above the form, filled after it ran
     new_scenario_form(net, read_card(model_dir).design, model_dir)
     timelines = available_timelines(default, model_dir)
-    choice = controls.selectbox("scenario", list(timelines), key="scenario")
+    choice = controls.selectbox("scenario", list(timelines), key=keyed("scenario"))
+    controls.caption(choice)  # the whole name, which the box may cut
     reference = controls.radio(
         "values relative to",
         list(REFERENCES),
@@ -321,9 +347,17 @@ def main() -> None:
         help="the forecast every value is compared with: the model's forecast when every node "
         "is at the network average (the paper's choice) or when no node has chlorine",
     )
-    index = controls.selectbox("index", INDICES, index=1, key="index")
+    index = controls.selectbox("index", INDICES, index=1, key="index", format_func=index_name)
     order = 1 if index == "SV" else controls.slider("order", 1, 3, 2, key="order")
     top_k = controls.slider("strongest interactions shown", 0, 30, 8, key="top_k")
+    found = controls.selectbox(
+        "find a node",
+        list(net.node_ids),
+        index=None,
+        key=keyed("find"),
+        placeholder="type a node id",
+        help="zooms both maps onto the node and rings it",
+    )
     with controls.expander("how to read this", expanded=False):
         st.markdown(HOW_TO_READ)
     path = timelines[choice]
@@ -333,7 +367,18 @@ def main() -> None:
         st.info(NO_COORDINATES)
     design_notice(tl)
     time_cursor(tl)
-    view = View(str(path), mtime, reference, index, order, top_k)
+    focus = None if found is None else net.node_index(found)
+    others = [k for k in timelines if k != choice]
+    compare = controls.selectbox(
+        "side by side with",
+        [None, *others],
+        format_func=lambda k: "(no second scenario)" if k is None else k,
+        key=keyed("compare"),
+        help="a second scenario of this model drawn beside the first at the same time",
+        disabled=not others,
+    )
+    other = None if compare is None else str(timelines[compare])
+    view = View(str(path), mtime, reference, index, order, top_k, focus, other)
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
     downloads(view, net)
 
@@ -348,19 +393,27 @@ class View:
     index: str
     order: int
     top_k: int
+    focus: int | None = None  # the node found by id (zoomed onto), else None
+    other: str | None = None  # a second timeline file drawn side by side, else None
 
     @property
     def timeline(self) -> Timeline:
         return shown(self.path, self.mtime, self.reference)
 
+    @property
+    def other_timeline(self) -> Timeline:
+        path = Path(self.other)
+        return shown(self.other, path.stat().st_mtime, self.reference)
+
 
 def time_cursor(tl: Timeline) -> None:
     """One time cursor for the whole page, in minutes (session state ``time_min``): it opens
-    on the first step whose explanation says something and survives every control change;
-    play/pause move it (see :func:`page`)."""
+    on the first step whose explanation says something and whose chlorine map is not blank
+    (:func:`opening_step`) and survives every control change; play/pause move it (see
+    :func:`page`)."""
     times = [int(t // 60) for t in tl.times_s]
     if st.session_state.get("time_min") not in times:
-        st.session_state["time_min"] = times[tl.first_informative_step()]
+        st.session_state["time_min"] = times[opening_step(tl)]
     play, pause, _ = st.columns([1, 1, 6])
     play.button("▶ play", key="play", on_click=_set_playing, args=(True,))
     pause.button("❚❚ pause", key="pause", on_click=_set_playing, args=(False,))
@@ -382,9 +435,10 @@ def _advance(times: list[int]) -> None:
 
 
 def page(view: View, net) -> None:
-    """The time slider and every panel at the cursor's time: summary, SI-Graph, forecast
+    """The time slider and every panel at the cursor's time: SI-Graph, summary, forecast
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
-    it reruns alone every PLAY_S seconds)."""
+    it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
+    on networks too large for node labels it spans the page and the panels go below it."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
@@ -392,27 +446,68 @@ def page(view: View, net) -> None:
         "forecast made at (min)",
         options=times,
         key="time_min",
-        format_func=lambda m: f"{m} min",
+        format_func=lambda m: f"{m} min ({clock_time(tl, m * 60)})",
+        help="minutes since the simulation started; the time of day in brackets",
     )
     step = times.index(st.session_state["time_min"])
-    st.markdown(summary(tl, net, step, view.index, view.order))
-    left, right = st.columns([3, 2])
+    large = net.n_nodes > LABELLED_NODES
+    left, right = (st.container(), st.columns(3)) if large else st.columns([3, 2])
     with left:
         scale = scale_of(view.path, view.mtime, view.reference, view.index, view.order)
         fig = si_graph_figure(
-            tl, net, step, index=view.index, order=view.order, top_k=view.top_k, scale=scale
+            tl,
+            net,
+            step,
+            index=view.index,
+            order=view.order,
+            top_k=view.top_k,
+            scale=scale,
+            height=540,
+            focus=view.focus,
         )
         st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
         s = tl.scenario
         st.caption(
-            f"{tl.scenario.describe()}; a forecast every {s.reporting_step_s // 60} min; "
-            f"chlorinated: {threshold_text(tl)}; values relative to "
+            f"{ZOOM_HINT}. {scenario_text(s)}; a forecast every {s.reporting_step_s // 60} "
+            f"min; chlorinated: {threshold_text(tl)}; values relative to "
             f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, {tl.engine_label}"
         )
-    with right:
+    if view.other:
+        second_scenario(view, net, int(tl.times_s[step]), scale)
+    panels = right if large else [right] * 3
+    with panels[0]:
+        st.markdown(summary(tl, net, step, view.index, view.order))
+        with st.expander("strongest drivers (table)"):
+            table = drivers_table(tl, net, step, view.index, view.order)
+            st.dataframe(table, hide_index=True, width="stretch")
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
-        st.plotly_chart(chlorine_figure(tl, net, step), width="stretch", key="chlorine", config=MAP)
+    with panels[1]:
+        chlorine = chlorine_figure(tl, net, step, focus=view.focus)
+        st.plotly_chart(chlorine, width="stretch", key="chlorine", config=MAP)
+    with panels[2]:
         follow_panel(view, net, step)
+
+
+def second_scenario(view: View, net, time_s: int, scale: float) -> None:
+    """The second scenario's SI-Graph and sentence at the cursor's time (its last step before
+    it when it has none there), on the first one's colour scale so that colours compare."""
+    other = view.other_timeline
+    step = int(np.searchsorted(other.times_s, time_s, side="right")) - 1
+    step = min(max(step, 0), len(other) - 1)
+    fig = si_graph_figure(
+        other,
+        net,
+        step,
+        index=view.index,
+        order=view.order,
+        top_k=view.top_k,
+        scale=scale,
+        height=480,
+        focus=view.focus,
+    )
+    st.markdown(f"**Side by side: {scenario_text(other.scenario)}**")
+    st.plotly_chart(fig, width="stretch", key="si_graph_other", config=MAP)
+    st.markdown(summary(other, net, step, view.index, view.order))
 
 
 def follow_panel(view: View, net, step: int) -> None:
@@ -423,14 +518,15 @@ def follow_panel(view: View, net, step: int) -> None:
         list(net.node_ids),
         default=[injection_node(view.timeline.scenario, net)],
         max_selections=2,
-        key="follow",
+        key=f"follow@{view.path}",  # each scenario opens on its own injection node
     )
     if not picked:
         st.info("Pick a node, or two nodes for their pairwise interaction, to follow over time.")
         return
     if len(picked) > view.order:
         st.info(
-            f"{view.index} of order {view.order} has no pair values: choose an order of 2 or "
+            f"{index_name(view.index)} of order {view.order} has no pair values: choose an "
+            "order of 2 or "
             f"more (or an index other than SV) to follow the pair {' and '.join(picked)}."
         )
         return
@@ -443,7 +539,7 @@ def follow_panel(view: View, net, step: int) -> None:
             else (f"node {picked[0]} never moves the forecast")
         )
         st.info(
-            f"{what} in this scenario ({view.index}, relative to "
+            f"{what} in this scenario ({index_name(view.index)}, relative to "
             f"{reference_label(view.reference)}): the value is 0 at every step. Nodes further "
             "apart than the model's receptive field never interact."
         )
@@ -496,4 +592,15 @@ def show_errors(page) -> None:
         st.error(f"unexpected error: {type(exc).__name__}: {exc} (details in the server log)")
 
 
-show_errors(main)
+def water() -> None:
+    """The water page (the app's first page)."""
+    show_errors(main)
+
+
+st.set_page_config(page_title="wdn-explain", layout="wide")
+st.navigation(
+    [
+        st.Page(water, title="Water network", url_path="water", default=True),
+        st.Page("pages/1_Molecules.py", title="Molecules"),
+    ]
+).run()

@@ -6,8 +6,12 @@ second visitor waits for), then every control change: time cursor, play tick, in
 top-k, reference. Compared in the same run with a rerun without any change (the cost of the
 script itself) and with the straightforward way of drawing a control change: rebuilding the
 animated figure of every step (the report's ``timeline_figure``) instead of the one step the
-cursor shows. Run it on an otherwise idle machine; torch is held to one thread, as the app's
-work here is NumPy and Plotly, not torch.
+cursor shows. Then switching to every shipped model (against computing the published WAQ
+model's default timeline, what a switch to it cost before its timeline shipped), a time step
+on L-Town, and the Molecules page's first render on the MUTAG model it opens on (against the
+Benzene model it opened on before, which reads 12 000 molecules). Run it on an otherwise
+idle machine; torch is held to one thread, as the app's work here is NumPy and Plotly, not
+torch. What the browser adds (transfer, drawing): ``bench_app_browser.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-APP = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app" / "main.py")
+MOLECULES = str(ROOT / "app" / "pages" / "1_Molecules.py")
 
 
 def timed(action) -> float:
@@ -68,6 +74,42 @@ def main() -> None:
     every = timed(lambda: timeline_figure(tl, net, index="k-SII", order=2, top_k=8))
     print(f"SI-Graph of the cursor's step: {one:.3f} s")
     print(f"animated SI-Graph of all {len(tl)} steps (straightforward): {every:.3f} s")
+    models(at)
+    molecules()
+
+
+def models(at) -> None:
+    """Switching to every shipped model, a time step on L-Town, and the straightforward
+    switch to waq-paper: explaining its default scenario into a cache."""
+    import tempfile
+
+    for name in ("waq-paper", "l-town", "default", "l-town"):
+        seconds = timed(lambda name=name: at.selectbox(key="model").select(name).run())
+        print(f"switch to {name}: {seconds:.2f} s")
+    seconds = timed(lambda: at.select_slider(key="time_min").set_value(20).run())
+    print(f"L-Town time step (15 -> 20 min): {seconds:.2f} s")
+    assert not at.exception, at.exception
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.shipped import default_scenario
+
+    waq = ROOT / "models" / "waq-paper"
+    with tempfile.TemporaryDirectory() as tmp:
+        seconds = timed(lambda: explain_scenario(default_scenario(waq), waq, out=f"{tmp}/t.npz"))
+    print(f"waq-paper without its shipped timeline (computed, straightforward): {seconds:.2f} s")
+
+
+def molecules() -> None:
+    """The Molecules page's first render (MUTAG) against the Benzene model first."""
+    from streamlit.testing.v1 import AppTest
+
+    page = AppTest.from_file(MOLECULES, default_timeout=300)
+    print(f"Molecules page, first render (MUTAG model): {timed(page.run):.2f} s")
+    assert not page.exception, page.exception
+    benzene = lambda: page.sidebar.selectbox[0].select_index(0).run()  # noqa: E731
+    print(
+        f"Molecules page, Benzene model (12 000 molecules read; the old first view): "
+        f"{timed(benzene):.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -152,3 +152,9 @@ def tiny_model_dir(tmp_path_factory, waq_dir):
         device="cpu",
     )
     return out
+
+
+def widget(at, kind: str, name: str):
+    """The app's ``kind`` widget keyed ``name``, or ``name@...`` where the app keys it by
+    the model or scenario shown (see ``keyed`` in app/main.py)."""
+    return next(w for w in getattr(at, kind) if (w.key or "").partition("@")[0] == name)

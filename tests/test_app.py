@@ -7,10 +7,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from wdn_explain.narrative import summary
+from wdn_explain.plot import opening_step
 from wdn_explain.shipped import DEFAULT_TIMELINE
 from wdn_explain.timeline import DEFAULT_REFERENCE, Timeline, read_meta, settings_of
 
-from conftest import ROOT
+from conftest import ROOT, widget
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -64,12 +65,16 @@ def cursor(at) -> int:
 
 def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert not app.exception
-    assert app.title[0].value.startswith("Why does the model expect chlorine")
-    assert not app.dataframe and not app.table and not app.json  # nothing stray on the page
-    assert app.selectbox(key="scenario").value.startswith("default: booster at 20, 1.5 mg/L")
+    assert app.subheader[0].value.startswith("Why does the model expect chlorine")
+    assert not app.table and not app.json  # nothing stray on the page
+    assert len(app.dataframe) == 1  # the drivers table (test_drivers_table_ranks_the_values)
+    assert widget(app, "selectbox", "scenario").value.startswith("default: booster at 20, 1.5 mg/L")
     assert len(app.get("plotly_chart")) == 4  # SI-Graph, forecast, chlorine map, node value
-    step = tl.first_informative_step()
-    # with the dosing plan as input even step 0 is informative (the booster is planned)
+    # it opens on the first informative step at which some node carries chlorine (with the
+    # dosing plan as input even step 0 can be informative: the booster is planned)
+    step = next(
+        t for t in range(tl.first_informative_step(), len(tl)) if (tl.chlorine[t] > 0).any()
+    )
     assert cursor(app) == tl.times_s[step] // 60
     assert set(panel_minutes(app).values()) == {tl.times_s[step] // 60}
     text = summary(tl, hanoi, step, "k-SII", 2)
@@ -80,6 +85,41 @@ def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert np.abs(colours).max() > 0  # not the blank first frame
     caption = app.caption[0].value
     assert "chlorinated: at least 0.05 mg/L" in caption and "relative to no chlorine" in caption
+    assert "seed" not in caption and "scroll to zoom" in caption
+
+
+def test_first_chlorine_map_shows_chlorine_labels_and_the_source(app, tl):
+    si, _, chlorine, _ = specs(app)
+    step = opening_step(tl)
+    colours = as_array(trace(chlorine, "chlorine")["marker"]["color"])
+    np.testing.assert_allclose(colours, tl.chlorine[step])
+    assert colours.max() > 0  # not an all-white map
+    labels = trace(chlorine, "chlorine")["text"]
+    assert sorted(labels, key=int) == [str(i) for i in range(1, 33)]  # Hanoi's node ids
+    # the source: node 20, on at 15 min (a booster from 10 min, 60 min on, 30 min off)
+    for spec in (si, chlorine):
+        assert trace(spec, "source")["text"] == ["20: source on (1.5 mg/L)"]
+    app.select_slider(key="time_min").set_value(75).run()  # 70..100 min: off
+    assert trace(specs(app)[0], "source")["text"] == ["20: source off"]
+    assert trace(specs(app)[2], "source")["marker"]["color"] == "#888"
+
+
+def test_find_a_node_zooms_both_maps_onto_it(app, hanoi):
+    widget(app, "selectbox", "find").set_value("12").run()
+    x, y = hanoi.map_coordinates[hanoi.node_index("12")]
+    for spec in (specs(app)[0], specs(app)[2]):
+        assert trace(spec, "found")["text"] == ["12"]
+        lo, hi = spec["layout"]["xaxis"]["range"]
+        assert lo < x < hi and hi - lo < np.ptp(hanoi.map_coordinates[:, 0]) / 2
+        lo, hi = spec["layout"]["yaxis"]["range"]
+        assert lo < y < hi
+
+
+def test_moebius_is_spelt_for_people(app):
+    assert "Möbius" in app.selectbox(key="index").options
+    app.selectbox(key="index").set_value("Moebius").run()
+    assert specs(app)[0]["layout"]["title"]["text"].startswith("Möbius of order 2, ")
+    assert "Moebius" not in json.dumps(specs(app)[0], ensure_ascii=False)
 
 
 def test_controls_keep_the_time_and_every_panel_follows(app, tl):
@@ -129,16 +169,16 @@ def test_play_moves_every_panel_together_and_stops_at_the_end(app, tl):
 
 
 def test_follow_messages(app):
-    app.multiselect(key="follow").set_value([]).run()
+    widget(app, "multiselect", "follow").set_value([]).run()
     assert "Pick a node" in app.info[0].value
-    app.multiselect(key="follow").set_value(["2", "13"]).run()
+    widget(app, "multiselect", "follow").set_value(["2", "13"]).run()
     assert "nodes 2 and 13 never interact" in app.info[0].value
     assert "0 at every step" in app.info[0].value
     assert len(app.get("plotly_chart")) == 3
     app.selectbox(key="index").set_value("SV").run()
     assert "SV of order 1 has no pair values" in app.info[0].value
     app.selectbox(key="index").set_value("k-SII").run()
-    app.multiselect(key="follow").set_value(["20", "21"]).run()
+    widget(app, "multiselect", "follow").set_value(["20", "21"]).run()
     assert not app.info and len(app.get("plotly_chart")) == 4
     assert specs(app)[3]["layout"]["title"]["text"] == "k-SII of {20, 21} over time"
 
@@ -149,12 +189,12 @@ def test_download_buttons(app):
 
 
 def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
-    app.selectbox(key="new_node").set_value("12")
-    app.number_input(key="new_duration").set_value(45)  # 10 reports, 6 explained
+    widget(app, "selectbox", "new_node").set_value("12")
+    widget(app, "number_input", "new_duration").set_value(45)  # 10 reports, 6 explained
     app.sidebar.button[0].click().run()
     assert not app.exception
-    assert app.selectbox(key="scenario").value.startswith("booster at 12, ")
-    assert app.multiselect(key="follow").value == ["20"]  # kept from the opening scenario
+    assert widget(app, "selectbox", "scenario").value.startswith("booster at 12, ")
+    assert widget(app, "multiselect", "follow").value == ["12"]  # its own injection node
     assert len(specs(app)) >= 3  # SI-Graph, forecast, chlorine (and 20's value if it moves)
     assert list((tmp_path / "cache").glob("timeline_*.npz"))
     assert not app.warning  # inside the design: no notice
@@ -164,22 +204,22 @@ def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
 def test_an_approximation_from_the_form_is_labelled_as_one(app, tmp_path):
     """lambda >= 1 in the form: its own cache file, named as an approximation in the scenario
     picker and the caption; the exact default stays listed beside it."""
-    app.selectbox(key="new_node").set_value("12")
-    app.number_input(key="new_duration").set_value(45)
-    app.number_input(key="new_budget").set_value(1)
+    widget(app, "selectbox", "new_node").set_value("12")
+    widget(app, "number_input", "new_duration").set_value(45)
+    widget(app, "number_input", "new_budget").set_value(1)
     app.sidebar.button[0].click().run()
     assert not app.exception
-    chosen = app.selectbox(key="scenario").value
+    chosen = widget(app, "selectbox", "scenario").value
     assert chosen.startswith("booster at 12, ") and "(approximation, lambda = 1)" in chosen
     cached = [read_meta(p) for p in (tmp_path / "cache").glob("*.npz")]
     assert [settings_of(meta).approximation_lambda for meta in cached] == [1]
     assert "lambda-approximation (lambda = 1), not exact" in " ".join(c.value for c in app.caption)
-    assert any(o.startswith("default: ") for o in app.selectbox(key="scenario").options)
+    assert any(o.startswith("default: ") for o in widget(app, "selectbox", "scenario").options)
 
 
 @pytest.mark.parametrize("minutes", [0, 20, 100000])
 def test_new_scenario_form_names_a_bad_duration(app, tmp_path, minutes):
-    app.number_input(key="new_duration").set_value(minutes)
+    widget(app, "number_input", "new_duration").set_value(minutes)
     app.sidebar.button[0].click().run()
     assert not app.exception
     (error,) = app.sidebar.error
@@ -191,10 +231,10 @@ def test_new_scenario_form_names_a_bad_duration(app, tmp_path, minutes):
 def test_form_offers_what_the_design_covers(app):
     card = json.loads((ROOT / "models" / "default" / "card.json").read_text())
     design = card["design"]
-    shown = [o.split(" (")[0] for o in app.selectbox(key="new_node").options]
+    shown = [o.split(" (")[0] for o in widget(app, "selectbox", "new_node").options]
     assert shown == design["injection_nodes"]
-    assert app.selectbox(key="new_mode").options == design["injection_modes"]
-    strength = app.slider(key="new_strength")
+    assert widget(app, "selectbox", "new_mode").options == design["injection_modes"]
+    strength = widget(app, "slider", "new_strength")
     assert [strength.min, strength.max] == design["ranges"]["injection_strength_mg_l"]
     assert not app.warning and not app.info  # the default scenario lies inside the design
 
@@ -224,3 +264,73 @@ def test_notice_for_a_card_without_design(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert not at.exception
     assert any("does not record the scenarios it was trained on" in i.value for i in at.info)
+
+
+def test_switching_models_shows_the_new_models_sidebar(app):
+    """Hanoi -> L-Town: every per-model widget is L-Town's (not Hanoi's values kept)."""
+    from wdn_explain.shipped import model_network
+
+    ltown = set(model_network(ROOT / "models" / "l-town").node_ids)
+    app.selectbox(key="model").select("l-town").run()
+    assert not app.exception and not app.error
+    assert widget(app, "selectbox", "scenario").value.startswith("default: booster at n303")
+    assert widget(app, "multiselect", "follow").value == ["n303"]
+    assert widget(app, "selectbox", "new_node").value in ltown
+    assert set(widget(app, "selectbox", "new_node").options) <= {
+        f"{n} ({r})" for n, r in zip(*_roles(ROOT / "models" / "l-town"))
+    }
+    assert all(w.key.endswith("@l-town") for w in app.sidebar.selectbox if "@" in w.key)
+    assert trace(specs(app)[0], "source")["text"][0].startswith("n303: ")
+
+
+def _roles(model_dir):
+    from wdn_explain.shipped import model_network
+
+    net = model_network(model_dir)
+    return net.node_ids, net.node_roles
+
+
+def test_drivers_table_ranks_the_values_and_the_slider_tells_the_clock(app, tl, hanoi):
+    step = opening_step(tl)
+    e = tl.explanations[step]
+    items = []  # every non-zero k-SII value of order 1 and 2 at the step, by plain enumeration
+    for size in (1, 2):
+        members, values = e.index_values("k-SII", 2, size)
+        items += [(tuple(m), v) for m, v in zip(members, values) if v]
+    items.sort(key=lambda kv: -abs(kv[1]))
+    table = app.dataframe[0].value
+    assert list(table.columns) == ["driver", "value (share of nodes)", "of the difference"]
+    np.testing.assert_allclose(
+        table["value (share of nodes)"], [v for _, v in items[:10]], atol=1e-4
+    )
+    (first,), value = items[0]
+    assert table["driver"][0] == f"{hanoi.node_roles[first]} {hanoi.node_ids[first]}"
+    gap = e.prediction - e.empty_prediction
+    assert table["of the difference"][0] == f"{value / gap:+.0%}"
+    # minutes since the start and the time of day (the scenario starts at 7:00)
+    assert tl.scenario.start_hour == 7.0
+    assert "15 min (07:15)" in app.select_slider(key="time_min").options
+    assert "160 min (09:40)" in app.select_slider(key="time_min").options
+
+
+def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
+    """A new scenario beside the default one: the second SI-Graph shows the default's values
+    at the cursor's minute, on the first map's colour scale."""
+    assert widget(app, "selectbox", "compare").proto.disabled  # one scenario: nothing to pair
+    widget(app, "selectbox", "new_node").set_value("12")
+    widget(app, "number_input", "new_duration").set_value(45)
+    app.sidebar.button[0].click().run()
+    compare = widget(app, "selectbox", "compare")
+    (default,) = [o for o in compare.options if o.startswith("default: ")]
+    compare.set_value(default).run()
+    assert not app.exception and not app.error
+    minute = cursor(app)
+    assert len(app.get("plotly_chart")) == 5  # the four panels and the second SI-Graph
+    other = next(spec for spec in specs(app) if spec["layout"].get("height") == 480)
+    first = specs(app)[0]
+    assert f"forecast made at {minute} min" in other["layout"]["title"]["text"]
+    step = list(tl.times_s // 60).index(minute)
+    nodes = trace(other, "nodes")
+    np.testing.assert_allclose(as_array(nodes["marker"]["color"]), tl.node_values("k-SII", 2)[step])
+    assert nodes["marker"]["cmax"] == trace(first, "nodes")["marker"]["cmax"]
+    assert any(m.value.startswith("**Side by side: booster at 20, 1.5 mg/L") for m in app.markdown)

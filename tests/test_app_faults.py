@@ -13,7 +13,7 @@ from wdn_explain import timeline as timeline_module
 from wdn_explain.model_folder import model_hash
 from wdn_explain.timeline import Timeline, read_meta
 
-from conftest import ROOT
+from conftest import ROOT, widget
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -40,7 +40,7 @@ def test_damaged_cached_scenario_is_not_offered(env, tiny_model_dir, monkeypatch
     bad.write_bytes(default.read_bytes()[:5000])
     at = start()
     assert not at.exception and not at.error
-    options = at.selectbox(key="scenario").options
+    options = widget(at, "selectbox", "scenario").options
     assert len(options) == 1 and not any("unreadable" in o for o in options)
 
 

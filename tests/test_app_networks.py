@@ -23,7 +23,7 @@ from wdn_explain.shipped import (
 )
 from wdn_explain.timeline import Timeline, timeline_is_current
 
-from conftest import ROOT
+from conftest import ROOT, widget
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -120,17 +120,17 @@ def test_app_shows_a_net1_model_on_net1(start, net1_model):
     inp = builtin_networks()["net1"].read_text()
     ids = inp_node_ids(inp)
     assert len(ids) == 11
-    assert set(at.multiselect(key="follow").options) == ids
+    assert set(widget(at, "multiselect", "follow").options) == ids
     nodes = nodes_trace(at)
-    assert nodes["type"] == "scattergl"
+    assert nodes["type"] == "scatter"  # SVG: a small network
     assert {h.split("</b>")[0].removeprefix("<b>node ") for h in nodes["hovertext"]} == ids
     # the form offers the Net1 model's training design, not Hanoi's
-    offered = [o.split(" (")[0] for o in at.selectbox(key="new_node").options]
+    offered = [o.split(" (")[0] for o in widget(at, "selectbox", "new_node").options]
     assert offered == ["9", "11", "22", "31"]  # Net1's reservoir, then the boosters
-    strength = at.slider(key="new_strength")
+    strength = widget(at, "slider", "new_strength")
     assert [strength.min, strength.max] == [0.5, 2.0]
     # it opens on the middle of the design: the reservoir, 1.25 mg/L
-    assert at.selectbox(key="scenario").value.startswith("default: reservoir, 1.25 mg/L")
+    assert widget(at, "selectbox", "scenario").value.startswith("default: reservoir, 1.25 mg/L")
     assert any("network net1: 11 nodes, 13 links" in c.value for c in at.sidebar.caption)
     assert not at.info  # Net1's .inp has coordinates: no layout notice
 
@@ -141,15 +141,15 @@ def test_model_chooser_lists_every_water_model_and_switches(start, net1_model, h
     assert chooser.options[0] == f"{net1_model} (net1)"
     assert "default (hanoi)" in chooser.options and "waq-paper (hanoi)" in chooser.options
     assert not any("chem" in o or "mutag" in o for o in chooser.options)
-    at.multiselect(key="follow").set_value(["22"]).run()
+    widget(at, "multiselect", "follow").set_value(["22"]).run()
     chooser.select("default (hanoi)").run()
     assert not at.exception and not at.error
     hanoi_ids = inp_node_ids(builtin_networks()["hanoi"].read_text())
-    assert set(at.multiselect(key="follow").options) == hanoi_ids
-    assert at.multiselect(key="follow").value == [
+    assert set(widget(at, "multiselect", "follow").options) == hanoi_ids
+    assert widget(at, "multiselect", "follow").value == [
         "20"
     ]  # where chlorine enters; Net1's "22" forgotten
-    assert at.selectbox(key="scenario").value.startswith("default: booster at 20, 1.5 mg/L")
+    assert widget(at, "selectbox", "scenario").value.startswith("default: booster at 20, 1.5 mg/L")
     assert len(nodes_trace(at)["hovertext"]) == 32
     at.selectbox(key="model").select(f"{net1_model} (net1)").run()
     assert not at.exception and not at.error

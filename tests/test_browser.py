@@ -1,7 +1,9 @@
 """One real-browser check of the app as a water engineer uses it: `streamlit run app/main.py`
-(from the repository root, so `.streamlit/config.toml` applies) in headless Chromium at
-1280 px. It opens the first view, plays the animation, switches every index, runs a new
-scenario and an error case, and asserts on what the page shows: the summary sentence and
+(from the repository root, so `.streamlit/config.toml` applies) in headless Chromium with a
+1280x900 viewport. It opens the first view (chlorine on the map, the SI-Graph inside the
+first 900 px), plays the animation (the map stays there), switches every index, runs a new
+scenario (the followed node moves to its injection node) and an error case, switches to
+L-Town and reads the sidebar, and asserts on what the page shows: the summary sentence and
 every panel's time equal to the map's. Screenshots go to artifacts/ (git-ignored)."""
 
 from __future__ import annotations
@@ -36,6 +38,23 @@ return plots.map(p => {
       return x[w.indexOf(Math.max(...w))]; }),
   };
 });
+"""
+
+
+# Where the SI-Graph (the first chart) lies on the screen, and what the sidebar shows.
+RECT_JS = """
+const r = document.querySelector('.js-plotly-plot').getBoundingClientRect();
+return [r.top, r.bottom, window.innerHeight];
+"""
+SIDEBAR_JS = """
+const boxes = [...document.querySelectorAll('section[data-testid="stSidebar"] input[role=combobox]')];
+const follow = [...document.querySelectorAll('[data-testid="stMultiSelect"]')].map(e => e.innerText);
+return [Object.fromEntries(boxes.map(e => [e.getAttribute('aria-label'), e.value])), follow];
+"""
+CHLORINE_JS = """
+const p = [...document.querySelectorAll('.js-plotly-plot')][2];
+const t = p._fullData.find(t => t.name === 'chlorine');
+return Math.max(...Array.from(t.marker.color));
 """
 
 
@@ -210,6 +229,10 @@ def test_app_in_headless_chromium(server):
     ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
     SHOTS.mkdir(exist_ok=True)
     try:
         driver.get(server)
@@ -228,13 +251,20 @@ def test_app_in_headless_chromium(server):
         text = summary_text(driver)
         assert text.startswith(f"Forecast made at {minute:.0f} min for {minute + 20:.0f} min: ")
         assert "raise" in text and "share of nodes chlorinated" in text
-        assert not driver.find_elements(By.CSS_SELECTOR, ".modebar")
+        charts = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
+        assert charts[0].find_elements(By.CSS_SELECTOR, ".modebar")  # maps: zoom, PNG
+        assert not charts[1].find_elements(By.CSS_SELECTOR, ".modebar")  # not over titles
         assert "Deploy" not in driver.find_element(By.TAG_NAME, "header").text
+        top, bottom, height = driver.execute_script(RECT_JS)
+        assert height == 900 and 0 < top and bottom <= 900  # the SI-Graph in the first screen
+        assert driver.execute_script(CHLORINE_JS) > 0  # chlorine on the first map
+        assert "source on" in driver.page_source
         driver.save_screenshot(str(SHOTS / "app_first_view.png"))
 
         # play: every panel moves with the map; pause keeps the time
         click_button(driver, "▶ play")
         wait.until(lambda d: (read_minutes(d) or {"map": 0})["map"] >= minute + 10)
+        assert driver.execute_script(RECT_JS)[1] <= 900  # still in the first screen
         click_button(driver, "❚❚ pause")
         still(driver, wait)
         click_button(driver, "❚❚ pause")  # a click landing during a frame's rerun may be lost
@@ -248,7 +278,7 @@ def test_app_in_headless_chromium(server):
             ("SV", "SV, "),
             ("STII", "STII of order 2"),
             ("FSII", "FSII of order 2"),
-            ("Moebius", "Moebius of order 2"),
+            ("Möbius", "Möbius of order 2"),
             ("k-SII", "k-SII of order 2"),
         ):
             retried(lambda index=index: pick(driver, "index", index))
@@ -276,7 +306,23 @@ def test_app_in_headless_chromium(server):
                 By.CSS_SELECTOR, 'input[role="combobox"][aria-label="scenario"]'
             ).get_attribute("value")
         )
-        assert "default:" not in scenario and ", 0.75 h, seed 1" in scenario
+        assert "default:" not in scenario and scenario.startswith("reservoir, ")
+        assert ", 0.75 h [" in scenario  # no derived seed, the short hash instead
+        # the followed node is the new scenario's injection node (the reservoir, 1)
+        wait.until(lambda d: d.execute_script(SIDEBAR_JS)[1] == ["node (or pair) to follow\n\n1"])
         driver.save_screenshot(str(SHOTS / "app_new_scenario.png"))
+
+        # another model: the sidebar, the followed node and the map are all L-Town's
+        retried(lambda: pick(driver, "model", "l-town (l-town)"))
+        wait.until(lambda d: "n303" in summary_text(d))
+        boxes, follow = driver.execute_script(SIDEBAR_JS)
+        assert boxes["scenario"].startswith("default: booster at n303")
+        from wdn_explain.shipped import model_network
+
+        ltown = model_network(ROOT / "models" / "l-town").node_ids
+        assert boxes["injection node"].split(" (")[0] in ltown  # not Hanoi's "1 (reservoir)"
+        assert follow == ["node (or pair) to follow\n\nn303"]
+        assert driver.execute_script(RECT_JS)[1] <= 900
+        driver.save_screenshot(str(SHOTS / "app_l_town.png"))
     finally:
         driver.quit()

@@ -32,18 +32,19 @@ def test_figure_holds_expected_traces(tl, hanoi):
     step = 8
     frame = fig.frames[step]
     names = [tr.name for tr in frame.data]
-    assert names[0] == "pipes" and names[-1] == "nodes"
+    assert names[0] == "pipes" and names[-2:] == ["nodes", "source"]
     assert names.count("pairs +") == 3 and names.count("pairs -") == 3
     assert "hyperedges +" in names and "hyperedges -" in names
-    nodes = frame.data[-1]
+    nodes = frame.data[-2]
     expected = tl.node_values("k-SII", 3)[step]
     np.testing.assert_allclose(np.asarray(nodes.marker.color), expected)
     # one colour scale for all frames
     scale = np.abs(tl.node_values("k-SII", 3)).max()
-    assert {f.data[-1].marker.cmax for f in fig.frames} == {scale}
+    assert {f.data[-2].marker.cmax for f in fig.frames} == {scale}
     assert len(fig.layout.sliders[0].steps) == len(tl)
     assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["▶ play", "❚❚ pause"]
-    assert fig.layout.sliders[0].active == tl.first_informative_step()
+    first = tl.first_informative_step()  # then on to the first step with chlorine on the map
+    assert fig.layout.sliders[0].active == first + np.argmax(tl.chlorine[first:].max(axis=1) > 0)
 
 
 def test_pairs_are_arcs_off_the_pipes_and_hover_names_the_node(tl, hanoi):
@@ -112,7 +113,8 @@ def test_titles_units_and_the_time_they_show(tl, hanoi):
     assert now.x == (40.0,) and now.y == (pytest.approx(tl.forecast[step]),)
     assert forecast.layout.title.text == "share of nodes chlorinated, 20 min ahead"
     chlorine = chlorine_figure(tl, hanoi, step)
-    assert chlorine.layout.title.text == "chlorine at 40 min (chlorinated: at least 0.05 mg/L)"
+    title = "chlorine at 40 min<br><sup>chlorinated: at least 0.05 mg/L</sup>"
+    assert chlorine.layout.title.text == title
     assert "mg/L" in chlorine.data[1].marker.colorbar.title.text
 
 
@@ -203,19 +205,65 @@ def test_report_html_has_title_reading_guide_and_both_figures(tl, hanoi):
     from wdn_explain.report import report_html
 
     page = report_html(tl, hanoi, index="SV")
-    assert page.count("<h1>") == 1 and tl.scenario.describe() in page
+    assert page.count("<h1>") == 1
+    assert (
+        "<h1>Why the model expects chlorine there: booster at 20, 1.5 mg/L, intermittent, 3 h<"
+        in page
+    )
     assert "How to read this" in page and "<b>SV</b> values relative to" in page
     assert page.count('class="plotly-graph-div"') == 2
-    step = tl.first_informative_step()
-    assert summary(tl, hanoi, step, "SV", None).split(":")[0] in page
 
 
-def test_maps_are_webgl_with_one_pipe_trace_and_hanoi_keeps_its_look(tl, hanoi):
+def test_report_sentence_and_forecast_marker_follow_the_map(tl, hanoi):
+    """The report carries every step's sentence and forecast for the script that moves the
+    sentence and the forecast chart's marker with the map's frame; it opens on the first
+    informative step at which chlorine is visible, with the marker there."""
+    import html
+    import json
+    import re
+
+    from wdn_explain.report import report_html
+
+    page = report_html(tl, hanoi, index="k-SII", order=2)
+    follow = json.loads(re.search(r"const FOLLOW = (\{.*?\});\n", page).group(1))
+    assert follow["sentences"] == [summary(tl, hanoi, t, "k-SII", 2) for t in range(len(tl))]
+    assert follow["minutes"] == [t / 60 for t in tl.times_s]
+    np.testing.assert_allclose(follow["forecast"], tl.forecast)
+    assert "plotly_animatingframe" in page and "getElementById('summary')" in page
+    start = next(t for t in range(len(tl)) if tl.chlorine[t].max() > 0 and t >= 2)
+    assert f"<i id='summary'>{html.escape(follow['sentences'][start])}</i>" in page
+    forecast = page.split('id="forecast"')[1]
+    assert '"name":"now"' in forecast.replace(" ", "")
+
+
+def test_gif_frames_draw_the_pairs_their_title_names(tl, hanoi):
+    import matplotlib.pyplot as plt
+
+    from wdn_explain.report import gif_frame
+
+    t = 12
+    data = frame_data(tl, t, "k-SII", 2, 10)
+    assert data.pairs
+    fig = gif_frame(tl, hanoi, t, data, "k-SII", 2, scale=1.0, top=1.0)
+    (pairs,) = [c for c in fig.axes[0].collections if c.get_label() == "pairs"]
+    xy = hanoi.map_coordinates
+    expected = [xy[list(m)] for m, _ in data.pairs]
+    np.testing.assert_allclose(np.array(pairs.get_segments()), np.array(expected))
+    assert fig._suptitle.get_text().startswith("k-SII of order 2, nodes and strongest pairs")
+    plt.close(fig)
+    sv = gif_frame(tl, hanoi, t, frame_data(tl, t, "SV", 1, 10), "SV", 1, scale=1.0, top=1.0)
+    assert not [c for c in sv.axes[0].collections if c.get_label() == "pairs"]
+    plt.close(sv)
+
+
+def test_maps_are_svg_with_one_pipe_trace_and_hanoi_keeps_its_look(tl, hanoi):
     from wdn_explain.plot import marker_scale
 
     step = 8
     fig = si_graph_figure(tl, hanoi, step, index="k-SII", order=3, top_k=5)
-    assert {tr.type for tr in fig.data} == {"scattergl"}
+    assert {tr.type for tr in fig.data} == {
+        "scatter"
+    }  # SVG up to 60 nodes, WebGL beyond (L-Town below)
     (pipes,) = traces(fig, "pipes")
     segments = np.column_stack([pipes.x, pipes.y]).reshape(hanoi.n_links, 3, 2)
     assert np.isnan(segments[:, 2]).all()  # one NaN-separated segment per link
@@ -238,9 +286,19 @@ def test_large_network_maps_shrink_markers(tl):
     town = load_network("l-town")
     assert town.n_nodes > 700 and town.has_coordinates
     chlorine = np.random.default_rng(0).random((len(tl), town.n_nodes))
-    fig = chlorine_figure(replace(tl, chlorine=chlorine), town, 3)
-    pipes, nodes = fig.data
-    assert (pipes.type, nodes.type) == ("scattergl", "scattergl")
+    meta = {**tl.meta, "scenario": {**tl.meta["scenario"], "injection_node": "n303"}}
+    fig = chlorine_figure(replace(tl, chlorine=chlorine, meta=meta), town, 3)
+    pipes, devices, nodes, source = fig.data
+    assert {pipes.type, devices.type, nodes.type, source.type} == {"scatter"}  # SVG to 1000
+    # the pump and the three valves, read from the .inp by WNTR (an independent reader)
+    import wntr
+
+    wn = wntr.network.WaterNetworkModel(str(town.inp_path))
+    expected = {f"pump {p}" for p in wn.pump_name_list} | {f"valve {v}" for v in wn.valve_name_list}
+    assert set(devices.hovertext) == expected and len(expected) == 4
+    assert set(devices.marker.symbol) == {"triangle-right", "bowtie"}
+    assert nodes.text is None  # too many nodes to write their ids
+    assert source.text == ("n303: source on (1.5 mg/L)",)
     assert len(pipes.x) == 3 * town.n_links
     assert len(nodes.x) == town.n_nodes
     np.testing.assert_array_equal(nodes.marker.color, chlorine[3])

@@ -88,6 +88,7 @@ def data_stats(
     arrival times."""
     from .dataset import WaqDataset, arrival_steps, load_waq_arrays
     from .design import factor_levels
+    from .narrative import natural_key
 
     try:
         arrays = load_waq_arrays(folder)
@@ -133,7 +134,9 @@ def data_stats(
         f"arrival of chlorine >= {threshold:g} mg/L per node (mean over scenarios reaching it):"
     )
     typer.echo(f"  {'node':>6} {'reached':>8} {'mean step':>10} {'mean s':>8}")
-    for k, nid in enumerate(manifest.network.node_ids):
+    node_ids = manifest.network.node_ids
+    for k in sorted(range(len(node_ids)), key=lambda k: natural_key(node_ids[k])):
+        nid = node_ids[k]
         hit = arrival[:, k][arrival[:, k] >= 0]
         mean = hit.mean() if len(hit) else float("nan")
         typer.echo(f"  {nid:>6} {len(hit) / n_s:>8.0%} {mean:>10.1f} {mean * step:>8.0f}")
@@ -141,9 +144,10 @@ def data_stats(
 
 def _echo_factors(configs, reservoirs: tuple[str, ...], factor_levels) -> None:
     """What the design drew: a table of scenario counts per level of every factor, the drawn
-    range of every numeric factor, and the injection nodes."""
+    range of every numeric factor, and the injection nodes (numeric ids by value)."""
     from collections import Counter
 
+    from .narrative import natural_key
     from .scenario import DRAWN_RANGES
 
     levels = [factor_levels(c, reservoirs) for c in configs]
@@ -159,7 +163,10 @@ def _echo_factors(configs, reservoirs: tuple[str, ...], factor_levels) -> None:
     nodes = Counter(c.injection_node or "(reservoir)" for c in configs)
     typer.echo(
         f"injection nodes ({len(nodes)}): "
-        + ", ".join(f"{node} {count}" for node, count in sorted(nodes.items()))
+        + ", ".join(
+            f"{node} {count}"
+            for node, count in sorted(nodes.items(), key=lambda kv: natural_key(kv[0]))
+        )
     )
 
 
@@ -298,7 +305,8 @@ def evaluate(
         _fail(exc)
     if res["forecast_warning"]:
         typer.echo(f"warning: {res['forecast_warning']}", err=True)
-    minutes = inputs.horizon * int(arrays.times_s[1] - arrays.times_s[0]) / 60
+    step_min = int(arrays.times_s[1] - arrays.times_s[0]) / 60
+    minutes = inputs.horizon * step_min
     typer.echo(
         f"{split}: {res['n_samples']} samples, forecasts {minutes:g} min "
         f"({inputs.horizon} steps) ahead of the share of nodes with chlorine >= "
@@ -332,11 +340,13 @@ def evaluate(
                 f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
                 + (f" {r['coverage']:>8.3f}" if "coverage" in r else "")
             )
-    typer.echo("per time step t (forecast made at t for t + horizon):")
-    typer.echo(f"{'t':>4} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}")
+    typer.echo(f"per forecast time (forecast made at t min for t + {minutes:g} min):")
+    typer.echo(
+        f"{'t (min)':>7} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}"
+    )
     for row in res["per_step"]:
         typer.echo(
-            f"{row['t']:>4} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
+            f"{row['t'] * step_min:>7g} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
             f"{row['persistence_mae']:>12.4f} {row['climatology_mae']:>11.4f}"
         )
 
@@ -367,7 +377,11 @@ def calibrate(
 def complexity(
     network: list[str] = typer.Option(["hanoi"], help="network name or .inp path (repeatable)"),
     layers: list[int] = typer.Option([1, 2, 3], help="message-passing layers L (repeatable)"),
-    csv: Path = typer.Option(None, help="also write the table as CSV"),
+    csv: Path = typer.Option(
+        None,
+        help="also write the table as CSV (counts of 10^15 or more, such as 2^n of large "
+        "networks, in scientific notation, e.g. 2.035e+236 for 2^785)",
+    ),
     max_exact_field: int = typer.Option(
         24, help="count |I| exactly up to this field size, else bound"
     ),
@@ -431,7 +445,9 @@ def complexity(
             with atomic_write(csv) as tmp, open(tmp, "w", newline="") as handle:
                 writer = csv_module.DictWriter(handle, fieldnames=list(rows[0]))
                 writer.writeheader()
-                writer.writerows(rows)
+                writer.writerows(
+                    r | {k: _csv_count(r[k]) for k in ("interactions", "coalitions")} for r in rows
+                )
             typer.echo(f"wrote {csv}")
         if plot:
             _complexity_plot(rows, plot)
@@ -464,6 +480,14 @@ def _count(value: int) -> str:
         if value < 2**1023
         else (f"~10^{len(str(value)) - 1}")
     )
+
+
+def _csv_count(value: int) -> int | str:
+    """A count for the CSV: the integer while below 10^15, else scientific notation with
+    four significant digits (exact for any size: 2^785 is 2.035e+236)."""
+    from decimal import Decimal
+
+    return value if value < 10**15 else f"{Decimal(value):.3e}"
 
 
 def _suffix(*suffixes: str) -> Callable[[Path], bool]:
@@ -537,8 +561,9 @@ def explain(
 
     Warns (one line) when the scenario lies outside the model's training design."""
     from .design import UNKNOWN_DESIGN
-    from .pipeline import explain_scenario
+    from .network import load_network
     from .shipped import default_model, default_scenario, shipped
+    from .simulation import injection_node
     from .timeline import ExplainSettings, check_timeline_output
 
     model = default_model() if model is None else shipped(model)
@@ -546,6 +571,9 @@ def explain(
         spec = default_scenario(model) if scenario is None else _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
         settings = ExplainSettings.of(approximation_lambda=budget, memory_budget_gb=memory_gb)
+        injection_node(spec, load_network(spec.network))  # a bad node id: before torch loads
+        from .pipeline import explain_scenario
+
         timeline, status = explain_scenario(
             spec,
             model,
@@ -601,7 +629,9 @@ def report(
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
     reference: str = typer.Option(None, help=REFERENCE_HELP, show_default=False),
-    gif: Path = typer.Option(None, help="also write an animated GIF of the node values"),
+    gif: Path = typer.Option(
+        None, help="also write an animated GIF (node values; pairs as lines from order 2)"
+    ),
 ) -> None:
     """Write a self-contained HTML report of a timeline (title, how to read it, the animated
     SI-Graph, forecast against simulated truth) and optionally a GIF."""
@@ -621,7 +651,7 @@ def report(
         with atomic_write(out) as tmp:
             tmp.write_text(page, encoding="utf-8")
         if gif:
-            write_gif(tl, net, gif, index=index, order=order)
+            write_gif(tl, net, gif, index=index, order=order, top_k=top_k)
     except WdnExplainError as exc:
         _fail(exc)
     typer.echo(f"wrote {out}" + (f" and {gif}" if gif else ""))

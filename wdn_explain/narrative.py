@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .explain.indices import check_index
 from .network import Network
+from .scenario import ScenarioConfig
 from .timeline import REFERENCES, Timeline
 
 UNIT = "share of nodes chlorinated"
@@ -25,6 +26,17 @@ compete), also between nodes that are not directly connected; straight grey line
 pipes. **Shaded shapes with a ▲ marker** are interactions of three or more nodes (hover the
 marker for its members).
 
+**Which index.** All five divide the same forecast difference among nodes and groups of
+nodes. **SV** (Shapley value) gives each node one number, its fair share, interactions
+included. **Möbius** interactions are the raw joint effects of every group (what a group adds
+beyond all its subgroups): exact but many, and large ones of opposite sign can cancel.
+**k-SII** of order 1 is SV; of order 2 it adds pair values and adjusts the node values so
+that all of them still add up to the difference: the default, and the one to pick first.
+**STII** keeps the lower orders as Möbius values and gathers every larger group into the
+top order; **FSII** is the best (Shapley-weighted least-squares) fit of the model by nodes
+and pairs alone. Order 1 of any index is a node ranking; order 2 or 3 shows which nodes act
+together.
+
 **Why exact.** The values are computed exactly (GraphSHAP-IQ): the model only looks a few
 pipes away from each node, so only interactions inside such neighbourhoods can be non-zero.
 The square marks the reservoir; a thick outline marks the injection node.
@@ -35,6 +47,13 @@ NO_COORDINATES = (
     "This network's .inp has no coordinates; the map shows a computed layout (node "
     "positions say which nodes are connected, not where they are)."
 )
+
+
+def clock_time(timeline: Timeline, seconds: float) -> str:
+    """The time of day ``seconds`` after the simulation's start (the scenario's
+    ``start_hour``), e.g. ``07:15``."""
+    minutes_of_day = round(timeline.scenario.start_hour * 60 + seconds / 60) % (24 * 60)
+    return f"{minutes_of_day // 60:02d}:{minutes_of_day % 60:02d}"
 
 
 def reference_label(reference: str) -> str:
@@ -67,11 +86,24 @@ def resolved_order(timeline: Timeline, index: str, order: int | None) -> int:
     return check_index(index, order, timeline.explanations[0].blocks.max_size)[1]
 
 
+def index_name(index: str) -> str:
+    """How people read an index's name: ``Möbius`` for the engine's ASCII ``Moebius``."""
+    return "Möbius" if index == "Moebius" else index
+
+
 def index_label(index: str, order: int) -> str:
-    return index if index in ("SV", "BV") else f"{index} of order {order}"
+    name = index_name(index)
+    return name if index in ("SV", "BV") else f"{name} of order {order}"
 
 
-def _natural(node_id: str) -> tuple[int, str]:
+def scenario_text(scenario: ScenarioConfig) -> str:
+    """The scenario's plain name without its seed (:meth:`ScenarioConfig.describe`): the
+    seed a timeline holds is derived from the simulation file's master seed and matches
+    nothing the user wrote, so captions and titles leave it out."""
+    return scenario.describe().rpartition(", seed ")[0]
+
+
+def natural_key(node_id: str) -> tuple[int, str]:
     """Sort key: numeric ids by value (2 before 10), others after them by name."""
     return (int(node_id), "") if node_id.isdigit() else (1 << 62, node_id)
 
@@ -80,7 +112,7 @@ def driver_name(network: Network, members: tuple[int, ...]) -> str:
     """``junction 20``, ``the pair 4–20`` or ``the group 4–5–20``."""
     if len(members) == 1:
         return f"{network.node_roles[members[0]]} {network.node_ids[members[0]]}"
-    ids = "–".join(sorted((network.node_ids[m] for m in members), key=_natural))
+    ids = "–".join(sorted((network.node_ids[m] for m in members), key=natural_key))
     return f"the pair {ids}" if len(members) == 2 else f"the group {ids}"
 
 
@@ -96,6 +128,22 @@ def strongest(
         members, values = e.index_values(index, order, size)
         items += [(tuple(int(v) for v in m), float(x)) for m, x in zip(members, values) if x]
     return sorted(items, key=lambda kv: -abs(kv[1]))
+
+
+def drivers_table(
+    timeline: Timeline, network: Network, step: int, index: str, order: int | None, k: int = 10
+) -> list[dict]:
+    """The ``k`` strongest values at ``step`` (nodes, pairs, groups up to ``order``) as rows
+    of a ranked table: driver, value and its share of the explained difference."""
+    gap = timeline.explanations[step].prediction - timeline.explanations[step].empty_prediction
+    return [
+        {
+            "driver": driver_name(network, members),
+            "value (share of nodes)": round(value, 4),
+            "of the difference": f"{value / gap:+.0%}" if abs(gap) > 1e-9 else "",
+        }
+        for members, value in strongest(timeline, step, index, order)[:k]
+    ]
 
 
 def _upper_first(text: str) -> str:

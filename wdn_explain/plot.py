@@ -9,7 +9,7 @@ marker naming their members. One colour scale is fixed across all frames so that
 compare.
 
 Maps stay readable at utility scale (hundreds to thousands of nodes): every map trace is
-WebGL (``scattergl``), the pipes are one line trace, markers shrink with the network's size
+SVG up to 1000 nodes and WebGL (``scattergl``) beyond (:func:`trace_type`), the pipes are one line trace, markers shrink with the network's size
 (:func:`marker_scale`), node labels are written only on small networks (hover names every
 node), only the ``top_k`` strongest interactions are drawn, and the axes keep an equal
 aspect under Plotly's own zoom. Nodes are drawn at
@@ -30,6 +30,7 @@ from .narrative import (
     forecast_time,
     horizon_s,
     index_label,
+    index_name,
     minutes,
     reference_label,
     resolved_order,
@@ -43,6 +44,17 @@ POSITIVE, NEGATIVE = "#d62728", "#1f77b4"
 COLORSCALE = "RdBu_r"
 LABELLED_NODES = 60  # node ids are written on maps of at most this many nodes
 _REFERENCE_NODES = 32  # markers keep their full size up to this many nodes (Hanoi)
+
+
+WEBGL_NODES = 1000  # maps of larger networks are drawn with WebGL
+
+
+def trace_type(network: Network) -> str:
+    """``scatter`` (SVG) up to :data:`WEBGL_NODES` nodes, else ``scattergl`` (WebGL): a
+    browser without a GPU redraws even L-Town's 785 nodes faster as SVG (3.7 s against
+    5.9 s per play step in headless Chromium on 2 busy cores), while WebGL keeps networks
+    of thousands of nodes drawable."""
+    return "scattergl" if network.n_nodes > WEBGL_NODES else "scatter"
 
 
 def marker_scale(n_nodes: int) -> float:
@@ -90,7 +102,7 @@ def _pipe_trace(network: Network) -> dict:
     gaps = np.full((network.n_links, 1, 2), np.nan)
     segments = np.concatenate([ends, gaps], axis=1).reshape(-1, 2)
     return dict(
-        type="scattergl",
+        type=trace_type(network),
         x=segments[:, 0],
         y=segments[:, 1],
         mode="lines",
@@ -101,6 +113,36 @@ def _pipe_trace(network: Network) -> dict:
 
 
 PIPE = "#d4d4d4"
+DEVICES = {"pump": "triangle-right", "valve": "bowtie"}  # link types drawn as a marker
+
+
+def _device_traces(network: Network) -> list[dict]:
+    """One trace of markers at the middle of the network's pumps and valves (none when it
+    has neither), so that they stand out from plain pipes; hover names them."""
+    kinds = np.array(network.link_types)
+    keep = np.flatnonzero(np.isin(kinds, list(DEVICES)))
+    if not len(keep):
+        return []
+    mid = network.map_coordinates[network.link_nodes[keep]].mean(axis=1)
+    return [
+        dict(
+            type=trace_type(network),
+            x=mid[:, 0],
+            y=mid[:, 1],
+            mode="markers",
+            marker=dict(
+                symbol=[DEVICES[k] for k in kinds[keep]],
+                size=14,
+                color="#555",
+                line=dict(width=1, color="black"),
+            ),
+            hovertext=[f"{kinds[k]} {network.link_ids[k]}" for k in keep],
+            hoverinfo="text",
+            name="pumps and valves",
+        )
+    ]
+
+
 WIDTHS = (1.5, 4.0, 8.0)  # pair lines are drawn in three width classes by magnitude
 BEND = 0.2  # a pair's arc bulges sideways by this share of the distance between its nodes
 
@@ -137,7 +179,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
                 )
             traces.append(
                 dict(
-                    type="scattergl",
+                    type=trace_type(network),
                     x=np.array(xs or [np.nan]),  # NaN separates segments; arrays validate fast
                     y=np.array(ys or [np.nan]),
                     mode="lines",
@@ -150,7 +192,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
     mids_xy = np.array(mids).reshape(-1, 2)
     traces.append(
         dict(
-            type="scattergl",
+            type=trace_type(network),
             x=mids_xy[:, 0] if len(mids) else np.array([np.nan]),
             y=mids_xy[:, 1] if len(mids) else np.array([np.nan]),
             mode="markers",
@@ -185,7 +227,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
             text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} (share of nodes)")
         traces.append(
             dict(
-                type="scattergl",
+                type=trace_type(network),
                 x=np.array(xs or [np.nan]),
                 y=np.array(ys or [np.nan]),
                 mode="lines",
@@ -200,7 +242,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
     xy_c = np.array(centres).reshape(-1, 2)
     traces.append(
         dict(
-            type="scattergl",
+            type=trace_type(network),
             x=xy_c[:, 0] if centres else np.array([np.nan]),
             y=xy_c[:, 1] if centres else np.array([np.nan]),
             mode="markers",
@@ -226,7 +268,7 @@ def _node_trace(
         for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)
     ]
     return dict(
-        type="scattergl",
+        type=trace_type(network),
         x=xy[:, 0],
         y=xy[:, 1],
         mode="markers+text" if labelled else "markers",
@@ -258,14 +300,88 @@ def _node_trace(
 def frame_traces(
     network: Network, timeline: Timeline, step: int, data: FrameData, scale: float, index: str
 ) -> list[dict]:
-    """The traces of one frame, nodes last (on top): pipes, six pair classes and the pair
-    values, two hyperedge signs and the group values, nodes."""
+    """The traces of one frame, nodes and the source last (on top): pipes, pumps and valves
+    (if any), six pair classes and the pair values, two hyperedge signs and the group
+    values, nodes, the source."""
+    name = index_name(index)
     return [
         _pipe_trace(network),
-        *_pair_traces(network, data.pairs, index),
-        *_hyperedge_traces(network, data.higher, index),
-        _node_trace(network, timeline, step, data.node_values, scale, index),
+        *_device_traces(network),
+        *_pair_traces(network, data.pairs, name),
+        *_hyperedge_traces(network, data.higher, name),
+        _node_trace(network, timeline, step, data.node_values, scale, name),
+        _source_trace(network, timeline, step),
     ]
+
+
+def source_state(timeline: Timeline, step: int) -> str:
+    """``source on (1.5 mg/L)`` or ``source off``: the planned setpoint of the injection at
+    the time of ``step``."""
+    setpoint = float(timeline.scenario.injection_setpoint_mg_l(timeline.times_s[step]))
+    return f"source on ({setpoint:g} mg/L)" if setpoint > 0 else "source off"
+
+
+def _source_trace(network: Network, timeline: Timeline, step: int) -> dict:
+    """A hollow star around the node where chlorine enters (the node's colour stays
+    visible), labelled with its state at ``step``: orange and bold while on, grey while off."""
+    node = network.node_index(injection_node(timeline.scenario, network))
+    state = source_state(timeline, step)
+    on = state != "source off"
+    x, y = network.map_coordinates[node]
+    return dict(
+        type=trace_type(network),
+        x=[x],
+        y=[y],
+        mode="markers+text",
+        text=[f"{network.node_ids[node]}: {state}"],
+        textposition="bottom center",
+        textfont=dict(size=12, color="#000" if on else "#666"),
+        marker=dict(
+            symbol="star-open",
+            size=30,
+            color="#e67300" if on else "#888",
+            line=dict(width=3 if on else 1.5),
+        ),
+        hoverinfo="text",
+        hovertext=[f"<b>node {network.node_ids[node]}</b>: chlorine enters here, {state}"],
+        name="source",
+    )
+
+
+def opening_step(timeline: Timeline) -> int:
+    """The step a view opens on: the first informative step
+    (:meth:`Timeline.first_informative_step`), moved on to the first step at which some
+    node carries chlorine, so that the chlorine map is not blank (unchanged when chlorine
+    never appears)."""
+    first = timeline.first_informative_step()
+    wet = np.flatnonzero(timeline.chlorine[first:].max(axis=1) > 0)
+    return first + int(wet[0]) if len(wet) else first
+
+
+def focused_layout(network: Network, node: int, share: float = 0.12) -> dict:
+    """Axis ranges that zoom a map onto ``node``: a window of ``share`` of the network's
+    extent around it."""
+    xy = network.map_coordinates
+    half = share * (xy.max(axis=0) - xy.min(axis=0)).max() / 2
+    x, y = xy[node]
+    return dict(xaxis=dict(range=[x - half, x + half]), yaxis=dict(range=[y - half, y + half]))
+
+
+def found_trace(network: Network, node: int) -> dict:
+    """A large ring and the id at ``node`` (the node found by id)."""
+    x, y = network.map_coordinates[node]
+    return dict(
+        type=trace_type(network),
+        x=[x],
+        y=[y],
+        mode="markers+text",
+        text=[network.node_ids[node]],
+        textposition="top center",
+        textfont=dict(size=14, color="#000"),
+        marker=dict(symbol="circle-open", size=34, color="#000", line=dict(width=3)),
+        hoverinfo="skip",
+        name="found",
+    )
 
 
 def value_scale(timeline: Timeline, index: str, order: int | None) -> float:
@@ -317,14 +433,22 @@ def si_graph_figure(
     top_k: int = 10,
     scale: float | None = None,
     height: int = 620,
+    focus: int | None = None,
 ) -> go.Figure:
-    """The SI-Graph of one step (the app draws the step of its time cursor)."""
+    """The SI-Graph of one step (the app draws the step of its time cursor); with ``focus``
+    (a node index) the map is zoomed onto that node and rings it."""
     scale = value_scale(timeline, index, order) if scale is None else scale
     data = frame_data(timeline, step, index, order, top_k)
     layout = _map_layout(network, height, frame_title(timeline, step, index, order))
-    return go.Figure(
-        dict(data=frame_traces(network, timeline, step, data, scale, index), layout=layout)
-    )
+    traces = frame_traces(network, timeline, step, data, scale, index)
+    return _focused(go.Figure(dict(data=traces, layout=layout)), network, focus)
+
+
+def _focused(fig: go.Figure, network: Network, focus: int | None) -> go.Figure:
+    if focus is not None:
+        fig.add_trace(found_trace(network, focus))
+        fig.update_layout(focused_layout(network, focus))
+    return fig
 
 
 def timeline_figure(
@@ -340,9 +464,8 @@ def timeline_figure(
     """Animated SI-Graph: one frame per explained step, play/pause and a time slider (the
     HTML report's figure).
 
-    The figure opens on frame ``start`` (default: the first step whose explanation is not
-    all zero, :meth:`Timeline.first_informative_step`)."""
-    start = timeline.first_informative_step() if start is None else start
+    The figure opens on frame ``start`` (default: :func:`opening_step`)."""
+    start = opening_step(timeline) if start is None else start
     scale = value_scale(timeline, index, order)
     frames = [
         dict(
@@ -447,17 +570,29 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
 
 
 def chlorine_figure(
-    timeline: Timeline, network: Network, step: int, height: int = 320
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    height: int = 320,
+    focus: int | None = None,
 ) -> go.Figure:
-    """Chlorine (mg/L) on the map at one step (colour scale up to the source strength)."""
+    """Chlorine (mg/L) on the map at one step (colour scale up to the source strength), node
+    ids on small networks, the source marked with its state; ``focus`` as in
+    :func:`si_graph_figure`."""
     xy = network.map_coordinates
+    labelled = network.n_nodes <= LABELLED_NODES
     fig = go.Figure(
         [
             _pipe_trace(network),
-            go.Scattergl(
+            *_device_traces(network),
+            dict(
+                type=trace_type(network),
                 x=xy[:, 0],
                 y=xy[:, 1],
-                mode="markers",
+                mode="markers+text" if labelled else "markers",
+                text=list(network.node_ids) if labelled else None,
+                textposition="top right",
+                textfont=dict(size=10, color="#444"),
                 marker=dict(
                     size=12 * marker_scale(network.n_nodes),
                     color=timeline.chlorine[step],
@@ -474,18 +609,19 @@ def chlorine_figure(
                 hoverinfo="text",
                 name="chlorine",
             ),
+            _source_trace(network, timeline, step),
         ]
     )
     fig.update_layout(
         _map_layout(
             network,
             height,
-            f"chlorine at {minutes(timeline.times_s[step])} "
-            f"(chlorinated: {threshold_text(timeline)})",
+            f"chlorine at {minutes(timeline.times_s[step])}<br>"
+            f"<sup>chlorinated: {threshold_text(timeline)}</sup>",  # short lines: clear of the toolbar
         )
     )
-    fig.update_layout(margin=dict(t=40), title_font_size=13)
-    return fig
+    fig.update_layout(margin=dict(t=50), title_font_size=13)
+    return _focused(fig, network, focus)
 
 
 def value_over_time(
@@ -531,7 +667,7 @@ def value_figure(
     fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=f"{index} of {{{label}}} over time", x=0.01, xanchor="left"),
+        title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
         xaxis_title="forecast made at (min)",
         yaxis_title="share of nodes",
     )

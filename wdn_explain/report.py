@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import re
 import tempfile
 import zipfile
@@ -20,13 +21,24 @@ from .narrative import (
     UNIT,
     forecast_time,
     index_label,
+    index_name,
     reference_label,
     resolved_order,
+    scenario_text,
     summary,
     threshold_text,
 )
 from .network import Network
-from .plot import LABELLED_NODES, forecast_figure, frame_data, marker_scale, timeline_figure
+from .plot import (
+    LABELLED_NODES,
+    NEGATIVE,
+    POSITIVE,
+    forecast_figure,
+    frame_data,
+    marker_scale,
+    opening_step,
+    timeline_figure,
+)
 from .simulation import injection_node
 from .timeline import REFERENCES, Timeline
 
@@ -47,12 +59,19 @@ def report_html(
     top_k: int = 10,
 ) -> str:
     """The HTML report: title (scenario, index, reference), how to read it, what counts as
-    chlorinated, the summary of the first informative step, the animated SI-Graph and the
-    forecast chart (plotly.js inlined: the file works offline)."""
-    start = timeline.first_informative_step()
+    chlorinated, the summary sentence, the animated SI-Graph and the forecast chart with a
+    time marker (plotly.js inlined: the file works offline). The sentence and the marker
+    follow the map's frame (:data:`_FOLLOW_JS`); the page opens on :func:`opening_step`."""
+    start = opening_step(timeline)
     si = timeline_figure(timeline, network, index=index, order=order, top_k=top_k, start=start)
     order = resolved_order(timeline, index, order)
-    scenario = timeline.scenario.describe()
+    scenario = scenario_text(timeline.scenario)
+    sentences = [summary(timeline, network, t, index, order) for t in range(len(timeline))]
+    follow = {
+        "sentences": sentences,
+        "minutes": (timeline.times_s / 60).tolist(),
+        "forecast": timeline.forecast.tolist(),
+    }
     title = f"Why the model expects chlorine there: {scenario}"
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -67,15 +86,33 @@ def report_html(
         f"as chlorinated with {html.escape(threshold_text(timeline))}. Model "
         f"{html.escape(str(timeline.meta['model_hash']))}, "
         f"{html.escape(timeline.engine_label)}.</p>",
-        f"<p><i>{html.escape(summary(timeline, network, start, index, order))}</i></p>",
+        f"<p><i id='summary'>{html.escape(sentences[start])}</i></p>",
         "" if network.has_coordinates else f"<p><b>Note:</b> {html.escape(NO_COORDINATES)}</p>",
-        si.to_html(full_html=False, include_plotlyjs=True, auto_play=False),
-        forecast_figure(timeline).to_html(full_html=False, include_plotlyjs=False),
+        si.to_html(full_html=False, include_plotlyjs=True, auto_play=False, div_id="si-graph"),
+        forecast_figure(timeline, start).to_html(
+            full_html=False, include_plotlyjs=False, div_id="forecast"
+        ),
+        f"<script>const FOLLOW = {json.dumps(follow)};\n{_FOLLOW_JS}</script>",
         "<h2>How to read this</h2>",
         _markdown(HOW_TO_READ),
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+# Moves the summary sentence and the forecast chart's marker ("now" trace, dotted line) to
+# the SI-Graph's frame whenever it changes (play, pause, slider).
+_FOLLOW_JS = """
+document.getElementById('si-graph').on('plotly_animatingframe', function (event) {
+  const t = Number(event.name);
+  document.getElementById('summary').textContent = FOLLOW.sentences[t];
+  const chart = document.getElementById('forecast');
+  const now = chart.data.findIndex(trace => trace.name === 'now');
+  const x = FOLLOW.minutes[t];
+  Plotly.restyle(chart, {x: [[x]], y: [[FOLLOW.forecast[t]]]}, [now]);
+  Plotly.relayout(chart, {'shapes[0].x0': x, 'shapes[0].x1': x});
+});
+"""
 
 
 def shapiq_zip(timeline: Timeline, index: str, order: int | None) -> bytes:
@@ -97,91 +134,126 @@ def write_gif(
     *,
     index: str = "SV",
     order: int | None = None,
+    top_k: int = 10,
     fps: int = 2,
 ) -> None:
-    """An animated GIF of node values over time (for slides), drawn with matplotlib: node
-    labels (on small networks), reservoir and injection markers, a labelled colour bar and,
-    per frame, the forecast, the simulated truth and the reference forecast. Markers shrink
-    with the network's size (:func:`~.plot.marker_scale`), so that large networks stay
-    readable."""
+    """An animated GIF of the SI-Graph over time (for slides), drawn with matplotlib: node
+    values, the ``top_k`` strongest pairs as lines (red raise, blue lower, width by
+    magnitude; order >= 2), node labels (on small networks), reservoir and injection markers,
+    a labelled colour bar and, per frame, the forecast, the simulated truth and the
+    reference forecast. Markers shrink with the network's size
+    (:func:`~.plot.marker_scale`), so that large networks stay readable."""
     import imageio.v2 as imageio
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.collections import LineCollection
-    from matplotlib.lines import Line2D
 
     order = resolved_order(timeline, index, order)
-    values = np.stack(
-        [frame_data(timeline, t, index, order, 0).node_values for t in range(len(timeline))]
-    )
-    scale = float(np.abs(values).max()) or 1.0
-    xy = network.map_coordinates
-    roles = np.array(network.node_roles)
-    injection = network.node_index(injection_node(timeline.scenario, network))
-    area = marker_scale(network.n_nodes) ** 2  # matplotlib sizes are areas
+    frames = [frame_data(timeline, t, index, order, top_k) for t in range(len(timeline))]
+    scale = float(np.abs(np.stack([f.node_values for f in frames])).max()) or 1.0
+    top = max((abs(v) for f in frames for _, v in f.pairs), default=0.0) or 1.0
     images = []
-    for t in range(len(timeline)):
-        fig, ax = plt.subplots(figsize=(8, 6.4), dpi=80)
-        pipes = LineCollection(xy[network.link_nodes], colors="#cccccc", lw=2 * area**0.5)
-        ax.add_collection(pipes, autolim=True)
-        for role, marker in (("junction", "o"), ("reservoir", "s"), ("tank", "D")):
-            keep = roles == role
-            if keep.any():
-                sc = ax.scatter(
-                    xy[keep, 0],
-                    xy[keep, 1],
-                    c=values[t, keep],
-                    cmap="RdBu_r",
-                    vmin=-scale,
-                    vmax=scale,
-                    s=area * (50 + 300 * np.abs(values[t, keep]) / scale),
-                    marker=marker,
-                    edgecolors="black",
-                    linewidths=area**0.5,
-                    zorder=2,
-                )
-        ax.scatter(
-            *xy[injection],
-            s=500 * area**0.5,
-            facecolors="none",
-            edgecolors="black",
-            lw=2.5,
-            zorder=3,
-        )
-        if network.n_nodes <= LABELLED_NODES:
-            for i, nid in enumerate(network.node_ids):
-                ax.annotate(nid, xy[i], xytext=(5, 5), textcoords="offset points", fontsize=9)
-        fig.colorbar(sc, ax=ax, label=f"{index} ({UNIT})", shrink=0.8)
-        ax.legend(
-            handles=[
-                Line2D([], [], marker="s", ls="", color="grey", label="reservoir"),
-                Line2D(
-                    [], [], marker="o", ls="", mfc="none", mec="black", ms=14, label="injection"
-                ),
-                Line2D([], [], marker="o", ls="", color="#d62728", label="raises forecast"),
-                Line2D([], [], marker="o", ls="", color="#1f77b4", label="lowers forecast"),
-            ],
-            loc="upper center",
-            bbox_to_anchor=(0.5, 0.0),
-            ncol=4,
-            fontsize=8,
-            frameon=False,
-        )
-        e = timeline.explanations[t]
-        fig.suptitle(
-            f"{index_label(index, order)}: {forecast_time(timeline, t)}\n"
-            f"forecast {e.prediction:.2f}, simulated {timeline.truth[t]:.2f}, reference "
-            f"({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — {UNIT}",
-            fontsize=10,
-        )
-        ax.set_axis_off()
-        ax.set_aspect("equal")
-        ax.margins(0.08)
-        fig.tight_layout()
+    for t, data in enumerate(frames):
+        fig = gif_frame(timeline, network, t, data, index, order, scale=scale, top=top)
         fig.canvas.draw()
         images.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
         plt.close(fig)
     with atomic_write(path) as tmp:
         imageio.mimsave(tmp, images, format="GIF", duration=1000 / fps, loop=0)
+
+
+def gif_frame(
+    timeline: Timeline,
+    network: Network,
+    t: int,
+    data,
+    index: str,
+    order: int,
+    *,
+    scale: float,
+    top: float,
+):
+    """One GIF frame (a matplotlib Figure) of step ``t``: ``data`` is its
+    :class:`~.plot.FrameData`, ``scale`` the largest node value and ``top`` the largest pair
+    value of the whole timeline (fixed colour and width scales)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+
+    xy = network.map_coordinates
+    roles = np.array(network.node_roles)
+    injection = network.node_index(injection_node(timeline.scenario, network))
+    area = marker_scale(network.n_nodes) ** 2  # matplotlib sizes are areas
+    values = data.node_values
+    fig, ax = plt.subplots(figsize=(8, 6.4), dpi=80)
+    pipes = LineCollection(xy[network.link_nodes], colors="#cccccc", lw=2 * area**0.5)
+    ax.add_collection(pipes, autolim=True)
+    if data.pairs:
+        members = np.array([m for m, _ in data.pairs])
+        strength = np.array([v for _, v in data.pairs])
+        pairs = LineCollection(
+            xy[members],
+            colors=np.where(strength > 0, POSITIVE, NEGATIVE),
+            lw=1 + 5 * np.abs(strength) / top,
+            alpha=0.7,
+            zorder=1.5,
+            label="pairs",
+        )
+        ax.add_collection(pairs)
+    for role, marker in (("junction", "o"), ("reservoir", "s"), ("tank", "D")):
+        keep = roles == role
+        if keep.any():
+            sc = ax.scatter(
+                xy[keep, 0],
+                xy[keep, 1],
+                c=values[keep],
+                cmap="RdBu_r",
+                vmin=-scale,
+                vmax=scale,
+                s=area * (50 + 300 * np.abs(values[keep]) / scale),
+                marker=marker,
+                edgecolors="black",
+                linewidths=area**0.5,
+                zorder=2,
+            )
+    ax.scatter(
+        *xy[injection], s=500 * area**0.5, facecolors="none", edgecolors="black", lw=2.5, zorder=3
+    )
+    if network.n_nodes <= LABELLED_NODES:
+        for i, nid in enumerate(network.node_ids):
+            ax.annotate(nid, xy[i], xytext=(5, 5), textcoords="offset points", fontsize=9)
+    name = index_name(index)
+    fig.colorbar(sc, ax=ax, label=f"{name} of a node ({UNIT})", shrink=0.8)
+    handles = [
+        Line2D([], [], marker="s", ls="", color="grey", label="reservoir"),
+        Line2D([], [], marker="o", ls="", mfc="none", mec="black", ms=14, label="injection"),
+        Line2D([], [], marker="o", ls="", color=POSITIVE, label="raises forecast"),
+        Line2D([], [], marker="o", ls="", color=NEGATIVE, label="lowers forecast"),
+    ]
+    if order >= 2:
+        handles += [
+            Line2D([], [], color=POSITIVE, lw=3, label="pair raises"),
+            Line2D([], [], color=NEGATIVE, lw=3, label="pair lowers"),
+        ]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=len(handles) // 2 if order >= 2 else 4,
+        fontsize=8,
+        frameon=False,
+    )
+    e = timeline.explanations[t]
+    drawn = ", nodes and strongest pairs" if order >= 2 else ""
+    fig.suptitle(
+        f"{index_label(index, order)}{drawn}: {forecast_time(timeline, t)}\n"
+        f"forecast {e.prediction:.2f}, simulated {timeline.truth[t]:.2f}, reference "
+        f"({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — {UNIT}",
+        fontsize=10,
+    )
+    ax.set_axis_off()
+    ax.set_aspect("equal")
+    ax.margins(0.08)
+    fig.tight_layout()
+    return fig

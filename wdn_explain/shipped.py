@@ -142,9 +142,12 @@ def default_timeline(model_dir: str | Path) -> Path | None:
 
 
 def timeline_label(path: str | Path) -> str:
-    """A plain name of a cached timeline's scenario (where, how strongly, how long, seed)."""
+    """A plain name of a cached timeline's scenario (where, how strongly, how long;
+    :func:`~.narrative.scenario_text`)."""
+    from .narrative import scenario_text
+
     meta = read_meta(path) or {}
     try:
-        return ScenarioConfig.model_validate(meta["scenario"]).describe()
+        return scenario_text(ScenarioConfig.model_validate(meta["scenario"]))
     except (KeyError, TypeError, ValueError):
         return f"unreadable timeline {Path(path).name}"

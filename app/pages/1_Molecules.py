@@ -16,18 +16,24 @@ from wdn_explain.chem.datasets import DATASETS, default_root, load_dataset, smil
 from wdn_explain.chem.explain import draw_si_graph, explain_molecule, top_interactions
 from wdn_explain.chem.training import check_features, load_classifier
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.narrative import index_name
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "models" / "chem"
 OFFLINE = REPO.parent / "shared" / "datasets" / "chem"
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
+# The page opens on this model: MUTAG's 188 molecules load in a moment, Benzene's 12 000
+# only when that model or dataset is chosen.
+FIRST_MODEL = "mutag-gin3"
 OUTPUTS = {None: "log-odds of class 1", 1: "logit of class 1", 0: "logit of class 0"}
 HOW_TO_READ = """
-**What you see.** The molecule as drawn by RDKit. Each atom's **halo** is its contribution to
-the explained output, by default the log-odds of class 1 (red raises it, blue lowers it) against a molecule whose atoms are
-all replaced by the average atom. **Lines** between atoms are pairwise interactions (their
-joint effect beyond the separate ones); **shaded shapes** join three or more atoms (e.g. the
-six atoms of a benzene ring). Values are exact (GraphSHAP-IQ): the model sees L bonds far,
+**What you see.** The molecule as drawn by RDKit (bonds thin and grey). Each atom's **halo**
+is its contribution to the explained output, by default the log-odds of class 1 (red raises
+it, blue lowers it), against the molecule with every atom masked: a masked atom has all its
+features 0 (no atom type at all, not an average atom). **Red and blue lines** between atoms
+are pairwise interactions (their joint effect beyond the separate ones; width by magnitude
+against the strongest pair), also along bonds; **shaded shapes** join three or more atoms
+(e.g. the six atoms of a benzene ring). Values are exact (GraphSHAP-IQ): the model sees L bonds far,
 so only interactions inside such neighbourhoods can be non-zero.
 """
 
@@ -60,8 +66,9 @@ def molecule(model_path: str, name: str, root: str, index: int, smiles: str):
 
 
 def main() -> None:
-    st.title("Molecules: exact Shapley interactions of a GNN classifier")
+    st.subheader("Molecules: exact Shapley interactions of a GNN classifier")
     models = sorted(p.parent for p in MODELS.glob("*/card.json"))
+    names = [p.name for p in models]
     root = os.environ.get("WDN_EXPLAIN_CHEM_DATA") or (
         str(OFFLINE) if OFFLINE.is_dir() else str(default_root())
     )
@@ -69,7 +76,12 @@ def main() -> None:
         if not models:
             st.error(f"no molecule models in {MODELS} (train one with 'wdn-explain chem train')")
             return
-        model_path = st.selectbox("model", models, format_func=lambda p: p.name)
+        model_path = st.selectbox(
+            "model",
+            models,
+            index=names.index(FIRST_MODEL) if FIRST_MODEL in names else 0,
+            format_func=lambda p: p.name,
+        )
         try:
             _, card = classifier(str(model_path))
         except WdnExplainError as exc:
@@ -82,34 +94,40 @@ def main() -> None:
         root = st.text_input("dataset folder", root)
         name = st.selectbox("dataset", DATASETS, index=DATASETS.index(card.dataset))
         smiles = st.text_input("or paste a SMILES", "").strip()
-        index_name = st.selectbox("index", INDICES, index=1)
-        order = 1 if index_name == "SV" else st.slider("order", 1, 3, 2)
+        chosen_index = st.selectbox("index", INDICES, index=1, format_func=index_name)
+        order = 1 if chosen_index == "SV" else st.slider("order", 1, 3, 2)
         top_k = st.slider("interactions drawn", 5, 60, 20)
         output = st.radio("explained output", list(OUTPUTS), format_func=OUTPUTS.get)
+    drawing, numbers = st.columns([3, 2])  # the molecule in the first screen, numbers beside
     try:
         index = 0
         if not smiles:
             data = dataset(name, root)
-            index = st.number_input("molecule", 0, len(data) - 1, 0)
+            index = numbers.number_input("molecule", 0, len(data) - 1, 0)
             label = int(data.graphs[index].y)
             ident = data.smiles[index] if data.smiles else data.ids[index]
-            st.write(f"**{data.name} #{index}** ({ident}), label {label}")
+            numbers.write(f"**{data.name} #{index}** ({ident}), label {label}")
         result = explanation(str(model_path), name, root, int(index), smiles, output)
         graph, symbols = molecule(str(model_path), name, root, int(index), smiles)
-        values = result.interaction_values(index_name, order)
+        values = result.interaction_values(chosen_index, order)
     except WdnExplainError as exc:
         st.error(str(exc))
         return
-    cols = st.columns(3)
-    cols[0].metric(OUTPUTS[output], f"{result.prediction:.3f}")
-    cols[1].metric("all atoms masked", f"{result.empty_prediction:.3f}")
-    cols[2].metric("model calls (|I|)", f"{result.n_interactions}")
-    st.caption(f"brute force would need 2^{graph.num_nodes} = {2**graph.num_nodes} model calls")
-    fig = draw_si_graph(values, graph, symbols, n_interactions=top_k)
-    st.pyplot(fig)
+    fig = draw_si_graph(values, graph, symbols, n_interactions=top_k)  # first: it shows first
+    fig.set_size_inches(6, 5)
+    drawing.pyplot(fig)
     plt.close(fig)
-    st.dataframe(
-        [{"atoms": a, index_name: v} for a, v in top_interactions(values, symbols, top_k)],
+    numbers.metric(OUTPUTS[output], f"{result.prediction:.3f}")
+    numbers.metric("all atoms masked (features 0)", f"{result.empty_prediction:.3f}")
+    numbers.metric("model calls (|I|)", f"{result.n_interactions}")
+    numbers.caption(
+        f"brute force would need 2^{graph.num_nodes} = {2**graph.num_nodes} model calls"
+    )
+    numbers.dataframe(
+        [
+            {"atoms": a, index_name(chosen_index): v}
+            for a, v in top_interactions(values, symbols, top_k)
+        ],
         hide_index=True,
     )
     st.markdown(HOW_TO_READ)

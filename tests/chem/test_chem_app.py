@@ -40,3 +40,21 @@ def test_other_molecule_and_index(page):
     assert not page.exception and not page.error
     assert "MUTAG #3" in page.markdown[0].value
     assert list(page.dataframe[0].value.columns) == ["atoms", "SV"]
+
+
+def test_opens_on_mutag_and_says_what_masked_atoms_are(chem_root, monkeypatch):
+    """The first view: the small MUTAG model and molecule (the 12 000 Benzene molecules are
+    not read), and the reading guide says masked atoms are all-zero features."""
+    from wdn_explain.chem import datasets
+
+    read, load = [], datasets.load_dataset
+    monkeypatch.setattr(
+        datasets, "load_dataset", lambda name, root, **kw: read.append(name) or load(name, root)
+    )
+    monkeypatch.setenv("WDN_EXPLAIN_CHEM_DATA", str(chem_root))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception and not at.error
+    assert at.sidebar.selectbox[0].value.name == "mutag-gin3"
+    assert "MUTAG #0" in at.markdown[0].value and "Benzene" not in read
+    guide = " ".join(at.markdown[-1].value.split())
+    assert "a masked atom has all its features 0" in guide and "not an average atom" in guide

@@ -46,6 +46,14 @@ def test_explain_writes_drawing_and_values(model_dir, chem_root, tmp_path):
     assert values.index == "k-SII" and values.n_players == 17
 
 
+def test_explain_shipped_model_from_another_directory(chem_root, tmp_path, monkeypatch):
+    """`--model models/chem/mutag-gin3` names the shipped model from any directory."""
+    monkeypatch.chdir(tmp_path)
+    result = run("explain", "--model", "models/chem/mutag-gin3", "--smiles", "c1ccccc1", "--top", 1)
+    assert result.exit_code == 0, result.output
+    assert "6 atoms" in result.output
+
+
 def test_explain_pasted_smiles(model_dir):
     result = run("explain", "--model", model_dir, "--smiles", "O=[N+]([O-])c1ccccc1")
     assert result.exit_code == 0, result.output

@@ -98,3 +98,49 @@ def test_layout_draw_and_top(tmp_path):
     assert {"O0", "N1", "C3"} <= labels
     fig.savefig(tmp_path / "si.png")
     assert (tmp_path / "si.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _atoms(fig) -> np.ndarray:
+    """(x, y, radius) of every atom circle drawn (white-filled, black-edged patches)."""
+    from matplotlib.colors import to_rgba
+
+    rows = []
+    for patch in fig.axes[0].patches:
+        if patch.get_facecolor() == to_rgba("white") and patch.get_edgecolor() == to_rgba("k"):
+            (x0, y0), (x1, y1) = patch.get_path().get_extents().get_points()
+            rows.append(((x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2))
+    return np.array(rows)
+
+
+def test_shipped_mutag_drawings_show_bond_pairs_and_no_overlapping_atoms(mutag):
+    """MUTAG #0 (17 atoms) and a 24-atom molecule with the shipped GIN: every strongest pair
+    is a visible coloured line (also C6+C7, a bond), bonds are grey beneath, no two atom
+    circles overlap."""
+    import matplotlib.pyplot as plt
+
+    from wdn_explain.chem.training import load_classifier
+    from wdn_explain.shipped import shipped
+
+    model, _ = load_classifier(shipped("models/chem/mutag-gin3"))
+    big = next(i for i, g in enumerate(mutag.graphs) if g.num_nodes == 24)
+    for index in (0, big):
+        graph, symbols = mutag.graphs[index], mutag.symbols[index]
+        values = explain_molecule(model, graph).interaction_values("k-SII", 2)
+        fig = draw_si_graph(values, graph, symbols, n_interactions=20)
+        strongest = sorted(
+            ((s, v) for s, v in values.dict_values.items() if s), key=lambda kv: -abs(kv[1])
+        )[:20]
+        pairs = {s: v for s, v in strongest if len(s) == 2}
+        lines = [ln for ln in fig.axes[0].lines if ln.get_label() == "pair"]
+        assert len(lines) == len(pairs) > 0
+        colours = {ln.get_color() for ln in lines}
+        assert colours <= {"#d62728", "#1f77b4"}
+        bonds = {tuple(sorted(e)) for e in graph.edge_index.t().tolist()}
+        if index == 0:
+            assert (6, 7) in pairs and (6, 7) in bonds and pairs[(6, 7)] > 1  # C6+C7 +1.11
+        atoms = _atoms(fig)
+        assert len(atoms) == graph.num_nodes
+        for a, b in combinations(range(len(atoms)), 2):
+            gap = np.hypot(*(atoms[a, :2] - atoms[b, :2]))
+            assert gap > atoms[a, 2] + atoms[b, 2], (index, a, b)
+        plt.close(fig)

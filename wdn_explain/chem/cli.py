@@ -90,7 +90,9 @@ def train(
 
 @app.command()
 def explain(
-    model: Path = typer.Option(..., help="model folder from 'chem train'"),
+    model: Path = typer.Option(
+        ..., help="model folder from 'chem train' (shipped ones, models/chem/..., found anywhere)"
+    ),
     dataset: str = typer.Option(None, help="dataset of the molecule (default: the model's)"),
     index: int = typer.Option(0, help="graph number in the dataset"),
     smiles: str = typer.Option(None, help="explain this SMILES instead of a dataset graph"),
@@ -109,6 +111,7 @@ def explain(
 ) -> None:
     """Exact Shapley interactions of one molecule, listed and drawn as an SI-Graph."""
     from ..files import atomic_write, check_output
+    from ..shipped import shipped
     from .datasets import load_dataset, smiles_graph_for
     from .explain import draw_si_graph, explain_molecule, top_interactions
     from .training import check_features, load_classifier
@@ -120,7 +123,7 @@ def explain(
             check_output(
                 json_out, what="JSON file", is_output=lambda p: p.suffix.lower() == ".json"
             )
-        net, card = load_classifier(model)
+        net, card = load_classifier(shipped(model))
         if smiles is not None:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

@@ -16,6 +16,8 @@ from ..explain import Explanation, GraphSHAPIQ
 from ..progress import ProgressArg
 from .datasets import BOND_TYPES
 
+POSITIVE, NEGATIVE = "#d62728", "#1f77b4"  # as the water maps (wdn_explain.plot)
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from shapiq import InteractionValues
@@ -134,13 +136,55 @@ def draw_si_graph(
         feature_names=names,
         n_interactions=n_interactions,
         plot_original_nodes=True,
-        node_size_scaling=0.55,
+        node_size_scaling=0.55 * min(1.0, np.sqrt(_SPACED_ATOMS / n)),
         show=False,
     )
+    _bonds_underneath(ax)
+    _pair_lines(ax, values, (coords - (centre - half)) / (2 * half), n_interactions)
     ax.set_aspect("equal")
     if title:
         ax.set_title(title)
     return fig
+
+
+_SPACED_ATOMS = 17  # atoms keep shapiq's size up to this many, then shrink (no overlaps)
+BOND = "#b0b0b0"
+
+
+def _bonds_underneath(ax) -> None:
+    """Bonds as thin light-grey lines beneath the interactions: shapiq draws them black over
+    its interaction bands, which hides the pairs along bonds (often the strongest)."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import PathPatch
+
+    for patch in ax.patches:
+        plain = isinstance(patch, PathPatch) and patch.get_facecolor()[3] == 0
+        if plain and patch.get_edgecolor() == to_rgba("black"):
+            patch.set_edgecolor(BOND)
+            patch.set_zorder(0)
+
+
+def _pair_lines(ax, values: InteractionValues, xy: np.ndarray, n: int | None) -> None:
+    """The strongest pairs (of the ``n`` strongest interactions) as lines between their atoms
+    (``xy``: positions in shapiq's unit square), red positive and blue negative, width by
+    magnitude against the strongest pair: shapiq scales its bands against the largest value
+    of any order, so next to a dominant atom the pairs along bonds (often the strongest
+    pairs) are near-invisible."""
+    items = sorted(
+        ((s, v) for s, v in values.dict_values.items() if s), key=lambda kv: -abs(kv[1])
+    )[:n]
+    pairs = [(s, v) for s, v in items if len(s) == 2 and v]
+    top = max((abs(v) for _, v in pairs), default=1.0)
+    for (i, j), v in pairs:
+        ax.plot(
+            *xy[[i, j]].T,
+            color=POSITIVE if v > 0 else NEGATIVE,
+            lw=1 + 5 * abs(v) / top,
+            alpha=0.75,
+            solid_capstyle="round",
+            zorder=0.5,
+            label="pair",
+        )
 
 
 def top_interactions(
