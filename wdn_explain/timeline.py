@@ -440,6 +440,8 @@ class TimelineMeta(Record):
     out_of_design: list[str] | None = None
     pressure_warning: str | None = None
     forecast_warning: str | None = None
+    interval: dict[str, Any] | None = None  # the forecast intervals' confidence, method, groups
+    uncertainty: str | None = None  # the plain-language notice of wide intervals
     baseline: str = "mean"
     reference: str = "mean"
     model_dir: str | None = None
