@@ -49,6 +49,7 @@ from .neighbourhoods import (
     maximal_fields,
     receptive_fields,
 )
+from .threads import check_num_threads, in_engine_threads
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -89,6 +90,9 @@ class GraphSHAPIQ:
             ``warn`` warns, ``off`` skips.
         progress: False (default) for none, True for a tqdm bar shown when the work takes
             over a second, or a callback ``(done, total)``.
+        num_threads: torch intra-op threads while explaining (restored afterwards).
+            Default: the user's own setting (``OMP_NUM_THREADS``, ``torch.set_num_threads``)
+            when there is one, else 1 (see :mod:`.threads`).
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class GraphSHAPIQ:
         memory_budget_gb: float | None = None,
         readout_check: ReadoutCheck = "error",
         progress: ProgressArg = False,
+        num_threads: int | None = None,
     ) -> None:
         if method not in METHODS:
             raise ExplainError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
@@ -138,6 +143,7 @@ class GraphSHAPIQ:
         self.memory_budget_gb = memory_budget_gb
         self.readout_check = readout_check
         self.progress = progress
+        self.num_threads = check_num_threads(num_threads)
         self._state_graphs: dict[tuple, StateGraph] = {}
 
     # -- public --------------------------------------------------------------------------
@@ -179,6 +185,7 @@ class GraphSHAPIQ:
         game.output_index = int(output_index)
         return game
 
+    @in_engine_threads
     def explain(
         self, data: Data, *, output_index: int | None = None, budget: int | None = None
     ) -> Explanation:
