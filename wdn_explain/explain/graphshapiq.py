@@ -6,14 +6,16 @@ Muschalik, Fumagalli, Frazzetto, Strotherm, Hermes, Sperduti, Hüllermeier, Hamm
 Methods (a registry by name, chosen with ``method=``):
 
 * ``local`` -- node games on the state graph (:mod:`.local`), for models implementing
-  :class:`.local.LocalMessagePassing`; no masked graph is run at all.
+  :class:`.local.LocalMessagePassing`, or built from standard PyG layers that
+  :mod:`.standard` proves local on each graph; no masked graph is run (but a check).
 * ``masked`` -- the paper's Algorithm 1: nu(T) for every T in I (|I| masked graphs, batched),
   then a fast Möbius transform on each maximal receptive field. Works for any PyG model.
 * ``approximate`` -- Algorithm 3 with budget lambda: all MIs up to size lambda, plus one gap
   term per incomplete receptive field; exact when lambda >= max|N_i| - 1.
 * ``bruteforce`` -- all 2^n coalitions (the oracle; n <= 20).
 
-``auto`` picks ``local`` when the model supports it, else ``masked``.
+``auto`` picks ``local`` when the model supports it (for standard layers: when the
+numerical check on the graph passes; else the reason is logged), else ``masked``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from .neighbourhoods import (
     maximal_fields,
     receptive_fields,
 )
+from .standard import node_games as standard_node_games
+from .standard import standard_state_graph, structural_reason
 from .threads import check_num_threads, in_engine_threads
 
 if TYPE_CHECKING:
@@ -211,17 +215,28 @@ class GraphSHAPIQ:
                 f"a budget applies to method 'approximate' only (method is '{method}')"
             )
         local_inputs = set(game.call.inputs) <= {"edge_attr"}
+        fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
+        standard = None  # standard PyG layers on the state graph (explain/standard.py)
+        if method in ("auto", "local") and not isinstance(self.model, LocalMessagePassing):
+            standard = standard_state_graph(self.model, game, fields, self.memory_budget_bytes())
+            if isinstance(standard, str):
+                if method == "local":
+                    raise ExplainError(
+                        f"method 'local' cannot run {type(self.model).__name__} on the state "
+                        f"graph: {standard} (use 'masked')"
+                    )
+                logger.info("masked graphs for %s: %s", type(self.model).__name__, standard)
+            method = "masked" if isinstance(standard, str) else "local"
         if method == "auto":
             local = isinstance(self.model, LocalMessagePassing) and local_inputs
             method = "local" if local and self.model.num_layers == self.n_layers else "masked"
-        if method == "local":
+        if method == "local" and standard is None:
             _check_local(self.model, self.n_layers)
             if not local_inputs:
                 raise ExplainError(
                     "method 'local' passes only x and edge_attr to the model's layers, but the "
                     f"model is called as {game.call.describe()} (use 'masked')"
                 )
-        fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
         with progress_callback(self.progress, f"GraphSHAP-IQ ({method})") as cb:
             if method == "bruteforce":
                 blocks, n_evals, n_states, exact = self._bruteforce(game, cb)
@@ -238,7 +253,7 @@ class GraphSHAPIQ:
             elif method == "local":
                 if self.max_interactions is not None:
                     self._check_size(fields[-1], game.n_players, self.max_interactions)
-                blocks, n_evals, n_states, exact = self._local(game, fields, cb)
+                blocks, n_evals, n_states, exact = self._local(game, fields, cb, standard)
             else:
                 limit = self.max_interactions or MAX_MASKED_INTERACTIONS
                 self._check_size(fields[-1], game.n_players, limit)
@@ -317,7 +332,7 @@ class GraphSHAPIQ:
             self._state_graphs[key] = StateGraph.build(edge_index, fields)
         return self._state_graphs[key]
 
-    def _local(self, game: GraphGame, fields, cb):
+    def _local(self, game: GraphGame, fields, cb, standard=None):
         budget = self.memory_budget_bytes()
         result = NodeGameSum.result_bytes(fields[-1])
         if 2 * result > budget:
@@ -327,6 +342,11 @@ class GraphSHAPIQ:
                 f"GB), over half the memory budget of {budget / 2**30:.3g} GB (memory_budget_gb, "
                 f"--memory-gb){_budget_hint(fields[-1], limit)}"
             )
+        if standard is not None:  # proven standard layers (explain/standard.py)
+            graph, scale = standard
+            total = NodeGameSum(game.n_players, fields[-1])
+            constant = standard_node_games(graph, game, scale, total.add)
+            return total.blocks(constant), 0, graph.n_states, True
         state_graph = self.state_graph(game.edge_index, fields)
         work = (budget - result) * 3 // 4  # a quarter for the rest (readout check, tables)
         if game.x.device.type == "cuda":
@@ -557,9 +577,12 @@ def check_linear_readout(
 def _check_local(model: torch.nn.Module, n_layers: int) -> None:
     """Refuse method 'local' for a model it would explain wrongly."""
     if not isinstance(model, LocalMessagePassing):
+        reason = structural_reason(model)
+        if reason is None:
+            return  # standard layers: proven on each graph when explaining
         raise ExplainError(
-            f"method 'local' needs a model implementing LocalMessagePassing "
-            f"({type(model).__name__} does not); use 'masked'"
+            f"method 'local' needs a model implementing LocalMessagePassing or built from "
+            f"layers the engine can prove local ({type(model).__name__}: {reason}); use 'masked'"
         )
     if model.num_layers != n_layers:
         raise ExplainError(
