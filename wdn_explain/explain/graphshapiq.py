@@ -51,8 +51,7 @@ from .neighbourhoods import (
     maximal_fields,
     receptive_fields,
 )
-from .standard import node_games as standard_node_games
-from .standard import standard_state_graph, structural_reason
+from .standard import standard_games, structural_reason
 from .threads import check_num_threads, in_engine_threads
 
 if TYPE_CHECKING:
@@ -149,6 +148,7 @@ class GraphSHAPIQ:
         self.progress = progress
         self.num_threads = check_num_threads(num_threads)
         self._state_graphs: dict[tuple, StateGraph] = {}
+        self._standard_graphs: dict = {}
 
     # -- public --------------------------------------------------------------------------
     def game(self, data: Data, output_index: int | None = None) -> GraphGame:
@@ -218,7 +218,9 @@ class GraphSHAPIQ:
         fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
         standard = None  # standard PyG layers on the state graph (explain/standard.py)
         if method in ("auto", "local") and not isinstance(self.model, LocalMessagePassing):
-            standard = standard_state_graph(self.model, game, fields, self.memory_budget_bytes())
+            standard = standard_games(
+                self.model, game, fields, self.memory_budget_bytes(), self._standard_graphs
+            )
             if isinstance(standard, str):
                 if method == "local":
                     raise ExplainError(
@@ -343,10 +345,9 @@ class GraphSHAPIQ:
                 f"--memory-gb){_budget_hint(fields[-1], limit)}"
             )
         if standard is not None:  # proven standard layers (explain/standard.py)
-            graph, scale = standard
             total = NodeGameSum(game.n_players, fields[-1])
-            constant = standard_node_games(graph, game, scale, total.add)
-            return total.blocks(constant), 0, graph.n_states, True
+            constant = standard.node_games(total.add)
+            return total.blocks(constant), 0, standard.graph.n_states, True
         state_graph = self.state_graph(game.edge_index, fields)
         work = (budget - result) * 3 // 4  # a quarter for the rest (readout check, tables)
         if game.x.device.type == "cuda":

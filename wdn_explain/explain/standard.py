@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -106,74 +107,65 @@ class StandardStateGraph:
         self.in_edges = [order[cuts[j] : cuts[j + 1]] for j in range(len(fields[0]))]
         sizes = np.array([2 ** len(f) for f in fields[-1]], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(sizes)])  # row key = offsets[j] + mask
+        self._cached_positions: dict[tuple[int, int], np.ndarray] = {}
+        self._wired: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @property
     def n_states(self) -> int:
         """Rows of the whole state graph (every mask of every final field)."""
         return int(self.offsets[-1])
 
-    def all_rows(self) -> np.ndarray:
-        """Keys of every row, sorted (node j's rows are offsets[j] .. offsets[j + 1])."""
-        return np.arange(self.n_states, dtype=np.int64)
-
-    def coalition_rows(self, coalitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Keys of the rows that coalitions (m, n) need (sorted, closed under sources),
-        and the key of each (coalition, node) pair, shape (m, n)."""
-        final = np.stack(
+    def final_keys(self, coalitions: np.ndarray) -> np.ndarray:
+        """The row of each (coalition, node j) pair: (j, T ∩ F_j), shape (m, n)."""
+        return np.stack(
             [
                 self.offsets[j] + (coalitions[:, f] << np.arange(len(f))).sum(axis=1)
                 for j, f in enumerate(self.fields[-1])
             ],
             axis=1,
         )
-        keys = np.unique(final)
-        while True:  # every row needs its sources at every call (degrees, self loops)
-            found = [s.ravel() for c in range(self.n_layers) for *_, s in self._sources(keys, c)]
-            grown = np.unique(np.concatenate([keys, *found]))
-            if len(grown) == len(keys):
-                return keys, final
-            keys = grown
 
-    def _sources(
-        self, keys: np.ndarray, call: int
-    ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
-        """Per node j with rows among ``keys`` (positions lo..hi) and in-edges: the keys of
-        the source rows of call ``call``, shape (hi - lo, in-degree)."""
-        reach = self.fields[call]
-        bounds = np.searchsorted(keys, self.offsets)
-        for j, field in enumerate(self.fields[-1]):
-            lo, hi = int(bounds[j]), int(bounds[j + 1])
-            in_edges = self.in_edges[j]
-            if lo == hi or not len(in_edges):
-                continue
-            masks = keys[lo:hi] - self.offsets[j]
-            sources = []
-            for e in in_edges:
-                k = self.src[e]
-                positions = np.where(
-                    np.isin(self.fields[-1][k], reach[k]),
-                    np.searchsorted(field, self.fields[-1][k]),
-                    _ABSENT,
-                )
-                sources.append(self.offsets[k] + project_masks(len(field), positions, masks))
-            yield lo, hi, in_edges, np.stack(sources, axis=1)
+    def wiring(self, call: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Edges (2, E') between all rows for layer call ``call`` (0-based), sorted by
+        target, and the original edge of each (kept: time steps share the structure)."""
+        if call not in self._wired:
+            src_rows, dst_rows, edge_ids = [], [], []
+            for j, field in enumerate(self.fields[-1]):
+                in_edges = self.in_edges[j]
+                if not len(in_edges):
+                    continue
+                sources = [
+                    self.offsets[self.src[e]]
+                    + project_masks(len(field), self._positions(j, e, call))
+                    for e in in_edges
+                ]
+                lo, hi = self.offsets[j], self.offsets[j + 1]
+                src_rows.append(np.stack(sources, axis=1).ravel())
+                dst_rows.append(np.repeat(np.arange(lo, hi), len(in_edges)))
+                edge_ids.append(np.tile(in_edges, hi - lo))
+            if not src_rows:
+                return torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
+            edges = np.stack([np.concatenate(src_rows), np.concatenate(dst_rows)])
+            self._wired[call] = torch.from_numpy(edges), torch.from_numpy(np.concatenate(edge_ids))
+        return self._wired[call]
 
-    def wiring(self, keys: np.ndarray, call: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Edges (2, E') between rows ``keys`` (closed under sources) for layer call
-        ``call`` (0-based), sorted by target, and the original edge of each."""
-        src_rows, dst_rows, edge_ids = [], [], []
-        for lo, hi, in_edges, sources in self._sources(keys, call):
-            src_rows.append(np.searchsorted(keys, sources.ravel()))
-            dst_rows.append(np.repeat(np.arange(lo, hi), len(in_edges)))
-            edge_ids.append(np.tile(in_edges, hi - lo))
-        if not src_rows:
-            return torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
-        edges = torch.from_numpy(np.stack([np.concatenate(src_rows), np.concatenate(dst_rows)]))
-        return edges, torch.from_numpy(np.concatenate(edge_ids))
+    def _positions(self, j: int, e: int, call: int) -> np.ndarray:
+        """For edge e = k -> j: the bit of F_j that each bit of F_k reads after ``call``
+        layers (``_ABSENT`` where k's state does not depend on that node yet)."""
+        key = (e, call)
+        if key not in self._cached_positions:
+            k = self.src[e]
+            field, reach = self.fields[-1][k], self.fields[call][k]
+            found = np.searchsorted(reach, field)
+            inside = reach[np.minimum(found, len(reach) - 1)] == field
+            at = np.searchsorted(self.fields[-1][j], field)
+            self._cached_positions[key] = np.where(inside, at, _ABSENT)
+        return self._cached_positions[key]
 
 
-def row_features(graph: StandardStateGraph, game: GraphGame, keys: np.ndarray) -> torch.Tensor:
+def row_features(graph: StandardStateGraph, game: GraphGame) -> torch.Tensor:
     """x of each row: x_j when j is in the row's mask, else the baseline."""
+    keys = np.arange(graph.n_states, dtype=np.int64)
     nodes = np.searchsorted(graph.offsets, keys, side="right") - 1
     own_bit = np.array([np.searchsorted(f, j) for j, f in enumerate(graph.fields[-1])])
     present = ((keys - graph.offsets[nodes]) >> own_bit[nodes]) & 1 == 1
@@ -222,7 +214,7 @@ def state_graph_layers(
             handle.remove()
 
 
-def row_outputs(graph: StandardStateGraph, game: GraphGame, keys: np.ndarray) -> np.ndarray:
+def row_outputs(graph: StandardStateGraph, game: GraphGame) -> np.ndarray:
     """The explained output of every row (graph 1 + r) and of the empty graph (first).
 
     Raises:
@@ -230,18 +222,16 @@ def row_outputs(graph: StandardStateGraph, game: GraphGame, keys: np.ndarray) ->
             fails on rows, or returns an output of another shape.
     """
     device = game.x.device
-    cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def wire(call: int) -> tuple[torch.Tensor, torch.Tensor]:
         if call >= graph.n_layers:
             raise NotLocal(f"the model runs more than n_layers={graph.n_layers} layer calls")
-        if call not in cache:
-            edges, ids = graph.wiring(keys, call)
-            cache[call] = edges.to(device), ids.to(device)
-        return cache[call]
+        edges, ids = graph.wiring(call)
+        return edges.to(device), ids.to(device)
 
-    x = row_features(graph, game, keys)
-    batch = torch.arange(1, len(keys) + 1, device=device)
+    x = row_features(graph, game)
+    rows = graph.n_states
+    batch = torch.arange(1, rows + 1, device=device)
     n_edges = game.edge_index.shape[1]
     with inference(game.model), state_graph_layers(game.model, wire, n_edges):
         try:
@@ -254,20 +244,21 @@ def row_outputs(graph: StandardStateGraph, game: GraphGame, keys: np.ndarray) ->
                 f"the model fails on state-graph rows ({type(exc).__name__}: {first})"
             ) from None
     y = y[:, None] if y.ndim == 1 else y
-    if y.ndim != 2 or y.shape[0] != len(keys) + 1:
-        raise NotLocal(f"the model returns shape {tuple(y.shape)} for {len(keys) + 1} row graphs")
+    if y.ndim != 2 or y.shape[0] != rows + 1:
+        raise NotLocal(f"the model returns shape {tuple(y.shape)} for {rows + 1} row graphs")
     return y[:, game.output_index].double().cpu().numpy()
 
 
-def checked_scale(graph: StandardStateGraph, game: GraphGame, seed: int = 0) -> float:
-    """The pooling scale (1 for add, 1/n for mean) with which rows reproduce masked
-    evaluations of the grand, the empty and ``CHECK_COALITIONS`` random coalitions.
+def checked_scale(
+    graph: StandardStateGraph, game: GraphGame, outputs: np.ndarray, seed: int = 0
+) -> float:
+    """The pooling scale (1 for add, 1/n for mean) with which the row ``outputs``
+    reproduce masked evaluations of the grand, the empty and ``CHECK_COALITIONS`` random
+    coalitions.
 
     Raises:
         NotLocal: no scale does, within the readout check's tolerance.
     """
-    if not game.call.takes_batch:
-        raise NotLocal(f"{game.call.name}.forward takes no batch (one output per row needed)")
     n = game.n_players
     rng = np.random.default_rng(seed)
     coalitions = np.concatenate(
@@ -277,9 +268,7 @@ def checked_scale(graph: StandardStateGraph, game: GraphGame, seed: int = 0) -> 
             rng.random((CHECK_COALITIONS, n)) < rng.uniform(0.2, 0.8, (CHECK_COALITIONS, 1)),
         ]
     )
-    keys, final = graph.coalition_rows(coalitions.astype(np.int64))
-    outputs = row_outputs(graph, game, keys)
-    games = outputs[1:][np.searchsorted(keys, final)] - outputs[0]  # (m, n) node games
+    games = outputs[1:][graph.final_keys(coalitions.astype(np.int64))] - outputs[0]
     actual = game.evaluate(coalitions)
     tolerance = CHECK_TOLERANCE_EPS * torch.finfo(game.x.dtype).eps * (1 + np.abs(actual).max())
     errors = {}
@@ -300,21 +289,22 @@ def self_loop_reason(edge_index: torch.Tensor) -> str | None:
     return None
 
 
-def node_games(
-    graph: StandardStateGraph,
-    game: GraphGame,
-    scale: float,
-    sink: Callable[[int, int, int, np.ndarray], None],
-) -> float:
-    """Every node game on its whole field into ``sink(j, 0, 2**|F_j|, values)``; returns
-    the constant (the head's bias)."""
-    keys = graph.all_rows()
-    outputs = row_outputs(graph, game, keys)
-    values = (outputs[1:] - outputs[0]) * scale
-    for j in range(len(graph.fields[-1])):
-        lo, hi = graph.offsets[j], graph.offsets[j + 1]
-        sink(j, 0, int(hi - lo), values[lo:hi])
-    return float(outputs[0])
+@dataclass(frozen=True)
+class StandardGames:
+    """Every node game of a graph, evaluated on the standard state graph and proven."""
+
+    graph: StandardStateGraph
+    outputs: np.ndarray  # the empty graph's output (the head's bias), then every row's
+    scale: float  # 1 for add pooling, 1/n for mean pooling
+
+    def node_games(self, sink: Callable[[int, int, int, np.ndarray], None]) -> float:
+        """Node j's game on its whole field into ``sink(j, 0, 2**|F_j|, values)``;
+        returns the constant (the head's bias)."""
+        values = (self.outputs[1:] - self.outputs[0]) * self.scale
+        offsets = self.graph.offsets
+        for j in range(len(offsets) - 1):
+            sink(j, 0, int(offsets[j + 1] - offsets[j]), values[offsets[j] : offsets[j + 1]])
+        return float(self.outputs[0])
 
 
 def row_bytes(model: torch.nn.Module, game: GraphGame, graph: StandardStateGraph) -> int:
@@ -328,15 +318,27 @@ def row_bytes(model: torch.nn.Module, game: GraphGame, graph: StandardStateGraph
     return int(graph.n_states * (per_row + 8 * 3 * degree * graph.n_layers))
 
 
-def standard_state_graph(
-    model: torch.nn.Module, game: GraphGame, fields: list[list[np.ndarray]], budget_bytes: int
-) -> tuple[StandardStateGraph, float] | str:
-    """The state graph and pooling scale of a model of standard layers, proven on this
-    graph (structure, memory, then the numerical check), or the reason it is not."""
+def standard_games(
+    model: torch.nn.Module,
+    game: GraphGame,
+    fields: list[list[np.ndarray]],
+    budget_bytes: int,
+    graphs: dict | None = None,
+) -> StandardGames | str:
+    """The node games of a model of standard layers on this graph, proven (structure,
+    memory, then the numerical check), or the reason they cannot be. ``graphs`` keeps
+    the state graph of the last structure (time steps share it)."""
     reason = structural_reason(model) or self_loop_reason(game.edge_index)
     if reason:
         return reason
-    graph = StandardStateGraph(game.edge_index, fields)
+    if not game.call.takes_batch:
+        return f"{game.call.name}.forward takes no batch (one output per row is needed)"
+    key = (len(fields) - 1, game.edge_index.detach().cpu().numpy().tobytes())
+    graphs = {} if graphs is None else graphs
+    if key not in graphs:
+        graphs.clear()
+        graphs[key] = StandardStateGraph(game.edge_index, fields)
+    graph = graphs[key]
     need = row_bytes(model, game, graph)
     if need > budget_bytes:
         return (
@@ -344,6 +346,7 @@ def standard_state_graph(
             f"the memory budget of {budget_bytes / 2**30:.3g} GB (memory_budget_gb)"
         )
     try:
-        return graph, checked_scale(graph, game)
+        outputs = row_outputs(graph, game)
+        return StandardGames(graph, outputs, checked_scale(graph, game, outputs))
     except NotLocal as exc:
         return str(exc)
