@@ -8,9 +8,10 @@ vectorised passes over the stack (Yates' algorithm: k * 2**k instead of 3**k per
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 YATES_GROUP_BITS = 4  # bits transformed per pass: one small matrix product each
 
@@ -27,11 +28,23 @@ def _pass_matrix(bits: int, target: int, sign: float) -> np.ndarray:
     return matrix
 
 
+@cache
+def _blas() -> ThreadpoolController:
+    """numpy's BLAS thread pool (created once, after numpy loaded it)."""
+    return ThreadpoolController()
+
+
 def _yates(values: np.ndarray, target: int, sign: float) -> np.ndarray:
     """Yates' algorithm in place over stacked blocks of shape (n_blocks, 2**k): for each bit,
     the half of each pair with bit value ``target`` gets ``sign`` times the other half added.
     Bits are taken ``YATES_GROUP_BITS`` at a time as one product with a 16 x 16 matrix
-    of 0/±1 (the same sums as bit by bit, in a faster order)."""
+    of 0/±1 (the same sums as bit by bit, in a faster order), on one BLAS thread: the
+    products are memory-bound, and BLAS threads only spin against a busy core."""
+    with _blas().limit(limits=1, user_api="blas"):
+        return _yates_passes(values, target, sign)
+
+
+def _yates_passes(values: np.ndarray, target: int, sign: float) -> np.ndarray:
     n_blocks, size = values.shape
     k = size.bit_length() - 1
     bit = 0

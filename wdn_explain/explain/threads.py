@@ -18,6 +18,8 @@ Who decides, first match wins:
    inter-op pool: ``torch.get_num_interop_threads()``). To ask for exactly torch's
    default, pass it as ``num_threads``;
 3. otherwise one thread.
+
+numpy's BLAS is used only by the Möbius transforms, on one thread (:mod:`.hypercube`).
 """
 
 from __future__ import annotations
