@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope, card_envelope
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.explain.blocks import preload_shapiq
 from wdn_explain.features import InputSpec
 from wdn_explain.model_folder import model_hash, read_card
 from wdn_explain.narrative import (
@@ -297,6 +298,7 @@ def pick_model():
 
 
 def main() -> None:
+    preload_shapiq()  # exports and new explanations need shapiq: load it before they ask
     st.set_page_config(page_title="wdn-explain", layout="wide")
     st.title("Why does the model expect chlorine there?")
     model_dir, net = pick_model()

@@ -29,7 +29,7 @@ import torch
 
 from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
-from .blocks import MoebiusBlocks, NodeGameSum
+from .blocks import MoebiusBlocks, NodeGameSum, preload_shapiq
 from .explanation import ENGINE_VERSION, Explanation
 from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
 from .hypercube import (
@@ -149,6 +149,7 @@ class GraphSHAPIQ:
         self.num_threads = check_num_threads(num_threads)
         self._state_graphs: dict[tuple, StateGraph] = {}
         self._standard_graphs: dict = {}
+        preload_shapiq()  # the results' conversion to shapiq, loaded while this explains
 
     # -- public --------------------------------------------------------------------------
     def game(self, data: Data, output_index: int | None = None) -> GraphGame:
