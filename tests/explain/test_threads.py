@@ -32,8 +32,9 @@ class ThreadsSeen(torch.nn.Module):
 def restore_threads(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
-    before = torch.get_num_threads()
-    yield torch.get_num_interop_threads()  # torch's default count on this machine
+    before, default = torch.get_num_threads(), torch.get_num_interop_threads()
+    torch.set_num_threads(default)  # torch's default count on this machine: no user choice
+    yield default
     torch.set_num_threads(before)
 
 
@@ -45,7 +46,6 @@ def seen(num_threads=None) -> set[int]:
 
 
 def test_one_thread_by_default_and_the_callers_count_restored(restore_threads):
-    torch.set_num_threads(restore_threads)  # torch's default: not a choice of the user
     assert seen() == {1}
     assert torch.get_num_threads() == restore_threads
 
