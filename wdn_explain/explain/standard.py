@@ -67,7 +67,7 @@ class NotLocal(Exception):
 
 def message_passing_layers(model: torch.nn.Module) -> list[MessagePassing]:
     """The model's outermost message-passing layers (not those inside another)."""
-    found: list[MessagePassing] = []
+    found: list[tuple[str, MessagePassing]] = []
     for name, module in model.named_modules():
         if isinstance(module, MessagePassing) and not any(
             name.startswith(f"{outer}.") for outer, _ in found
