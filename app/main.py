@@ -298,7 +298,6 @@ def pick_model():
 
 
 def main() -> None:
-    preload_shapiq()  # exports and new explanations need shapiq: load it before they ask
     st.set_page_config(page_title="wdn-explain", layout="wide")
     st.title("Why does the model expect chlorine there?")
     model_dir, net = pick_model()
@@ -330,6 +329,7 @@ def main() -> None:
     time_cursor(tl)
     view = View(str(path), mtime, reference, index, order, top_k)
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
+    preload_shapiq()  # exports and new explanations need shapiq: load it after the first page
     downloads(view, net)
 
 
