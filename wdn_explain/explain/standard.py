@@ -108,7 +108,7 @@ class StandardStateGraph:
         sizes = np.array([2 ** len(f) for f in fields[-1]], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(sizes)])  # row key = offsets[j] + mask
         self._cached_positions: dict[tuple[int, int], np.ndarray] = {}
-        self._wired: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._wired: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = {}
 
     @property
     def n_states(self) -> int:
@@ -125,28 +125,41 @@ class StandardStateGraph:
             axis=1,
         )
 
-    def wiring(self, call: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Edges (2, E') between all rows for layer call ``call`` (0-based), sorted by
-        target, and the original edge of each (kept: time steps share the structure)."""
+    def wiring(self, call: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The state graph of layer call ``call`` (0-based), kept (time steps share it):
+        edges (2, E') sorted by target, the original edge of each, and each row's
+        canonical row (None: every row is its own).
+
+        After the call, row (j, M) depends on M ∩ N_j^(call+1) only, so edges run into the
+        canonical rows (j, M ∩ N_j^(call+1)) alone and the others copy their output. The
+        sources of every call are canonical rows of the call before, so they keep all their
+        in-edges (degrees, attention neighbourhoods) where they are read."""
         if call not in self._wired:
-            src_rows, dst_rows, edge_ids = [], [], []
+            last = call + 1 == self.n_layers
+            src_rows, dst_rows, edge_ids, canon = [], [], [], []
             for j, field in enumerate(self.fields[-1]):
+                k, lo = len(field), self.offsets[j]
+                keep = int((np.isin(field, self.fields[call + 1][j]) << np.arange(k)).sum())
+                masks = np.arange(2**k, dtype=np.int64)
+                canon.append(lo + (masks & keep))
+                masks = masks if last else masks[(masks & ~keep) == 0]
                 in_edges = self.in_edges[j]
                 if not len(in_edges):
                     continue
                 sources = [
-                    self.offsets[self.src[e]]
-                    + project_masks(len(field), self._positions(j, e, call))
+                    self.offsets[self.src[e]] + project_masks(k, self._positions(j, e, call), masks)
                     for e in in_edges
                 ]
-                lo, hi = self.offsets[j], self.offsets[j + 1]
                 src_rows.append(np.stack(sources, axis=1).ravel())
-                dst_rows.append(np.repeat(np.arange(lo, hi), len(in_edges)))
-                edge_ids.append(np.tile(in_edges, hi - lo))
-            if not src_rows:
-                return torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
-            edges = np.stack([np.concatenate(src_rows), np.concatenate(dst_rows)])
-            self._wired[call] = torch.from_numpy(edges), torch.from_numpy(np.concatenate(edge_ids))
+                dst_rows.append(np.repeat(lo + masks, len(in_edges)))
+                edge_ids.append(np.tile(in_edges, len(masks)))
+            if src_rows:
+                edges = np.stack([np.concatenate(src_rows), np.concatenate(dst_rows)])
+                ids = np.concatenate(edge_ids)
+            else:
+                edges, ids = np.zeros((2, 0), np.int64), np.zeros(0, np.int64)
+            rows = None if last else torch.from_numpy(np.concatenate(canon))
+            self._wired[call] = torch.from_numpy(edges), torch.from_numpy(ids), rows
         return self._wired[call]
 
     def _positions(self, j: int, e: int, call: int) -> np.ndarray:
@@ -177,17 +190,19 @@ def row_features(graph: StandardStateGraph, game: GraphGame) -> torch.Tensor:
 
 @contextmanager
 def state_graph_layers(
-    model: torch.nn.Module, wire: Callable[[int], tuple[torch.Tensor, torch.Tensor]], n_edges: int
+    model: torch.nn.Module,
+    wire: Callable[[int], tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]],
+    n_edges: int,
 ) -> Iterator[None]:
     """Within the block, the i-th call of a message-passing layer of ``model`` runs on
-    ``wire(i)`` = (edge_index, original edge of each) instead of its own edges; tensor
-    arguments with one row per original edge are gathered along."""
-    calls = [0]
+    ``wire(i)`` = (edge_index, original edge of each, canonical rows) instead of its own
+    edges: tensor arguments with one row per original edge are gathered along, and each
+    row's output is its canonical row's (see :meth:`StandardStateGraph.wiring`)."""
+    calls, canonical = [0], [None]
 
-    def hook(module, args, kwargs):
-        edge_index, edge_id = wire(calls[0])
+    def before(module, args, kwargs):
+        edge_index, edge_id, canonical[0] = wire(calls[0])
         calls[0] += 1
-        edge_id = edge_id.to(edge_index.device)
         args = list(args)
         if len(args) > 1:
             args[1] = edge_index
@@ -203,10 +218,13 @@ def state_graph_layers(
         kwargs = {k: v if k == "edge_index" else gather(v) for k, v in kwargs.items()}
         return tuple(args), kwargs
 
-    handles = [
-        layer.register_forward_pre_hook(hook, with_kwargs=True)
-        for layer in message_passing_layers(model)
-    ]
+    def after(module, args, output):
+        return output if canonical[0] is None else output.index_select(0, canonical[0])
+
+    handles = []
+    for layer in message_passing_layers(model):
+        handles.append(layer.register_forward_pre_hook(before, with_kwargs=True))
+        handles.append(layer.register_forward_hook(after))
     try:
         yield
     finally:
@@ -223,11 +241,11 @@ def row_outputs(graph: StandardStateGraph, game: GraphGame) -> np.ndarray:
     """
     device = game.x.device
 
-    def wire(call: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def wire(call: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         if call >= graph.n_layers:
             raise NotLocal(f"the model runs more than n_layers={graph.n_layers} layer calls")
-        edges, ids = graph.wiring(call)
-        return edges.to(device), ids.to(device)
+        edges, ids, canonical = graph.wiring(call)
+        return edges.to(device), ids.to(device), None if canonical is None else canonical.to(device)
 
     x = row_features(graph, game)
     rows = graph.n_states
