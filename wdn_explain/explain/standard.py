@@ -13,17 +13,19 @@ empty graph 0 whose output is the head's bias), while a pre-hook on each message
 layer swaps the original ``edge_index`` for the state graph of that call: row (j, M)
 receives, along each original edge k -> j, the row (k, M ∩ N_k^(c)) (k's state after c
 calls) and keeps its own row as its previous state; per-edge arguments (edge weights,
-edge features) are gathered along. Every row has exactly node j's in-edges, so degrees,
-self loops and attention neighbourhoods are the original graph's, and anything the
-model does between layers (activations, eval-mode batch norm and dropout, jumping
-knowledge, linear maps) runs unchanged. Per-row outputs minus the bias are the node
+edge features) are gathered along. After call c a row depends on M ∩ N_j^(c+1) only,
+so edges run into those canonical rows and a post-hook copies their outputs to the
+others (:meth:`StandardStateGraph.wiring`). Every row that is read has exactly node j's
+in-edges, so degrees, self loops and attention neighbourhoods are the original graph's,
+and anything the model does between layers (activations, eval-mode batch norm and
+dropout, jumping knowledge, linear maps) runs unchanged. Per-row outputs minus the bias are the node
 games, scaled by 1/n for mean pooling.
 
 Why this way and not a rewrite of each layer or a traced graph: it runs the model's own
 code (no re-implementation of seven layers and their options to keep in step with PyG,
 no tracing that breaks on Python control flow in ``forward``), and everything it cannot
-see structurally is caught numerically: before a graph is explained this way, the same
-rows for the grand and empty coalitions and four random ones are compared with masked
+see structurally is caught numerically: before the rows of a graph are trusted, their
+sums for the grand and empty coalitions and four random ones are compared with masked
 evaluations of the model (within the readout check's tolerance), which also decides mean
 (1/n) or add pooling. A model that fails stays on masked graphs (``method="auto"``, with
 the reason logged) or is refused (``method="local"``). Unlike the protocol path
