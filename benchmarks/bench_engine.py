@@ -4,6 +4,7 @@ Usage: python benchmarks/bench_engine.py [--reference-layers 3] [--skip-referenc
 
 Compares, on one Hanoi time step with the shipped 3-layer model:
 * wdn-explain exact (state graph), MIs + SV, k-SII(2), STII(2), FSII(2), BV, BII(2), FBII(2);
+* the same step on one thread, MIs + SV, k-SII(2), STII(2), FSII(2), warm (wall and CPU);
 * wdn-explain exact by masked graphs (the paper's Algorithm 1, batched);
 * the straightforward Algorithm 1 in benchmarks/reference_graphshapiq.py (per-coalition
   calls, subset-sum Möbius), checked to agree;
