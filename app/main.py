@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.explain.blocks import preload_shapiq
 from wdn_explain.model_folder import model_hash, read_card
 from wdn_explain.narrative import (
     HOW_TO_READ,
@@ -380,6 +381,7 @@ def main() -> None:
     other = None if compare is None else str(timelines[compare])
     view = View(str(path), mtime, reference, index, order, top_k, focus, other)
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
+    preload_shapiq()  # exports and new explanations need shapiq: load it after the first page
     downloads(view, net)
 
 

@@ -70,3 +70,28 @@ def test_several_outputs_and_bad_config():
     assert m(x, ei, torch.rand(2, 1)).shape == (1, 3)
     with pytest.raises(ConfigError, match=r"num_layers must be an integer >= 1 \(got 0\)"):
         ChlorineGNN(num_layers=0)
+
+
+def test_factored_layers_compute_the_shipped_models_layers(hanoi):
+    """FactoredLayers (per (source, pipe) messages, own part per state) reproduce each layer
+    of the shipped model, with its own weights, to float rounding; forward is untouched."""
+    from wdn_explain.explain.local import FactoredLayers
+    from wdn_explain.timeline import DEFAULT_MODEL
+    from wdn_explain.training import load_model
+
+    shipped, _ = load_model(DEFAULT_MODEL)
+    assert isinstance(shipped, FactoredLayers) and shipped.aggregation == "mean"
+    gen = torch.Generator().manual_seed(5)
+    c = shipped.config
+    x, edge_attr = torch.rand(32, c.in_channels, generator=gen), torch.rand(68, c.edge_channels)
+    src, dst = edge_index = hanoi.edge_index
+    with torch.no_grad():
+        h, e = shipped.encode(x, edge_attr)
+        for layer in range(shipped.num_layers):
+            plain = shipped.propagate_layer(layer, h, edge_index, e)
+            messages = shipped.layer_messages(layer, h[src], e)
+            total = torch.zeros(32, messages.shape[1]).index_add_(0, dst, messages)
+            degree = torch.bincount(dst, minlength=32).clamp(min=1)[:, None]
+            factored = shipped.layer_update(layer, shipped.layer_self(layer, h), total / degree)
+            torch.testing.assert_close(factored, plain, atol=2e-6, rtol=1e-5)
+            h = plain

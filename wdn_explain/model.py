@@ -3,7 +3,9 @@
 Nothing non-linear follows the pooling, so the prediction is the linear readout of the mean
 node embedding -- the property GraphSHAP-IQ's receptive-field theorem needs for exact
 explanations. The model implements the engine's
-:class:`~wdn_explain.explain.local.LocalMessagePassing` protocol for the fast exact path.
+:class:`~wdn_explain.explain.local.LocalMessagePassing` protocol for the fast exact path, and
+its :class:`~wdn_explain.explain.local.FactoredLayers` refinement: a layer's 32x32 maps run
+once per (source state, pipe) and once per own state, not once per state-graph message.
 """
 
 from __future__ import annotations
@@ -69,6 +71,22 @@ class FlowConv(MessagePassing):
     def message(self, x_j: Tensor, edge_feat: Tensor) -> Tensor:
         return torch.relu(x_j + edge_feat)
 
+    # The same layer factored for the engine's state graph (FactoredLayers): the update's
+    # map of the aggregate commutes with the mean, so it is applied to each message.
+    def own_part(self, h: Tensor) -> Tensor:
+        """[h || U_self h + b] of each own state."""
+        return torch.cat([h, self.update_self(h)], dim=1)
+
+    def projected_messages(self, h_src: Tensor, edge_feat: Tensor) -> Tensor:
+        """U_aggr ReLU(W [h_j || e_ji]) of each (source state, edge) row."""
+        return self.update_aggr(self.message(self.message_src(h_src), self.message_edge(edge_feat)))
+
+    def residual_update(self, own: Tensor, aggr: Tensor) -> Tensor:
+        """The residual update from :meth:`own_part` and the mean of projected messages
+        (computed in ``aggr``'s memory)."""
+        h, z = own.split(own.shape[1] // 2, dim=1)
+        return aggr.add_(z).relu_().add_(h)
+
 
 class ChlorineGNN(nn.Module):
     """Forecasts the fraction of chlorinated nodes ``horizon`` steps ahead.
@@ -79,6 +97,7 @@ class ChlorineGNN(nn.Module):
     """
 
     pooling = "mean"
+    aggregation = "mean"
 
     def __init__(self, config: ModelConfig | None = None, **kwargs: int) -> None:
         super().__init__()
@@ -107,6 +126,15 @@ class ChlorineGNN(nn.Module):
     ) -> Tensor:
         """Message-passing layer ``layer`` (0-based), also on bipartite state graphs."""
         return self.convs[layer](x, edge_index, edge_feat)
+
+    def layer_self(self, layer: int, h: Tensor) -> Tensor:
+        return self.convs[layer].own_part(h)
+
+    def layer_messages(self, layer: int, h_src: Tensor, edge_feat: Tensor | None) -> Tensor:
+        return self.convs[layer].projected_messages(h_src, edge_feat)
+
+    def layer_update(self, layer: int, own: Tensor, aggr: Tensor) -> Tensor:
+        return self.convs[layer].residual_update(own, aggr)
 
     def node_embeddings(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
         """Node embeddings after the last layer, shape (n, hidden_channels)."""

@@ -75,9 +75,10 @@ def test_exact_sis_equal_brute_force(architecture, layers, baseline, output):
     for i in range(n):
         expected = sum(v / len(s) for s, v in oracle.items() if i in s)
         assert sv[(i,)] == pytest.approx(expected, abs=1e-9)
-    # the engine holds MIs only on I (the loop above checks the rest vanish) and pays |I|
-    # model calls: with one layer the fields are single atoms and their bonded neighbours
-    assert explanation.n_graph_evaluations == explanation.n_interactions
+    # the engine holds MIs only on I (the loop above checks the rest vanish), computed on
+    # the standard-layer state graph (no masked graph): with one layer the fields are
+    # single atoms and their bonded neighbours
+    assert explanation.method == "local" and explanation.n_graph_evaluations == 0
     if layers == 1:
         assert explanation.n_interactions < 2**n // 4
 

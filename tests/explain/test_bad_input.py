@@ -13,7 +13,7 @@ from wdn_explain.errors import ExplainError
 from wdn_explain.explain import GraphSHAPIQ, check_linear_readout
 
 from conftest import path_graph
-from models import classifier
+from models import classifier, edge_model
 
 
 def test_graph_without_nodes_or_edges(wdn_model):
@@ -93,8 +93,8 @@ def test_unknown_index_order_and_method(wdn_model, small_graph):
         e.interaction_values("SV", 2)
     with pytest.raises(ExplainError, match="unknown method 'fast'"):
         GraphSHAPIQ(wdn_model, method="fast")
-    with pytest.raises(ExplainError, match="method 'local' needs a model implementing"):
-        GraphSHAPIQ(classifier("gcn"), method="local")
+    with pytest.raises(ExplainError, match="EdgeModel: TransformerConv is not one of the layers"):
+        GraphSHAPIQ(edge_model("transformer"), method="local")
     with pytest.raises(ExplainError, match="budget \\(lambda\\) must be an integer >= 1"):
         GraphSHAPIQ(wdn_model).explain(small_graph, budget=0)
 

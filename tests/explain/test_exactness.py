@@ -58,14 +58,15 @@ def test_multi_output_wdn_model_matches_oracle(three_outputs, method, output_ind
     assert_matches(oracle(output_index), ours, CASES, data.num_nodes)
 
 
+@pytest.mark.parametrize("method", ["auto", "masked"])
 @pytest.mark.parametrize(("kind", "output_index"), [("gcn", 1), ("gin", 2), ("gat", None)])
-def test_pyg_classifiers_match_oracle(kind, output_index):
+def test_pyg_classifiers_match_oracle(kind, output_index, method):
     data = path_graph(9, seed=5, features=3, edge_features=None, extra=[(2, 7), (0, 8)])
     model = classifier(kind, layers=2, pooling="add" if kind == "gin" else "mean").eval()
-    ours = GraphSHAPIQ(model).explain(data, output_index=output_index)
+    ours = GraphSHAPIQ(model, method=method).explain(data, output_index=output_index)
     with torch.no_grad():
         predicted = int(model(data.x, data.edge_index).argmax())
-    assert ours.method == "masked"
+    assert ours.method == {"auto": "local", "masked": "masked"}[method]  # standard layers
     assert ours.output_index == (predicted if output_index is None else output_index)
     oracle = exact_computer(lambda x: model(x, data.edge_index), data.x, ours.output_index)
     assert_matches(oracle, ours, SHORT, data.num_nodes)

@@ -111,6 +111,7 @@ def test_readme_example_runs_and_is_efficient():
     exec(code, scope)  # the README's TUDataset-style example, data built in code
     e = scope["explanation"]
     assert e.node_mask.shape == (9, 1) and not e.interactions.estimated
+    assert e.graphshapiq.method == "local"  # the GIN runs on the state graph
     total = e.graphshapiq.prediction - e.graphshapiq.empty_prediction
     assert float(e.node_mask.sum()) == pytest.approx(total, abs=1e-5)
 

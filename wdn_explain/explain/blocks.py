@@ -10,6 +10,7 @@ of :mod:`.indices`, done per block by a superset-sum transform (k * 2**k work).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,23 @@ from .indices import check_index, weights
 
 if TYPE_CHECKING:
     from shapiq import InteractionValues
+
+
+def preload_shapiq() -> None:
+    """Import shapiq (about a second: scipy, numba) in a daemon thread, once per process, so
+    that the first :meth:`MoebiusBlocks.interaction_values` call does not wait for it; the
+    explainer and the app call this when they start."""
+    global _preloading
+    if _preloading is None:
+        _preloading = threading.Thread(target=_import_shapiq, name="preload-shapiq", daemon=True)
+        _preloading.start()
+
+
+def _import_shapiq() -> None:
+    import shapiq  # noqa: F401
+
+
+_preloading: threading.Thread | None = None
 
 
 @dataclass

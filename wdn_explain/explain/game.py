@@ -28,12 +28,14 @@ Baseline = Literal["mean", "zeros"] | torch.Tensor | np.ndarray
 def inference(model: torch.nn.Module) -> Iterator[None]:
     """``eval()`` plus ``torch.inference_mode()``; the previous train/eval mode is restored."""
     was_training = model.training
-    model.eval()
+    if was_training:
+        model.eval()
     try:
         with torch.inference_mode():
             yield
     finally:
-        model.train(was_training)
+        if was_training:
+            model.train()
 
 
 def model_device_dtype(model: torch.nn.Module) -> tuple[torch.device, torch.dtype]:

@@ -15,7 +15,8 @@ state graph (``local``) or one set of masked graphs (``masked``).
 ``explain`` consults; ``method=`` names one of them or ``auto``:
 
 * ``local`` -- node games on the state graph (:mod:`.local`), for models implementing
-  :class:`.local.LocalMessagePassing`; no masked graph is run at all.
+  :class:`.local.LocalMessagePassing`, or built from standard PyG layers that
+  :mod:`.standard` proves local on each graph; no masked graph is run (but a check).
 * ``masked`` -- the paper's Algorithm 1: nu(T) for every T in I (|I| masked graphs, batched),
   then a fast Möbius transform on each maximal receptive field. Works for any PyG model.
 * ``approximate`` -- Algorithm 3 with budget lambda: all MIs up to size lambda, plus one gap
@@ -23,8 +24,10 @@ state graph (``local``) or one set of masked graphs (``masked``).
 * ``bruteforce`` -- all 2^n coalitions (the oracle; n <= 20).
 
 ``auto`` takes the first method of the table that ``auto`` may pick and that accepts the
-model, depth and inputs: ``local`` when the model supports it, else ``masked``. A
-``budget`` selects ``approximate``.
+model, depth and inputs: ``local`` when the model supports it (a ``LocalMessagePassing``
+model, or standard PyG layers proven on the graph by a numerical check, see
+:mod:`.standard`; else the reason is logged), else ``masked``. A ``budget`` selects
+``approximate``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import torch
 
 from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
-from .blocks import MoebiusBlocks, NodeGameSum, TargetGames
+from .blocks import MoebiusBlocks, NodeGameSum, TargetGames, preload_shapiq
 from .explanation import ENGINE_VERSION, Explanation
 from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
 from .hypercube import (
@@ -62,6 +65,8 @@ from .neighbourhoods import (
     maximal_fields,
     receptive_fields,
 )
+from .standard import standard_games, structural_reason
+from .threads import check_num_threads, in_engine_threads
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -137,6 +142,9 @@ class GraphSHAPIQ:
             ``warn`` warns, ``off`` skips.
         progress: False (default) for none, True for a tqdm bar shown when the work takes
             over a second, or a callback ``(done, total)``.
+        num_threads: torch intra-op threads while explaining (restored afterwards).
+            Default: the user's own setting (``OMP_NUM_THREADS``, ``torch.set_num_threads``)
+            when there is one, else 1 (see :mod:`.threads`).
     """
 
     def __init__(
@@ -151,6 +159,7 @@ class GraphSHAPIQ:
         memory_budget_gb: float | None = None,
         readout_check: ReadoutCheck = "error",
         progress: ProgressArg = False,
+        num_threads: int | None = None,
     ) -> None:
         if method != "auto" and method not in METHOD_TABLE:
             names = ", ".join(["auto", *METHOD_TABLE])
@@ -191,7 +200,11 @@ class GraphSHAPIQ:
         self.memory_budget_gb = memory_budget_gb
         self.readout_check = readout_check
         self.progress = progress
+        self.num_threads = check_num_threads(num_threads)
         self._state_graphs: dict[tuple, StateGraph] = {}
+        self._standard_graphs: dict = {}  # the standard-layer state graph of the last structure
+        self._proven: dict = {}  # the standard-layer node games proven for the game explained
+        preload_shapiq()  # the results' conversion to shapiq, loaded while this explains
 
     # -- public --------------------------------------------------------------------------
     def game(
@@ -243,6 +256,7 @@ class GraphSHAPIQ:
         game.output_index = int(output_index)
         return game, y
 
+    @in_engine_threads
     def explain(
         self,
         data: Data,
@@ -275,6 +289,7 @@ class GraphSHAPIQ:
             )
         return self.explain_nodes(data, [node], output_index=output_index, budget=budget)[0]
 
+    @in_engine_threads
     def explain_nodes(
         self,
         data: Data,
@@ -484,6 +499,10 @@ class GraphSHAPIQ:
                 f"GB), over half the memory budget of {memory / 2**30:.3g} GB "
                 f"(memory_budget_gb={memory / 2**30:.3g}){hint}"
             )
+        if not isinstance(self.model, LocalMessagePassing):  # proven standard layers
+            proven = self._proven.pop(id(game))
+            constant = proven.node_games(games.add)
+            return Outcome([games.blocks(constant)], 0, proven.graph.n_states, True)
         state_graph = self.state_graph(game.edge_index, fields, game.nodes)
         work = (memory - result) * 3 // 4  # a quarter for the rest (readout check, tables)
         if game.x.device.type == "cuda":
@@ -538,11 +557,28 @@ class GraphSHAPIQ:
 
 def _local_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
     """Why ``local`` cannot explain ``game`` (None: it can); raises for a model whose
-    declared pooling does not fit the target."""
-    reason = _local_model_refusal(explainer.model, explainer.n_layers)
+    declared pooling does not fit the target. A model of standard PyG layers is proven on
+    this graph here (:func:`.standard.standard_games`), and the proof kept for ``_local``."""
+    model = explainer.model
+    reason = _local_model_refusal(model, explainer.n_layers)
     if reason is not None:
         return reason
-    _check_pooling(explainer.model, game.nodes is not None)
+    if not isinstance(model, LocalMessagePassing):
+        if game.nodes is not None:
+            return "runs node targets of LocalMessagePassing models only (use 'masked')"
+        proven = standard_games(
+            model,
+            game,
+            receptive_fields(game.edge_index, game.n_players, explainer.n_layers),
+            explainer.memory_budget_bytes(),
+            explainer._standard_graphs,
+        )
+        if isinstance(proven, str):
+            logger.info("masked graphs for %s: %s", type(model).__name__, proven)
+            return f"cannot run {type(model).__name__} on the state graph: {proven} (use 'masked')"
+        explainer._proven = {id(game): proven}
+        return None
+    _check_pooling(model, game.nodes is not None)
     if not set(game.call.inputs) <= {"edge_attr"}:
         return (
             "passes only x and edge_attr to the model's layers, but the model is called as "
@@ -552,11 +588,15 @@ def _local_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
 
 
 def _local_model_refusal(model: torch.nn.Module, n_layers: int) -> str | None:
-    """Why ``local`` cannot run ``model`` with ``n_layers`` layers (None: it can)."""
+    """Why ``local`` cannot run ``model`` with ``n_layers`` layers (None: it can, for
+    standard layers once proven on the graph)."""
     if not isinstance(model, LocalMessagePassing):
+        reason = structural_reason(model)
+        if reason is None:
+            return None
         return (
-            f"needs a model implementing LocalMessagePassing ({type(model).__name__} does "
-            "not); use 'masked'"
+            f"needs a model implementing LocalMessagePassing or built from layers the engine "
+            f"can prove local ({type(model).__name__}: {reason}); use 'masked'"
         )
     if model.num_layers != n_layers:
         return (

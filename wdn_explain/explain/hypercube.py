@@ -8,23 +8,56 @@ vectorised passes over the stack (Yates' algorithm: k * 2**k instead of 3**k per
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
+
+YATES_GROUP_BITS = 4  # bits transformed per pass: one small matrix product each
+
+
+@lru_cache(maxsize=64)
+def _pass_matrix(bits: int, target: int, sign: float) -> np.ndarray:
+    """The transform of ``bits`` bits at once: the Kronecker power of the one-bit map."""
+    one_bit = np.eye(2)
+    one_bit[target, 1 - target] = sign
+    matrix = np.ones((1, 1))
+    for _ in range(bits):
+        matrix = np.kron(one_bit, matrix)
+    matrix.flags.writeable = False
+    return matrix
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    """numpy's BLAS thread pool (created once, after numpy loaded it)."""
+    return ThreadpoolController()
 
 
 def _yates(values: np.ndarray, target: int, sign: float) -> np.ndarray:
-    """One in-place pass per bit over stacked blocks of shape (n_blocks, 2**k): the half of
-    each pair with bit value ``target`` gets ``sign`` times the other half added."""
+    """Yates' algorithm in place over stacked blocks of shape (n_blocks, 2**k): for each bit,
+    the half of each pair with bit value ``target`` gets ``sign`` times the other half added.
+    Bits are taken ``YATES_GROUP_BITS`` at a time as one product with a 16 x 16 matrix
+    of 0/±1 (the same sums as bit by bit, in a faster order), on one BLAS thread: the
+    products are memory-bound, and BLAS threads only spin against a busy core."""
+    with _blas().limit(limits=1, user_api="blas"):
+        return _yates_passes(values, target, sign)
+
+
+def _yates_passes(values: np.ndarray, target: int, sign: float) -> np.ndarray:
     n_blocks, size = values.shape
-    step = 1
-    while step < size:
-        view = values.reshape(n_blocks, -1, 2, step)
-        if sign > 0:
-            view[:, :, target, :] += view[:, :, 1 - target, :]
+    k = size.bit_length() - 1
+    bit = 0
+    while bit < k:
+        bits = min(YATES_GROUP_BITS, k - bit)
+        matrix = _pass_matrix(bits, target, sign)
+        if bit == 0:
+            rows = values.reshape(-1, 1 << bits)
+            rows[...] = rows @ matrix.T
         else:
-            view[:, :, target, :] -= view[:, :, 1 - target, :]
-        step *= 2
+            view = values.reshape(n_blocks, -1, 1 << bits, 1 << bit)
+            view[...] = np.matmul(matrix, view)
+        bit += bits
     return values
 
 

@@ -19,13 +19,19 @@ about a second of model work) and the last layer's chunks reduced at once into t
 games. Chunks stay small enough (``MAX_CHUNK_STATES``) for the allocator to reuse their
 buffers: larger ones only add page faults.
 
-Models opt in by implementing :class:`LocalMessagePassing`.
+Models opt in by implementing :class:`LocalMessagePassing`. A model whose layers also
+implement :class:`FactoredLayers` (message -> mean/add aggregation -> update) is evaluated
+faster: each message is computed once per (previous state of the source, edge) instead of
+once per state-graph edge -- for Hanoi at L = 3 about 9 000 messages instead of 270 000 --
+and the target states only gather, sum and apply the update's pointwise part.
+The wiring of small state graphs (up to ``WIRING_CACHE_BYTES``) is kept between
+explanations of the same structure (the time steps of a timeline).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -40,6 +46,7 @@ Piece = tuple[int, int, int]  # (node j, first local mask, end): target states o
 MIN_CHUNK_STATES = 64  # chunks never shrink below this, whatever the budget
 MAX_CHUNK_STATES = 1 << 16  # nor grow beyond it: larger chunks are slower on CPU (page faults)
 MAX_CHUNK_STATES_CUDA = 1 << 20  # on a GPU, fewer and larger chunks (fewer kernel launches)
+WIRING_CACHE_BYTES = 64 << 20  # state graphs wired in at most this much are wired once
 
 
 @runtime_checkable
@@ -74,18 +81,46 @@ class LocalMessagePassing(Protocol):
     def readout_parameters(self) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
+@runtime_checkable
+class FactoredLayers(Protocol):
+    """Optional refinement of :class:`LocalMessagePassing`: layer ``layer`` factored as
+
+    ``new = layer_update(layer, own, aggr)`` with ``own = layer_self(layer, h_dst)`` and
+    ``aggr`` the ``aggregation`` (``"mean"`` or ``"add"``; zero without in-edges) over the
+    in-edges of ``layer_messages(layer, h_src, edge_feat)``, all equal to
+    ``propagate_layer`` up to float rounding. ``layer_self`` and ``layer_messages`` may
+    apply linear maps that commute with the aggregation (they run on few rows).
+    """
+
+    aggregation: Literal["mean", "add"]
+
+    def layer_self(self, layer: int, h: torch.Tensor) -> torch.Tensor: ...
+
+    def layer_messages(
+        self, layer: int, h_src: torch.Tensor, edge_feat: torch.Tensor | None
+    ) -> torch.Tensor: ...
+
+    def layer_update(self, layer: int, own: torch.Tensor, aggr: torch.Tensor) -> torch.Tensor:
+        """The new states (``aggr`` is the engine's scratch: it may be overwritten)."""
+
+
 @dataclass(frozen=True)
 class LayerWiring:
     """Bipartite state graph of one chunk of a layer: previous states -> target states.
 
     ``self_state[t]`` is target state t's own previous state; edge e runs from previous
-    state ``edge_src[e]`` to target ``edge_dst[e]`` and carries original edge ``edge_id[e]``.
+    state ``edge_src[e]`` to target ``edge_dst[e]``, carries original edge ``edge_id[e]``
+    and reads row ``edge_message[e]`` of the layer's message table (see
+    :meth:`StateGraph.message_table`). Edges are sorted by target: target t's edges start
+    at ``bag_start[t]``.
     """
 
     self_state: torch.Tensor
     edge_src: torch.Tensor
     edge_dst: torch.Tensor
     edge_id: torch.Tensor
+    edge_message: torch.Tensor
+    bag_start: torch.Tensor
 
     @property
     def n_states(self) -> int:
@@ -103,6 +138,7 @@ class StateGraph:
     fields: list[list[np.ndarray]]
     in_edges: list[np.ndarray]
     src: np.ndarray
+    _wired: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, edge_index: torch.Tensor, fields: list[list[np.ndarray]]) -> StateGraph:
@@ -136,9 +172,44 @@ class StateGraph:
     def chunks(self, layer: int, max_states: int) -> Iterator[tuple[list[Piece], LayerWiring]]:
         """Chunks of layer ``layer``: (pieces, wiring) with at most ``max_states`` targets
         (a field over ``max_states`` alone is split into aligned ranges of its masks)."""
+        key = (layer, max_states)
+        if key in self._wired:
+            yield from self._wired[key]
+            return
         offsets = self._offsets(layer)
+        cache = self.wiring_bytes() <= WIRING_CACHE_BYTES
+        wired = []
         for pieces in _plan(self.fields[layer + 1], max_states):
-            yield pieces, self._wire(layer, offsets, pieces)
+            chunk = pieces, self._wire(layer, offsets, pieces)
+            if cache:
+                wired.append(chunk)
+            yield chunk
+        if cache:
+            self._wired[key] = wired
+
+    def wiring_bytes(self) -> int:
+        """Bytes of the wiring of all layers (two indices per state and four per edge)."""
+        degrees = np.array([len(e) for e in self.in_edges], dtype=np.int64)
+        return sum(
+            8 * int(sum(2 ** len(f) * (2 + 4 * d) for f, d in zip(fields, degrees)))
+            for fields in self.fields[1:]
+        )
+
+    def _message_starts(self, layer: int) -> np.ndarray:
+        """Row of each edge's first message in the layer's message table."""
+        offsets = self._offsets(layer)
+        return np.concatenate([[0], np.cumsum((offsets[1:] - offsets[:-1])[self.src])])
+
+    def message_table(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The messages of layer ``layer``, one row per (edge e, previous state of its
+        source): the previous state and the edge of every row (see :class:`FactoredLayers`)."""
+        key = ("messages", layer)
+        if key not in self._wired:
+            offsets, starts = self._offsets(layer), self._message_starts(layer)
+            edge = np.repeat(np.arange(len(self.src), dtype=np.int64), np.diff(starts))
+            state = np.arange(starts[-1], dtype=np.int64) - starts[edge] + offsets[self.src[edge]]
+            self._wired[key] = torch.from_numpy(state), torch.from_numpy(edge)
+        return self._wired[key]
 
     def _offsets(self, layer: int) -> np.ndarray:
         """Start of every node's states in the previous layer's state array."""
@@ -147,25 +218,31 @@ class StateGraph:
 
     def _wire(self, layer: int, offsets: np.ndarray, pieces: list[Piece]) -> LayerWiring:
         fields, prev = self.fields[layer + 1], self.fields[layer]
-        self_ids, e_src, e_dst, e_ids = [], [], [], []
-        start = 0
+        rows = self._message_starts(layer)
+        self_ids, e_src, e_msg, e_dst, e_ids, bags = [], [], [], [], [], []
+        start = n_edges = 0
         for j, lo, hi in pieces:
-            f = fields[j]
+            f, in_edges = fields[j], self.in_edges[j]
             masks = np.arange(lo, hi, dtype=np.int64)
-            local = np.arange(start, start + hi - lo, dtype=np.int64)
             self_ids.append(offsets[j] + project_masks(len(f), np.searchsorted(f, prev[j]), masks))
-            for e in self.in_edges[j]:
-                s = self.src[e]
-                positions = np.searchsorted(f, prev[s])
-                e_src.append(offsets[s] + project_masks(len(f), positions, masks))
-                e_dst.append(local)
-                e_ids.append(np.full(hi - lo, e, dtype=np.int64))
+            local = [
+                project_masks(len(f), np.searchsorted(f, prev[self.src[e]]), masks)
+                for e in in_edges
+            ]
+            if len(in_edges):  # target-major: a target's edges are consecutive
+                local = np.stack(local, axis=1)
+                e_src.append((offsets[self.src[in_edges]] + local).ravel())
+                e_msg.append((rows[in_edges] + local).ravel())
+                e_dst.append(np.repeat(np.arange(start, start + hi - lo), len(in_edges)))
+                e_ids.append(np.tile(in_edges, hi - lo))
+            bags.append(n_edges + len(in_edges) * np.arange(hi - lo, dtype=np.int64))
             start += hi - lo
+            n_edges += len(in_edges) * (hi - lo)
 
         def cat(parts: list[np.ndarray]) -> torch.Tensor:
             return torch.from_numpy(np.concatenate(parts) if parts else np.zeros(0, np.int64))
 
-        return LayerWiring(cat(self_ids), cat(e_src), cat(e_dst), cat(e_ids))
+        return LayerWiring(*map(cat, (self_ids, e_src, e_dst, e_ids, e_msg, bags)))
 
 
 def _plan(fields: list[np.ndarray], max_states: int) -> list[list[Piece]]:
@@ -231,15 +308,14 @@ def node_games(
         max_states = max(MIN_CHUNK_STATES, min(cap, work_bytes // per_state))
         last = state_graph.n_layers - 1
         for layer in range(last):
-            parts = [
-                _apply(model, layer, h, wiring, edge_feat, device)
-                for _, wiring in state_graph.chunks(layer, max_states)
-            ]
+            apply = _layer(model, layer, h, edge_feat, state_graph, device)
+            parts = [apply(wiring) for _, wiring in state_graph.chunks(layer, max_states)]
             h = torch.cat(parts) if len(parts) > 1 else parts[0]
         total = state_graph.layer_states(last)
         done = 0
+        apply = _layer(model, last, h, edge_feat, state_graph, device)
         for pieces, wiring in state_graph.chunks(last, max_states):
-            values = (_apply(model, last, h, wiring, edge_feat, device) @ w).double().mul_(scale)
+            values = (apply(wiring) @ w).double().mul_(scale)
             values = values.cpu().numpy()
             start = 0
             for j, lo, hi in pieces:
@@ -251,15 +327,36 @@ def node_games(
     return constant
 
 
-def _apply(
+def _layer(
     model: LocalMessagePassing,
     layer: int,
     h: torch.Tensor,
-    wiring: LayerWiring,
     edge_feat: torch.Tensor | None,
+    state_graph: StateGraph,
     device: torch.device,
-) -> torch.Tensor:
-    h_dst = h[wiring.self_state.to(device)]
-    edge_index = torch.stack([wiring.edge_src, wiring.edge_dst]).to(device)
-    ef = None if edge_feat is None else edge_feat[wiring.edge_id.to(device)]
-    return model.propagate_layer(layer, (h, h_dst), edge_index, ef)
+) -> Callable[[LayerWiring], torch.Tensor]:
+    """Layer ``layer`` as a function of a chunk's wiring, on previous states ``h``."""
+    if not isinstance(model, FactoredLayers):
+
+        def propagate(wiring: LayerWiring) -> torch.Tensor:
+            h_dst = h.index_select(0, wiring.self_state.to(device))
+            edge_index = torch.stack([wiring.edge_src, wiring.edge_dst]).to(device)
+            ef = None if edge_feat is None else edge_feat.index_select(0, wiring.edge_id.to(device))
+            return model.propagate_layer(layer, (h, h_dst), edge_index, ef)
+
+        return propagate
+    # factored: every message once per (source state, edge), every own part once per state
+    state, edge = (t.to(device) for t in state_graph.message_table(layer))
+    ef = None if edge_feat is None else edge_feat.index_select(0, edge)
+    messages = model.layer_messages(layer, h.index_select(0, state), ef)
+    own = model.layer_self(layer, h)
+    mode = {"mean": "mean", "add": "sum"}[model.aggregation]
+
+    def update(wiring: LayerWiring) -> torch.Tensor:
+        # one fused gather-and-sum per target (its edges are consecutive); no edges: zeros
+        aggr = torch.nn.functional.embedding_bag(
+            wiring.edge_message.to(device), messages, wiring.bag_start.to(device), mode=mode
+        )
+        return model.layer_update(layer, own.index_select(0, wiring.self_state.to(device)), aggr)
+
+    return update
