@@ -25,6 +25,7 @@ from wdn_explain.chem.training import (
     PAPER_TRAINING,
     ChemTrainConfig,
     downsample_negatives,
+    load_classifier,
     stratified_split,
 )
 from wdn_explain.errors import DataError
@@ -163,3 +164,36 @@ def test_pasted_smiles_and_atom_types_only(tmp_path):
     assert atoms.graphs[0].x.argmax(1).tolist() == [0] * 6 + [ATOM_TYPES.index("Cl")]
     with pytest.raises(DataError, match="no atom-type features"):
         atom_types_only(replace(atoms, feature_names=["label 0"] * 14))
+
+
+def test_cli_trains_and_explains_on_the_paper_version(chem_root, tmp_path):
+    from typer.testing import CliRunner
+
+    from wdn_explain.cli import app
+
+    def run(*args):
+        return CliRunner().invoke(app, ["chem", *[str(a) for a in args]])
+
+    out = tmp_path / "ac"
+    result = run(
+        "train", "--dataset", "AlkaneCarbonyl", "--data-version", "paper", "--root", chem_root,
+        "--out", out, "--model", "GCN", "--layers", "1", "--hidden", "8", "--epochs", "1",
+        "--device", "cpu",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "paper data version, split 900/113/112" in result.output
+    card = load_classifier(out)[1]
+    assert card.data_version == "paper" and card.train.negatives_per_positive == 2.0
+    # explain reads the model's data version: the CSV version's 31 features would be refused
+    result = run("explain", "--model", out, "--root", chem_root, "--index", "5", "--top", "2")
+    assert result.exit_code == 0, result.output
+    assert "AlkaneCarbonyl #5 (label 0)" in result.output
+    cases = [
+        (["--dataset", "Benzene", "--data-version", "paper"], "'Benzene' has no paper data"),
+        (["--dataset", "MUTAG", "--split", "0.8,0.2"], "--split must be three fractions"),
+        (["--dataset", "MUTAG", "--split", "0.8,0.2,0.2"], "split: Value error, split fractions"),
+    ]
+    for args, message in cases:
+        result = run("train", "--root", chem_root, "--out", tmp_path / "x", *args)
+        assert result.exit_code == 1, result.output
+        assert message in result.output and "Traceback" not in result.output
