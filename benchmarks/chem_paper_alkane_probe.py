@@ -1,11 +1,12 @@
 """GCN-3 training settings on the paper's AlkaneCarbonyl data version, 10 seeds each.
 
-Usage: ``python benchmarks/chem_paper_alkane_probe.py [DATA_ROOT]`` (default
-``../shared/datasets/chem``). Each setting trains the paper's setup (atom-type features, all
+Usage: ``python benchmarks/chem_paper_alkane_probe.py [DATA_ROOT] [SETTING ...]`` (default
+``../shared/datasets/chem`` and every setting; settings by number from 0). Each setting trains the paper's setup (atom-type features, all
 375 positives and 750 seeded negatives, split 900/113/112) with seeds 0-9 (each seed draws
 its own negatives, split and initialisation, as each re-run of the paper's code did) and
-prints one line per run and per setting: mean validation and test accuracy. The setting for
-the table is the one with the best mean *validation* accuracy, not the best test figure.
+prints one line per run and per setting: mean validation and test accuracy. Setting 0 (the
+project's defaults) gives 93.4 % (``results/chem_paper_alkane_probe.txt``); setting 1 (the
+paper's optimiser) is what ``train_chem_paper_table.py`` trains for AlkaneCarbonyl.
 """
 
 from __future__ import annotations
@@ -24,15 +25,11 @@ SEEDS = range(10)
 # name -> (model options, training options) on top of hidden 64
 SETTINGS = {
     "base (dropout 0.1, lr 3e-3, 100 epochs, patience 20)": ({"dropout": 0.1}, {}),
-    "patience 100, 300 epochs": ({"dropout": 0.1}, {"epochs": 300, "patience": 100}),
-    "lr 1e-3, 300 epochs, patience 100": (
+    # the paper's optimiser (its train_gnn.py): Adam lr 1e-2, weight decay 5e-4, learning rate
+    # halved after 50 epochs without a lower validation loss, up to 500 epochs
+    "paper's optimiser (lr 1e-2, weight decay 5e-4, plateau 50, 500 epochs, patience 200)": (
         {"dropout": 0.1},
-        {"epochs": 300, "patience": 100, "lr": 1e-3},
-    ),
-    "dropout 0, 300 epochs, patience 100": ({"dropout": 0.0}, {"epochs": 300, "patience": 100}),
-    "batch 32, 300 epochs, patience 100": (
-        {"dropout": 0.1},
-        {"epochs": 300, "patience": 100, "batch_size": 32},
+        {"lr": 1e-2, "weight_decay": 5e-4, "schedule": "plateau", "epochs": 500, "patience": 200},
     ),
 }
 
@@ -40,8 +37,11 @@ SETTINGS = {
 def main() -> None:
     torch.set_num_threads(1)
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("../shared/datasets/chem")
+    chosen = {int(a) for a in sys.argv[2:]} or set(range(len(SETTINGS)))
     data = load_dataset("AlkaneCarbonyl", root, version="paper")
-    for name, (model_options, train_options) in SETTINGS.items():
+    for number, (name, (model_options, train_options)) in enumerate(SETTINGS.items()):
+        if number not in chosen:
+            continue
         val, test = [], []
         for seed in SEEDS:
             config = ChemModelConfig(

@@ -56,9 +56,16 @@ CELLS = {
 }
 SEEDS = range(10)
 HIDDEN, DROPOUT = 64, 0.1
-# chosen by mean validation accuracy of GCN-3 over 10 seeds
+# the project's defaults (as in chem_table.md); AlkaneCarbonyl: the paper's optimiser (its
+# train_gnn.py: Adam lr 1e-2, weight decay 5e-4, learning rate halved after 50 epochs without
+# a lower validation loss, at most 500 epochs), as the defaults stay at 93.4 % over 10 seeds
 # (benchmarks/chem_paper_alkane_probe.py, results/chem_paper_alkane_probe.txt)
 TRAIN = {"epochs": 100, "patience": 20, "batch_size": 64, "lr": 3e-3}
+PAPER_OPTIMISER = {"epochs": 500, "patience": 200, "batch_size": 64, "lr": 1e-2}
+PAPER_OPTIMISER |= {"weight_decay": 5e-4, "schedule": "plateau"}
+TRAIN_OF = {"AlkaneCarbonyl": PAPER_OPTIMISER}
+# (dataset, architecture, layers, seed) -> the shipped model folder that run writes
+SHIPPED = {("AlkaneCarbonyl", "GCN", 3, 0): Path("models/chem/alkanecarbonyl-paper-gcn3")}
 FIELDS = ["dataset", "model", "layers", "seed", "test_acc", "val_acc", "train_acc", "n_test"]
 FIELDS += ["epochs_run", "best_epoch", "seconds", "split"]
 
@@ -92,8 +99,10 @@ def train_runs(name: str, root: Path) -> None:
                 num_layers=layers,
                 dropout=DROPOUT,
             )
-            train = ChemTrainConfig(seed=seed, **TRAIN, **options)
-            _, card = train_classifier(data, config, train)
+            train = ChemTrainConfig(seed=seed, **TRAIN_OF.get(name, TRAIN), **options)
+            _, card = train_classifier(
+                data, config, train, SHIPPED.get((name, arch, layers, seed)), device="cpu"
+            )
             row = {
                 "dataset": name,
                 "model": arch,
