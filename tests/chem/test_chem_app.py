@@ -40,3 +40,14 @@ def test_other_molecule_and_index(page):
     assert not page.exception and not page.error
     assert "MUTAG #3" in page.markdown[0].value
     assert list(page.dataframe[0].value.columns) == ["atoms", "SV"]
+
+
+def test_paper_version_model_shows_its_task(page):
+    """The shipped model of the paper's AlkaneCarbonyl opens on its own data version."""
+    models = page.sidebar.selectbox[0].options
+    at = page.sidebar.selectbox[0].select_index(models.index("alkanecarbonyl-paper-gcn3")).run()
+    assert not at.exception and not at.error
+    assert at.sidebar.selectbox[1].value == ("AlkaneCarbonyl", "paper")
+    assert "AlkaneCarbonyl #0" in at.markdown[0].value
+    assert any("Label 1 means: a fluoride AND a carbonyl" in c.value for c in at.caption)
+    assert at.dataframe[0].value.shape[0] > 0
