@@ -124,7 +124,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "models" / "chem"
 def test_shipped_models_fit_their_dataset(name, chem_root):
     """Every shipped model takes its dataset's current features and classifies it."""
     model, card = load_classifier(SHIPPED / name)
-    data = load_dataset(card.dataset, chem_root, download=False)
+    data = load_dataset(card.dataset, chem_root, download=False, version=card.data_version)
     check_features(card, data)
     graphs = data.graphs[:200]
     with torch.no_grad():
