@@ -1,11 +1,12 @@
 """Table 1 like for like: the paper's data version, atom-type features, its split sizes, seeds.
 
-Usage: ``python benchmarks/train_chem_paper_table.py [DATASET ...] [--root DATA_ROOT]``.
+Usage: ``python benchmarks/train_chem_paper_table.py [DATASET ...] [--root DATA_ROOT]
+[--seeds 0,1,...]``.
 Trains the cells of :data:`CELLS` (all datasets, or the named ones) one model at a time on
 one CPU thread: the goal cell AlkaneCarbonyl GCN-3 with all seeds first, the other cells seed
 by seed (every cell gets seed 0 before any gets seed 1), appending one row per run to ``benchmarks/results/chem_paper_runs_<dataset>.csv``
-(finished runs are skipped, so an interrupted run resumes; one process per dataset may run
-beside another). Then writes ``benchmarks/results/chem_paper_table.md`` from all run files:
+(finished runs are skipped, so an interrupted run resumes; a second process may run beside
+the first, on another dataset or with other ``--seeds``). Then writes ``benchmarks/results/chem_paper_table.md`` from all run files:
 per cell the seeds run, mean test accuracy and its spread (min-max, sd), the paper's figure.
 
 Data as the paper trained: AlkaneCarbonyl and FluorideCarbonyl from ``paper_version.npz``
@@ -81,15 +82,19 @@ def table_data(name: str, root: Path):
     return (atom_types_only(data) if name == "Benzene" else data), {}
 
 
-def train_runs(name: str, root: Path) -> None:
+def finished(path: Path) -> set[tuple[str, int, int]]:
+    """(architecture, layers, seed) of the runs in a run file (re-read before every run, so
+    that two processes on one dataset with other seeds skip what the other finished)."""
+    with open(path, newline="") as handle:
+        return {(r["model"], int(r["layers"]), int(r["seed"])) for r in csv.DictReader(handle)}
+
+
+def train_runs(name: str, root: Path, seeds: list[int]) -> None:
     """Train every missing (cell, seed) of one dataset, appending rows to its run file."""
     out = RESULTS / f"chem_paper_runs_{name}.csv"
-    done = set()
-    if out.is_file():
-        with open(out, newline="") as handle:
-            done = {(r["model"], int(r["layers"]), int(r["seed"])) for r in csv.DictReader(handle)}
-    else:
+    if not out.is_file():
         out.write_text(",".join(FIELDS) + "\n")
+    done = finished(out)
     data, options = table_data(name, root)
     first = [
         (*cell, seed) for cell in CELLS[name] if (name, *cell) in ALL_SEEDS_FIRST for seed in SEEDS
@@ -101,7 +106,7 @@ def train_runs(name: str, root: Path) -> None:
         if (name, *cell) not in ALL_SEEDS_FIRST
     ]
     for arch, layers, seed in first + rest:
-        if (arch, layers, seed) in done:
+        if (arch, layers, seed) in done | finished(out) or seed not in seeds:
             continue
         config = ChemModelConfig(
             architecture=arch,
@@ -155,11 +160,11 @@ def write_table() -> None:
             if not rows:
                 continue
             acc = [float(r["test_acc"]) for r in rows]
-            spread = statistics.stdev(acc) if len(acc) > 1 else float("nan")
+            spread = f"{statistics.stdev(acc):.1f}" if len(acc) > 1 else "—"
             paper = PAPER.get((name, arch, layers))
             lines.append(
                 f"| {DESCRIPTION[name]} | {arch} | {layers} | {len(acc)} | "
-                f"{statistics.mean(acc):.1f} % | {min(acc):.1f}-{max(acc):.1f} | {spread:.1f} | "
+                f"{statistics.mean(acc):.1f} % | {min(acc):.1f}-{max(acc):.1f} | {spread} | "
                 f"{f'{paper} %' if paper else '—'} | "
                 f"{PAPER_CODE_RERUN.get((name, arch, layers), '—')} | {rows[0]['split']} |"
             )
@@ -178,13 +183,17 @@ DESCRIPTION = {
 def main() -> None:
     torch.set_num_threads(1)
     args = sys.argv[1:]
-    root = Path("../shared/datasets/chem")
+    root, seeds = Path("../shared/datasets/chem"), list(SEEDS)
     if "--root" in args:
         at = args.index("--root")
         root = Path(args[at + 1])
         del args[at : at + 2]
+    if "--seeds" in args:  # e.g. --seeds 5,6,7,8,9 for a second process beside a first
+        at = args.index("--seeds")
+        seeds = [int(v) for v in args[at + 1].split(",")]
+        del args[at : at + 2]
     for name in args or list(CELLS):
-        train_runs(name, root)
+        train_runs(name, root, seeds)
     write_table()
 
 
