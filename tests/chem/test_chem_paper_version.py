@@ -150,6 +150,20 @@ def test_paper_version_errors(chem_root, tmp_path):
         load_dataset("AlkaneCarbonyl", chem_root, version="v2")
     with pytest.raises(DataError, match=r"put paper_version.npz into '.*AlkaneCarbonyl'"):
         load_dataset("AlkaneCarbonyl", tmp_path, version="paper")
+    (tmp_path / "FluorideCarbonyl").mkdir()
+    arrays = {
+        "node_features": np.zeros((3, 14), np.float32),
+        "node_offsets": np.array([0, 3]),
+        "edge_index": np.zeros((2, 0), np.int64),
+        "edge_features": np.zeros((0, 5), np.float32),
+        "edge_offsets": np.array([0, 0]),
+        "y": np.array([1, 0]),
+        "mol_id": np.array(["a", "b"]),
+        "smiles": np.array(["CCC", "C"]),
+    }
+    np.savez(tmp_path / "FluorideCarbonyl" / "paper_version.npz", **arrays)
+    with pytest.raises(DataError, match="node_offsets, edge_offsets, smiles and y do not fit"):
+        load_dataset("FluorideCarbonyl", tmp_path, version="paper")
 
 
 def test_pasted_smiles_and_atom_types_only(tmp_path):
