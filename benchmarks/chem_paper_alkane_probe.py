@@ -31,6 +31,10 @@ SETTINGS = {
         {"dropout": 0.1},
         {"lr": 1e-2, "weight_decay": 5e-4, "schedule": "plateau", "epochs": 200, "patience": 200},
     ),
+    "paper's optimiser with its 500 epochs": (
+        {"dropout": 0.1},
+        {"lr": 1e-2, "weight_decay": 5e-4, "schedule": "plateau", "epochs": 500, "patience": 200},
+    ),
 }
 
 
