@@ -12,7 +12,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import streamlit as st
 
-from wdn_explain.chem.datasets import DATASETS, default_root, load_dataset, smiles_graph_for
+from wdn_explain.chem.datasets import (
+    DATASETS,
+    PAPER_DATASETS,
+    default_root,
+    load_dataset,
+    smiles_graph_for,
+)
 from wdn_explain.chem.explain import draw_si_graph, explain_molecule, top_interactions
 from wdn_explain.chem.training import check_features, load_classifier
 from wdn_explain.errors import WdnExplainError
@@ -25,6 +31,8 @@ INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
 # The page opens on this model: MUTAG's 188 molecules load in a moment, Benzene's 12 000
 # only when that model or dataset is chosen.
 FIRST_MODEL = "mutag-gin3"
+#: (dataset, data version) choices: the CSV/TU version of every set, the paper's of two
+CHOICES = [(name, "csv") for name in DATASETS] + [(name, "paper") for name in PAPER_DATASETS]
 OUTPUTS = {None: "log-odds of class 1", 1: "logit of class 1", 0: "logit of class 0"}
 HOW_TO_READ = """
 **What you see.** The molecule as drawn by RDKit (bonds thin and grey). Each atom's **halo**
@@ -39,8 +47,13 @@ so only interactions inside such neighbourhoods can be non-zero.
 
 
 @st.cache_resource(max_entries=4)
-def dataset(name: str, root: str):
-    return load_dataset(name, root)
+def dataset(name: str, root: str, version: str = "csv"):
+    return load_dataset(name, root, version=version)
+
+
+def choice_label(choice: tuple[str, str]) -> str:
+    name, version = choice
+    return f"{name} (paper version)" if version == "paper" else name
 
 
 @st.cache_resource(max_entries=4)
@@ -49,18 +62,18 @@ def classifier(path: str):
 
 
 @st.cache_resource(max_entries=64, show_spinner="computing exact interactions")
-def explanation(model_path: str, name: str, root: str, index: int, smiles: str, output):
+def explanation(model_path: str, choice, root: str, index: int, smiles: str, output):
     model, _ = classifier(model_path)
-    graph, symbols = molecule(model_path, name, root, index, smiles)
+    graph, symbols = molecule(model_path, choice, root, index, smiles)
     return explain_molecule(model, graph, output_index=output)
 
 
-def molecule(model_path: str, name: str, root: str, index: int, smiles: str):
+def molecule(model_path: str, choice: tuple[str, str], root: str, index: int, smiles: str):
     """The graph and atom symbols of a pasted SMILES or of a dataset molecule."""
     _, card = classifier(model_path)
     if smiles:
         return smiles_graph_for(smiles, card.feature_names)
-    data = dataset(name, root)
+    data = dataset(choice[0], root, choice[1])
     check_features(card, data)
     return data.graphs[index], data.symbols[index] if data.symbols else None
 
@@ -88,11 +101,18 @@ def main() -> None:
             st.error(str(exc))
             return
         st.caption(
-            f"{card.model.architecture}, L = {card.model.num_layers}, trained on {card.dataset}: "
+            f"{card.model.architecture}, L = {card.model.num_layers}, trained on "
+            f"{choice_label((card.dataset, card.data_version))}: "
             f"test accuracy {card.accuracy['test']:.1%}"
         )
         root = st.text_input("dataset folder", root)
-        name = st.selectbox("dataset", DATASETS, index=DATASETS.index(card.dataset))
+        own = (card.dataset, card.data_version)
+        choice = st.selectbox(
+            "dataset",
+            CHOICES,
+            index=CHOICES.index(own) if own in CHOICES else 0,
+            format_func=choice_label,
+        )
         smiles = st.text_input("or paste a SMILES", "").strip()
         chosen_index = st.selectbox("index", INDICES, index=1, format_func=index_name)
         order = 1 if chosen_index == "SV" else st.slider("order", 1, 3, 2)
@@ -102,13 +122,15 @@ def main() -> None:
     try:
         index = 0
         if not smiles:
-            data = dataset(name, root)
+            data = dataset(choice[0], root, choice[1])
             index = numbers.number_input("molecule", 0, len(data) - 1, 0)
             label = int(data.graphs[index].y)
             ident = data.smiles[index] if data.smiles else data.ids[index]
             numbers.write(f"**{data.name} #{index}** ({ident}), label {label}")
-        result = explanation(str(model_path), name, root, int(index), smiles, output)
-        graph, symbols = molecule(str(model_path), name, root, int(index), smiles)
+            if data.description:
+                numbers.caption(f"Label 1 means: {data.description}")
+        result = explanation(str(model_path), choice, root, int(index), smiles, output)
+        graph, symbols = molecule(str(model_path), choice, root, int(index), smiles)
         values = result.interaction_values(chosen_index, order)
     except WdnExplainError as exc:
         st.error(str(exc))

@@ -58,3 +58,14 @@ def test_opens_on_mutag_and_says_what_masked_atoms_are(chem_root, monkeypatch):
     assert "MUTAG #0" in at.markdown[0].value and "Benzene" not in read
     guide = " ".join(at.markdown[-1].value.split())
     assert "a masked atom has all its features 0" in guide and "not an average atom" in guide
+
+
+def test_paper_version_model_shows_its_task(page):
+    """The shipped model of the paper's AlkaneCarbonyl opens on its own data version."""
+    models = page.sidebar.selectbox[0].options
+    at = page.sidebar.selectbox[0].select_index(models.index("alkanecarbonyl-paper-gcn3")).run()
+    assert not at.exception and not at.error
+    assert at.sidebar.selectbox[1].value == ("AlkaneCarbonyl", "paper")
+    assert "AlkaneCarbonyl #0" in at.markdown[0].value
+    assert any("Label 1 means: a fluoride AND a carbonyl" in c.value for c in at.caption)
+    assert at.dataframe[0].value.shape[0] > 0

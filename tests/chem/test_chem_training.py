@@ -79,7 +79,8 @@ def test_other_dataset_features_refused(trained, mutag):
 
 def test_model_of_the_atom_type_featurisation_refused(trained, benzene):
     """A card of the earlier SMILES featurisation (atom types only) names both lists and asks
-    for retraining, on the dataset and on a pasted SMILES."""
+    for retraining on the dataset; a pasted SMILES gets its atom types (the paper version's
+    featurisation); features of no known featurisation are refused."""
     _, card, _ = trained
     old = card.model_copy(update={"feature_names": list(ATOM_TYPES)})
     with pytest.raises(DataError) as err:
@@ -88,8 +89,10 @@ def test_model_of_the_atom_type_featurisation_refused(trained, benzene):
     assert f"trained on 'Benzene' with {len(ATOM_TYPES)} node features [C, N, O" in message
     assert f"'Benzene' has {len(SMILES_FEATURES)} [C, N" in message
     assert message.endswith("the featurisation changed since: retrain the model")
+    graph, _ = smiles_graph_for("c1ccccc1", old.feature_names)
+    assert graph.x.tolist() == [[1.0] + [0.0] * (len(ATOM_TYPES) - 1)] * 6
     with pytest.raises(DataError, match="earlier featurisation must be retrained"):
-        smiles_graph_for("c1ccccc1", old.feature_names)
+        smiles_graph_for("c1ccccc1", [*ATOM_TYPES, "degree 0"])
 
 
 def test_not_a_molecule_model(tmp_path):
@@ -121,7 +124,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "models" / "chem"
 def test_shipped_models_fit_their_dataset(name, chem_root):
     """Every shipped model takes its dataset's current features and classifies it."""
     model, card = load_classifier(SHIPPED / name)
-    data = load_dataset(card.dataset, chem_root, download=False)
+    data = load_dataset(card.dataset, chem_root, download=False, version=card.data_version)
     check_features(card, data)
     graphs = data.graphs[:200]
     with torch.no_grad():

@@ -25,6 +25,24 @@ ROOT_HELP = (
 )
 
 
+VERSION_HELP = (
+    "csv (the CSV label column) or paper (AlkaneCarbonyl, FluorideCarbonyl: the paper's "
+    "GraphXAI data in NAME/paper_version.npz, atom-type features; its AlkaneCarbonyl labels "
+    "are fluoride AND carbonyl, its FluorideCarbonyl labels unbranched alkane AND carbonyl)"
+)
+
+
+def _fractions(text: str) -> tuple[float, float, float]:
+    """``train,val,test`` fractions from the command line."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 3:
+        raise DataError(f"--split must be three fractions train,val,test (got '{text}')")
+    return values
+
+
 def _fail(exc: WdnExplainError) -> None:
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(1)
@@ -43,21 +61,37 @@ def train(
     lr: float = typer.Option(3e-3, help="Adam learning rate"),
     max_graphs: int = typer.Option(None, help="train on a stratified subset of this size"),
     seed: int = typer.Option(0, help="seed of the split, initialisation and shuffling"),
+    data_version: str = typer.Option("csv", help=VERSION_HELP),
+    negatives_per_positive: float = typer.Option(
+        None,
+        help="keep every positive and this many seeded negatives per positive "
+        "(default: the paper's with --data-version paper: AlkaneCarbonyl 2, else all)",
+    ),
+    split: str = typer.Option(
+        None,
+        help="train,val,test fractions (default 0.8,0.1,0.1; with --data-version paper the "
+        "paper's: AlkaneCarbonyl 0.8,0.1,0.1 = 900/113/112, FluorideCarbonyl 0.7,0.2,0.1)",
+    ),
     device: str = typer.Option("auto", help="auto (GPU when present), cpu or cuda"),
     root: Path = typer.Option(None, help=ROOT_HELP),
     overwrite: bool = typer.Option(False, help="replace a model already in --out"),
 ) -> None:
-    """Train a GCN/GIN/GAT classifier on a stratified 80/10/10 split with early stopping."""
+    """Train a GCN/GIN/GAT classifier on a stratified split (80/10/10) with early stopping."""
     from pydantic import ValidationError
 
     from ..model_folder import check_model_output
     from .datasets import load_dataset
     from .models import ChemModelConfig
-    from .training import ChemTrainConfig, train_classifier
+    from .training import PAPER_TRAINING, ChemTrainConfig, train_classifier
 
     try:
         check_model_output(out, overwrite=overwrite)
-        data = load_dataset(dataset, root)
+        data = load_dataset(dataset, root, version=data_version)
+        options = dict(PAPER_TRAINING[dataset]) if data_version == "paper" else {}
+        if negatives_per_positive is not None:
+            options["negatives_per_positive"] = negatives_per_positive
+        if split is not None:
+            options["split"] = _fractions(split)
         try:
             model_config = ChemModelConfig(
                 architecture=model,
@@ -68,7 +102,7 @@ def train(
                 dropout=dropout,
             )
             config = ChemTrainConfig(
-                epochs=epochs, patience=patience, lr=lr, seed=seed, max_graphs=max_graphs
+                epochs=epochs, patience=patience, lr=lr, seed=seed, max_graphs=max_graphs, **options
             )
         except ValidationError as exc:
             err = exc.errors()[0]
@@ -81,10 +115,12 @@ def train(
     except WdnExplainError as exc:
         _fail(exc)
     acc = card.accuracy
+    sizes = "/".join(str(card.split_sizes[k]) for k in ("train", "val", "test"))
     typer.echo(
         f"{model}-{layers} on {dataset}: test accuracy {acc['test']:.3f} (val {acc['val']:.3f}, "
         f"train {acc['train']:.3f}), best epoch {card.best_epoch} of {card.epochs_run}, "
-        f"{card.seconds:.0f} s on {card.device}; wrote {out}"
+        f"{card.seconds:.0f} s on {card.device}; {data_version} data version, split "
+        f"{sizes}; wrote {out}"
     )
 
 
@@ -94,6 +130,7 @@ def explain(
         ..., help="model folder from 'chem train' (shipped ones, models/chem/..., found anywhere)"
     ),
     dataset: str = typer.Option(None, help="dataset of the molecule (default: the model's)"),
+    data_version: str = typer.Option(None, help="csv or paper (default: the model's data version)"),
     index: int = typer.Option(0, help="graph number in the dataset"),
     smiles: str = typer.Option(None, help="explain this SMILES instead of a dataset graph"),
     si: str = typer.Option("k-SII", "--si-index", help="SV, SII, k-SII, STII, FSII, Moebius, ..."),
@@ -132,7 +169,9 @@ def explain(
                 typer.echo(f"warning: {warning.message}", err=True)
             name = smiles
         else:
-            data = load_dataset(dataset or card.dataset, root)
+            data = load_dataset(
+                dataset or card.dataset, root, version=data_version or card.data_version
+            )
             check_features(card, data)
             if not 0 <= index < len(data):
                 raise DataError(f"index {index} is outside 0..{len(data) - 1} of {data.name}")

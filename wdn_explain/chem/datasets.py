@@ -8,9 +8,15 @@ the node labels of a TU set; for a SMILES molecule, the atom type followed by th
 :data:`ATOM_DESCRIPTORS` (degree, hydrogens, charge, aromaticity, ring membership: what
 tells C=O from C-OH and a chain CH2 from an aromatic CH, since GCN/GIN/GAT ignore bonds).
 
+AlkaneCarbonyl and FluorideCarbonyl come in two data versions: ``csv`` (the CSV ``label``
+column, RDKit featurisation) and ``paper`` (``paper_version.npz``: the graphs and labels the
+GraphSHAP-IQ paper trained on, from GraphXAI's files, 14 atom-type one-hots). The two label
+sets encode different tasks (:data:`TASKS`): GraphXAI's labels are swapped between the two
+folders, so the paper's "AlkaneCarbonyl" is the fluoride-and-carbonyl task.
+
 Real users get the files from the standard download paths; offline, point ``root`` at a
-folder that holds them (``root/MUTAG/raw/MUTAG_A.txt``, ``root/Benzene/benzene_smiles.csv``)
--- the error for a missing folder says exactly where.
+folder that holds them (``root/MUTAG/raw/MUTAG_A.txt``, ``root/Benzene/benzene_smiles.csv``,
+``root/AlkaneCarbonyl/paper_version.npz``) -- the error for a missing folder says exactly where.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ import os
 import tempfile
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 import torch
 from torch_geometric.data import Data
 from torch_geometric.datasets import TUDataset
@@ -51,6 +59,32 @@ SMILES_DATASETS = {
     "AlkaneCarbonyl": ("alkane_carbonyl_smiles.csv", "alkane_carbonyl"),
 }
 DATASETS = (*TU_DATASETS, *SMILES_DATASETS)
+#: Data versions: ``csv`` (the CSV ``label`` column) or ``paper`` (the paper's GraphXAI copy).
+DataVersion = Literal["csv", "paper"]
+VERSIONS = ("csv", "paper")
+#: The file of the paper's data version inside ``root/NAME/`` (sets that have one).
+PAPER_VERSION_FILE = "paper_version.npz"
+PAPER_DATASETS = ("AlkaneCarbonyl", "FluorideCarbonyl")
+#: What each label set encodes: (dataset, version) -> task and where its labels come from.
+TASKS = {
+    ("MUTAG", "csv"): "mutagenic or not (TU collection labels)",
+    ("Benzene", "csv"): "contains a benzene ring (CSV label column)",
+    ("AlkaneCarbonyl", "csv"): (
+        "an unbranched alkane and a carbonyl group (CSV label column, 1 098 of 4 326 positive)"
+    ),
+    ("FluorideCarbonyl", "csv"): (
+        "described as a fluoride and a carbonyl group, but the CSV label column agrees with "
+        "that rule on 67.6 % of molecules only (1 072 of 8 671 positive)"
+    ),
+    ("AlkaneCarbonyl", "paper"): (
+        "a fluoride AND a carbonyl group (GraphXAI's AlkaneCarbonyl labels, which the paper "
+        "trained on: 375 of 4 326 positive; the folders' labels are swapped)"
+    ),
+    ("FluorideCarbonyl", "paper"): (
+        "an unbranched alkane AND a carbonyl group (GraphXAI's FluorideCarbonyl labels, which "
+        "the paper trained on: 1 527 of 8 671 positive; the folders' labels are swapped)"
+    ),
+}
 #: Atom types of the SMILES featurisation (the papers' list); anything else is ``other``.
 ATOM_TYPES = ("C", "N", "O", "S", "F", "P", "Cl", "Br", "Na", "Ca", "I", "B", "H", "other")
 #: One-hot atom descriptors after the atom type: (name, lowest value, bin labels); a value
@@ -84,6 +118,7 @@ class MoleculeDataset:
         symbols: Atom symbol per node of every graph, or None for non-molecular sets.
         ids: Molecule identifiers (``mol_id`` of the CSV, graph number for TU sets).
         smiles: SMILES per graph (SMILES sets only).
+        version: Data version (``csv``, or ``paper`` for the paper's GraphXAI copy).
     """
 
     name: str
@@ -92,6 +127,12 @@ class MoleculeDataset:
     symbols: list[list[str]] | None
     ids: list[str]
     smiles: list[str] | None = None
+    version: DataVersion = "csv"
+
+    @property
+    def description(self) -> str:
+        """The task its labels encode and where they come from (see :data:`TASKS`)."""
+        return TASKS.get((self.name, self.version), "")
 
     def __len__(self) -> int:
         return len(self.graphs)
@@ -112,14 +153,26 @@ def default_root() -> Path:
 
 
 def load_dataset(
-    name: str, root: str | Path | None = None, *, download: bool = True
+    name: str,
+    root: str | Path | None = None,
+    *,
+    download: bool = True,
+    version: DataVersion = "csv",
 ) -> MoleculeDataset:
     """Load a dataset by name from ``root`` (downloading what is missing when allowed).
 
+    ``version="paper"`` loads the paper's data version of AlkaneCarbonyl or FluorideCarbonyl
+    (:func:`load_paper_version`; never downloaded).
+
     Raises:
-        DataError: unknown name, files missing (offline), malformed CSV row or SMILES.
+        DataError: unknown name or version, files missing (offline), malformed CSV row or
+            SMILES.
     """
     root = Path(root) if root is not None else default_root()
+    if version == "paper":
+        return load_paper_version(name, root)
+    if version != "csv":
+        raise DataError(f"unknown data version '{version}' (choose from {', '.join(VERSIONS)})")
     if name in TU_DATASETS:
         return load_tu(name, root, download=download)
     if name in SMILES_DATASETS:
@@ -205,6 +258,72 @@ def load_smiles(name: str, root: str | Path, *, download: bool = True) -> Molecu
     return read_smiles_csv(path, name)
 
 
+def load_paper_version(name: str, root: str | Path) -> MoleculeDataset:
+    """The paper's data version of a set from ``root/NAME/paper_version.npz`` (no pickles).
+
+    Graphs and atom order are the CSV molecules row for row; node features are the 14
+    atom-type one-hots (:data:`ATOM_TYPES`, the file's ``*`` is ``other``); the file's 5
+    bond one-hots (single, double, triple, aromatic, other) become :data:`BOND_TYPES` with
+    other as single (as :func:`smiles_to_graph` does); its edges (receiver, sender) are
+    turned into PyG's (source, target). The paper's downsampling and split sizes are
+    training options (:data:`wdn_explain.chem.training.PAPER_TRAINING`).
+
+    Raises:
+        DataError: a name without a paper version, a missing file, or arrays that do not
+            fit together.
+    """
+    if name not in PAPER_DATASETS:
+        raise DataError(
+            f"dataset '{name}' has no paper data version (choose from {', '.join(PAPER_DATASETS)})"
+        )
+    path = Path(root) / name / PAPER_VERSION_FILE
+    if not path.is_file():
+        raise DataError(
+            f"paper data version of '{name}' not found: put {PAPER_VERSION_FILE} into "
+            f"'{path.parent}' (the GraphSHAP-IQ paper's GraphXAI files converted to arrays), "
+            f"or pass the folder that holds '{name}/' as root"
+        )
+    with np.load(path, allow_pickle=False) as arrays:
+        z = {key: arrays[key] for key in arrays.files}
+    nodes, edges = z["node_offsets"], z["edge_offsets"]
+    n_graphs = len(z["y"])
+    if len(nodes) != n_graphs + 1 or len(edges) != n_graphs + 1 or len(z["smiles"]) != n_graphs:
+        raise DataError(f"{path}: node_offsets, edge_offsets, smiles and y do not fit together")
+    if z["node_features"].shape[1] != len(ATOM_TYPES):
+        raise DataError(
+            f"{path}: node_features has {z['node_features'].shape[1]} columns, "
+            f"{len(ATOM_TYPES)} atom types expected"
+        )
+    x_all = torch.from_numpy(z["node_features"].astype(np.float32))
+    bonds = z["edge_features"].astype(np.float32)
+    bonds = np.concatenate(
+        [bonds[:, :1] + bonds[:, 4:].sum(axis=1, keepdims=True), bonds[:, 1:4]], 1
+    )
+    attr_all = torch.from_numpy(bonds)
+    index_all = torch.from_numpy(z["edge_index"][::-1].astype(np.int64))
+    graphs, symbols = [], []
+    for i in range(n_graphs):
+        x = x_all[nodes[i] : nodes[i + 1]]
+        graphs.append(
+            Data(
+                x=x,
+                edge_index=index_all[:, edges[i] : edges[i + 1]].contiguous(),
+                edge_attr=attr_all[edges[i] : edges[i + 1]],
+                y=torch.tensor([int(z["y"][i])]),
+            )
+        )
+        symbols.append([ATOM_TYPES[t] for t in x.argmax(dim=1).tolist()])
+    return MoleculeDataset(
+        name,
+        graphs,
+        list(ATOM_TYPES),
+        symbols,
+        [str(m) for m in z["mol_id"]],
+        [str(s) for s in z["smiles"]],
+        version="paper",
+    )
+
+
 def read_smiles_csv(path: str | Path, name: str | None = None) -> MoleculeDataset:
     """Parse a ``mol_id,smiles,label`` CSV into molecule graphs.
 
@@ -250,6 +369,18 @@ def read_smiles_csv(path: str | Path, name: str | None = None) -> MoleculeDatase
             stacklevel=2,
         )
     return MoleculeDataset(name or path.stem, graphs, list(SMILES_FEATURES), symbols, ids, smiles)
+
+
+def atom_types_only(dataset: MoleculeDataset) -> MoleculeDataset:
+    """A SMILES set with only the 14 atom-type one-hots of :data:`SMILES_FEATURES` as node
+    features: the featurisation of the paper and of :func:`load_paper_version`."""
+    if dataset.feature_names[: len(ATOM_TYPES)] != list(ATOM_TYPES):
+        raise DataError(f"'{dataset.name}' has no atom-type features (it is not a SMILES set)")
+    graphs = [
+        Data(x=g.x[:, : len(ATOM_TYPES)], edge_index=g.edge_index, edge_attr=g.edge_attr, y=g.y)
+        for g in dataset.graphs
+    ]
+    return replace(dataset, graphs=graphs, feature_names=list(ATOM_TYPES))
 
 
 def smiles_to_graph(
@@ -308,8 +439,9 @@ def smiles_to_graph(
 def smiles_graph_for(smiles: str, feature_names: list[str]) -> tuple[Data, list[str]]:
     """A pasted SMILES featurised the way a model was trained (its card's ``feature_names``).
 
-    :data:`SMILES_FEATURES` get the full SMILES featurisation; the atom types of a TU molecule
-    set (MUTAG, Mutagenicity) get atom-type one-hots.
+    :data:`SMILES_FEATURES` get the full SMILES featurisation; :data:`ATOM_TYPES` (the
+    paper's data version) and the atom types of a TU molecule set (MUTAG, Mutagenicity) get
+    atom-type one-hots.
 
     Atoms outside the model's vocabulary that become ``other`` are named in one warning:
     the model saw few of them, if any.
@@ -321,13 +453,16 @@ def smiles_graph_for(smiles: str, feature_names: list[str]) -> tuple[Data, list[
     other: Counter = Counter()
     if list(feature_names) == list(SMILES_FEATURES):
         graph, symbols = smiles_to_graph(smiles, ATOM_TYPES, other, descriptors=True)
+    elif list(feature_names) == list(ATOM_TYPES):  # the paper's data version
+        graph, symbols = smiles_to_graph(smiles, ATOM_TYPES, other, descriptors=False)
     elif all(name in _TU_ATOMS for name in feature_names):
         graph, symbols = smiles_to_graph(smiles, feature_names, descriptors=False)
     else:
         raise DataError(
             f"a SMILES cannot be featurised for a model with the {len(feature_names)} node "
             f"features [{', '.join(feature_names)}]: expected the {len(SMILES_FEATURES)} "
-            f"features of the SMILES sets or the atom types of a TU set (a model trained on "
+            f"features of the SMILES sets, the {len(ATOM_TYPES)} atom types of the paper's data "
+            f"version or the atom types of a TU set (a model trained on "
             f"an earlier featurisation must be retrained)"
         )
     if graph is None:

@@ -1,6 +1,8 @@
 """Train, save and load molecule classifiers.
 
-Training: a stratified 80/10/10 split (seeded), Adam on cross-entropy, early stopping on the
+Training: a stratified train/val/test split (80/10/10 unless set; seeded), optionally on a
+pool that keeps every positive and a seeded sample of negatives (the paper's AlkaneCarbonyl:
+two per positive, :data:`PAPER_TRAINING`), Adam on cross-entropy, early stopping on the
 validation accuracy (ties: lower validation loss), the best epoch's weights kept, GPU when
 present. A model folder holds ``model.pt`` (a state_dict, loaded with ``weights_only=True``)
 and ``card.json`` (a typed :class:`ChemCard`: dataset and its features, architecture,
@@ -9,6 +11,7 @@ training config, split sizes, accuracies, history).
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sklearn.model_selection import train_test_split
 from torch_geometric.loader import DataLoader
 
@@ -31,7 +34,7 @@ from ..model_folder import (
     save_folder,
 )
 from ..progress import ProgressArg, progress_callback
-from .datasets import MoleculeDataset
+from .datasets import DataVersion, MoleculeDataset
 from .models import ChemModelConfig, MoleculeGNN
 
 
@@ -52,6 +55,26 @@ class ChemTrainConfig(BaseModel):
     balanced: bool = False
     seed: int = 0
     max_graphs: int | None = Field(None, ge=10)
+    # train/val/test fractions of the stratified split (sizes: see ``stratified_split``)
+    split: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    # keep every positive (label 1) and this many negatives per positive, sampled with ``seed``
+    negatives_per_positive: float | None = Field(None, gt=0)
+
+    @field_validator("split")
+    @classmethod
+    def _fractions(cls, split: tuple[float, float, float]) -> tuple[float, float, float]:
+        if min(split) <= 0 or abs(sum(split) - 1) > 1e-6:
+            raise ValueError(f"split fractions must be positive and sum to 1 (got {split})")
+        return split
+
+
+#: The paper's training data per set of its data version (``version="paper"``): GraphXAI's
+#: AlkaneCarbonyl keeps all 375 positives and 750 random negatives, split 900/113/112;
+#: FluorideCarbonyl keeps every molecule, split 0.7/0.2/0.1.
+PAPER_TRAINING: dict[str, dict] = {
+    "AlkaneCarbonyl": {"negatives_per_positive": 2.0, "split": (0.8, 0.1, 0.1)},
+    "FluorideCarbonyl": {"negatives_per_positive": None, "split": (0.7, 0.2, 0.1)},
+}
 
 
 class ChemCard(BaseModel):
@@ -60,6 +83,7 @@ class ChemCard(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     dataset: str
+    data_version: DataVersion = "csv"
     feature_names: list[str]
     model: ChemModelConfig
     train: ChemTrainConfig
@@ -75,12 +99,32 @@ class ChemCard(BaseModel):
     weights_sha256: str | None = None  # recorded by save_folder
 
 
-def stratified_split(labels: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
-    """Indices of a stratified 80/10/10 train/val/test split."""
-    index = np.arange(len(labels))
-    train, rest = train_test_split(index, test_size=0.2, stratify=labels, random_state=seed)
-    val, test = train_test_split(rest, test_size=0.5, stratify=labels[rest], random_state=seed)
+def stratified_split(
+    labels: np.ndarray, seed: int = 0, split: tuple[float, float, float] = (0.8, 0.1, 0.1)
+) -> dict[str, np.ndarray]:
+    """Indices of a stratified train/val/test split with fractions ``split``.
+
+    Val and test together get ceil((val + test) n) graphs, val ceil(val n) of them and test
+    the rest: 80/10/10 of the paper's 1 125 AlkaneCarbonyl graphs is 900/113/112.
+    """
+    n = len(labels)
+    # rounded before ceil: 0.1 * 1130 is 113.00000000000001 in floating point
+    n_rest = math.ceil(round((split[1] + split[2]) * n, 6))
+    n_test = n_rest - math.ceil(round(split[1] * n, 6))
+    index = np.arange(n)
+    train, rest = train_test_split(index, test_size=n_rest, stratify=labels, random_state=seed)
+    val, test = train_test_split(rest, test_size=n_test, stratify=labels[rest], random_state=seed)
     return {"train": np.sort(train), "val": np.sort(val), "test": np.sort(test)}
+
+
+def downsample_negatives(labels: np.ndarray, per_positive: float, seed: int = 0) -> np.ndarray:
+    """Sorted indices of every positive (label 1) and a seeded sample of ``per_positive``
+    negatives per positive (all negatives if there are fewer): the paper's AlkaneCarbonyl."""
+    positives = np.flatnonzero(labels == 1)
+    negatives = np.flatnonzero(labels != 1)
+    n_neg = min(len(negatives), round(per_positive * len(positives)))
+    keep = np.random.default_rng(seed).choice(negatives, n_neg, replace=False)
+    return np.sort(np.concatenate([positives, keep]))
 
 
 def subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
@@ -151,8 +195,13 @@ def _fit(
     dev = resolve_device(device)
     torch.manual_seed(config.seed)
     labels = dataset.labels.numpy()
-    pool = subset(labels, config.max_graphs or len(labels), config.seed)
-    split = {k: pool[v] for k, v in stratified_split(labels[pool], config.seed).items()}
+    pool = np.arange(len(labels))
+    if config.negatives_per_positive is not None:
+        pool = downsample_negatives(labels, config.negatives_per_positive, config.seed)
+    pool = pool[subset(labels[pool], config.max_graphs or len(pool), config.seed)]
+    split = {
+        k: pool[v] for k, v in stratified_split(labels[pool], config.seed, config.split).items()
+    }
     loaders = {
         k: DataLoader(
             [dataset.graphs[i] for i in v],
@@ -211,6 +260,7 @@ def _fit(
     accuracy = {k: accuracy_and_loss(model, loader, dev)[0] for k, loader in loaders.items()}
     card = ChemCard(
         dataset=dataset.name,
+        data_version=dataset.version,
         feature_names=dataset.feature_names,
         model=model_config,
         train=config,
@@ -271,7 +321,7 @@ def load_classifier(model_dir: str | Path) -> tuple[MoleculeGNN, ChemCard]:
 def check_features(card: ChemCard, dataset: MoleculeDataset) -> None:
     """Refuse a dataset whose node features are not the ones the model was trained on."""
     if card.feature_names != dataset.feature_names:
-        same = card.dataset == dataset.name
+        same = card.dataset == dataset.name and card.data_version == dataset.version
         raise DataError(
             f"the model was trained on '{card.dataset}' with {len(card.feature_names)} node "
             f"features [{', '.join(card.feature_names)}]; '{dataset.name}' has "

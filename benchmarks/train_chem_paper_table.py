@@ -1,0 +1,201 @@
+"""Table 1 like for like: the paper's data version, atom-type features, its split sizes, seeds.
+
+Usage: ``python benchmarks/train_chem_paper_table.py [DATASET ...] [--root DATA_ROOT]
+[--seeds 0,1,...]``.
+Trains the cells of :data:`CELLS` (all datasets, or the named ones) one model at a time on
+one CPU thread: the goal cell AlkaneCarbonyl GCN-3 with all seeds first, the other cells seed
+by seed (every cell gets seed 0 before any gets seed 1), appending one row per run to ``benchmarks/results/chem_paper_runs_<dataset>.csv``
+(finished runs are skipped, so an interrupted run resumes; a second process may run beside
+the first, on another dataset or with other ``--seeds``). Then writes ``benchmarks/results/chem_paper_table.md`` from all run files:
+per cell the seeds run, mean test accuracy and its spread (min-max, sd), the paper's figure.
+
+Data as the paper trained: AlkaneCarbonyl and FluorideCarbonyl from ``paper_version.npz``
+(GraphXAI's labels: fluoride AND carbonyl, and unbranched alkane AND carbonyl), with the
+paper's downsampling and splits (:data:`PAPER_TRAINING`: 375 positives + 750 seeded
+negatives split 900/113/112; 0.7/0.2/0.1); Benzene from its CSV with the 14 atom-type
+one-hots only (80/10/10); MUTAG's 7 atom types (80/10/10). Each seed draws its own negatives,
+split and initialisation.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+from wdn_explain.chem.datasets import atom_types_only, load_dataset
+from wdn_explain.chem.models import ARCHITECTURES, ChemModelConfig
+from wdn_explain.chem.training import PAPER_TRAINING, ChemTrainConfig, train_classifier
+
+RESULTS = Path("benchmarks/results")
+# (dataset, architecture, layers) -> test accuracy in % of the paper's Table 1
+PAPER = {
+    ("Benzene", "GCN", 1): 84.2,
+    ("Benzene", "GCN", 2): 88.6,
+    ("Benzene", "GCN", 3): 90.4,
+    ("Benzene", "GAT", 1): 83.1,
+    ("Benzene", "GAT", 2): 85.1,
+    ("Benzene", "GAT", 3): 85.7,
+    ("Benzene", "GIN", 1): 84.9,
+    ("Benzene", "GIN", 2): 90.5,
+    ("Benzene", "GIN", 3): 90.8,
+    ("FluorideCarbonyl", "GIN", 2): 87.2,
+    ("AlkaneCarbonyl", "GCN", 3): 99.1,
+}
+# the paper's own code re-run 10 times on its AlkaneCarbonyl data (../shared/datasets/chem)
+PAPER_CODE_RERUN = {("AlkaneCarbonyl", "GCN", 3): "96.5 (94.6-98.2)"}
+GRID = [(arch, layers) for arch in ARCHITECTURES for layers in (1, 2, 3)]
+# dataset -> its cells in training order (the paper's cell first) and seeds per cell
+CELLS = {
+    "AlkaneCarbonyl": [("GCN", 3), *(c for c in GRID if c != ("GCN", 3))],
+    "MUTAG": GRID,
+    "FluorideCarbonyl": [("GIN", 2)],
+    "Benzene": [c for c in GRID if ("Benzene", *c) in PAPER],
+}
+SEEDS = range(10)
+# cells trained with every seed before the other cells of their dataset get any
+ALL_SEEDS_FIRST = {("AlkaneCarbonyl", "GCN", 3)}
+HIDDEN, DROPOUT = 64, 0.1
+# the project's defaults (as in chem_table.md); AlkaneCarbonyl: the paper's optimiser (its
+# train_gnn.py: Adam lr 1e-2, weight decay 5e-4, learning rate halved after 50 epochs without
+# a lower validation loss; at most 200 epochs here, 500 there, for the shared CPU), as the
+# defaults stay at 93.4 % over 10 seeds (benchmarks/chem_paper_alkane_probe.py,
+# results/chem_paper_alkane_probe.txt)
+TRAIN = {"epochs": 100, "patience": 20, "batch_size": 64, "lr": 3e-3}
+PAPER_OPTIMISER = {"epochs": 200, "patience": 200, "batch_size": 64, "lr": 1e-2}
+PAPER_OPTIMISER |= {"weight_decay": 5e-4, "schedule": "plateau"}
+TRAIN_OF = {"AlkaneCarbonyl": PAPER_OPTIMISER}
+# (dataset, architecture, layers, seed) -> the shipped model folder that run writes
+SHIPPED = {("AlkaneCarbonyl", "GCN", 3, 0): Path("models/chem/alkanecarbonyl-paper-gcn3")}
+FIELDS = ["dataset", "model", "layers", "seed", "test_acc", "val_acc", "train_acc", "n_test"]
+FIELDS += ["epochs_run", "best_epoch", "seconds", "split"]
+
+
+def table_data(name: str, root: Path):
+    """The dataset of a cell as the paper featurised it, and its training options."""
+    if name in PAPER_TRAINING:
+        return load_dataset(name, root, version="paper"), PAPER_TRAINING[name]
+    data = load_dataset(name, root, download=False)
+    return (atom_types_only(data) if name == "Benzene" else data), {}
+
+
+def finished(path: Path) -> set[tuple[str, int, int]]:
+    """(architecture, layers, seed) of the runs in a run file (re-read before every run, so
+    that two processes on one dataset with other seeds skip what the other finished)."""
+    with open(path, newline="") as handle:
+        return {(r["model"], int(r["layers"]), int(r["seed"])) for r in csv.DictReader(handle)}
+
+
+def train_runs(name: str, root: Path, seeds: list[int]) -> None:
+    """Train every missing (cell, seed) of one dataset, appending rows to its run file."""
+    out = RESULTS / f"chem_paper_runs_{name}.csv"
+    if not out.is_file():
+        out.write_text(",".join(FIELDS) + "\n")
+    done = finished(out)
+    data, options = table_data(name, root)
+    first = [
+        (*cell, seed) for cell in CELLS[name] if (name, *cell) in ALL_SEEDS_FIRST for seed in SEEDS
+    ]
+    rest = [
+        (*cell, seed)
+        for seed in SEEDS
+        for cell in CELLS[name]
+        if (name, *cell) not in ALL_SEEDS_FIRST
+    ]
+    for arch, layers, seed in first + rest:
+        if (arch, layers, seed) in done | finished(out) or seed not in seeds:
+            continue
+        config = ChemModelConfig(
+            architecture=arch,
+            in_channels=len(data.feature_names),
+            hidden=HIDDEN,
+            num_layers=layers,
+            dropout=DROPOUT,
+        )
+        train = ChemTrainConfig(seed=seed, **TRAIN_OF.get(name, TRAIN), **options)
+        _, card = train_classifier(
+            data, config, train, SHIPPED.get((name, arch, layers, seed)), device="cpu"
+        )
+        row = {
+            "dataset": name,
+            "model": arch,
+            "layers": layers,
+            "seed": seed,
+            "test_acc": round(100 * card.accuracy["test"], 2),
+            "val_acc": round(100 * card.accuracy["val"], 2),
+            "train_acc": round(100 * card.accuracy["train"], 2),
+            "n_test": card.split_sizes["test"],
+            "epochs_run": card.epochs_run,
+            "best_epoch": card.best_epoch,
+            "seconds": card.seconds,
+            "split": "/".join(str(card.split_sizes[k]) for k in ("train", "val", "test")),
+        }
+        with open(out, "a", newline="") as handle:
+            csv.DictWriter(handle, fieldnames=FIELDS).writerow(row)
+        print(
+            f"{name} {arch}-{layers} seed {seed}: test {row['test_acc']} % "
+            f"(val {row['val_acc']} %), {card.seconds:.0f} s",
+            flush=True,
+        )
+
+
+def write_table() -> None:
+    """``chem_paper_table.md``: one line per cell from all run files."""
+    runs: dict[tuple[str, str, int], list[dict]] = {}
+    for path in sorted(RESULTS.glob("chem_paper_runs_*.csv")):
+        with open(path, newline="") as handle:
+            for r in csv.DictReader(handle):
+                runs.setdefault((r["dataset"], r["model"], int(r["layers"])), []).append(r)
+    lines = [
+        "| dataset (data version, task) | model | L | seeds | test acc. mean | min-max | sd "
+        "| paper | paper's code re-run | split |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, cells in CELLS.items():
+        for arch, layers in cells:
+            rows = runs.get((name, arch, layers))
+            if not rows:
+                continue
+            acc = [float(r["test_acc"]) for r in rows]
+            spread = f"{statistics.stdev(acc):.1f}" if len(acc) > 1 else "—"
+            paper = PAPER.get((name, arch, layers))
+            lines.append(
+                f"| {DESCRIPTION[name]} | {arch} | {layers} | {len(acc)} | "
+                f"{statistics.mean(acc):.1f} % | {min(acc):.1f}-{max(acc):.1f} | {spread} | "
+                f"{f'{paper} %' if paper else '—'} | "
+                f"{PAPER_CODE_RERUN.get((name, arch, layers), '—')} | {rows[0]['split']} |"
+            )
+    (RESULTS / "chem_paper_table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+DESCRIPTION = {
+    "AlkaneCarbonyl": "AlkaneCarbonyl (paper version: fluoride AND carbonyl)",
+    "FluorideCarbonyl": "FluorideCarbonyl (paper version: unbranched alkane AND carbonyl)",
+    "Benzene": "Benzene (CSV, atom types)",
+    "MUTAG": "MUTAG (TU, atom types)",
+}
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    args = sys.argv[1:]
+    root, seeds = Path("../shared/datasets/chem"), list(SEEDS)
+    if "--root" in args:
+        at = args.index("--root")
+        root = Path(args[at + 1])
+        del args[at : at + 2]
+    if "--seeds" in args:  # e.g. --seeds 5,6,7,8,9 for a second process beside a first
+        at = args.index("--seeds")
+        seeds = [int(v) for v in args[at + 1].split(",")]
+        del args[at : at + 2]
+    for name in args or list(CELLS):
+        train_runs(name, root, seeds)
+    write_table()
+
+
+if __name__ == "__main__":
+    main()
