@@ -189,7 +189,7 @@ class GraphSHAPIQ:
             reason = _local_model_refusal(model, int(n_layers))
             if reason is not None:
                 raise ExplainError(f"method 'local' {reason}")
-            if model.pooling is not None:
+            if isinstance(model, LocalMessagePassing) and model.pooling is not None:
                 _check_pooling(model, node_level=False)
         self.model = model
         self.n_layers = int(n_layers)
