@@ -30,7 +30,8 @@ def progress_callback(progress: ProgressArg, desc: str) -> Iterator[ProgressCall
             bar = tqdm(
                 desc=desc, total=total, unit="it", unit_scale=True, dynamic_ncols=True, delay=delay
             )
-            bar.start_t = entered  # the rate counts from the start of the work, not the report
+            # the rate counts from the start of the work, not from this report (tqdm's clock)
+            bar.start_t = bar._time() - (time.monotonic() - entered)
             bars.append(bar)
         bars[0].total = total
         bars[0].update(done - bars[0].n)  # update() honours the delay, refresh() would not
