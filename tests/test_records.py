@@ -5,6 +5,7 @@ naming the file, the field and the value, through the real readers."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -69,3 +70,65 @@ def test_timeline_meta(tmp_path, kind):
     with pytest.raises(DataError, match=rf"^timeline file '{path}' .*{message}") as err:
         Timeline.load(path)
     assert "\n" not in str(err.value)
+
+
+MALFORMED = {  # the cases of a damaged card that once ended `explain` in long tracebacks
+    "an extra key in inputs": (
+        lambda c: c["inputs"].update(colour="red"),
+        "inputs.colour: Unexpected keyword argument",
+    ),
+    "inputs as a list": (lambda c: c.update(inputs=[1, 2]), "inputs: Input should be"),
+    "a string horizon": (lambda c: c["inputs"].update(horizon="four"), "inputs.horizon: "),
+    "a range of an unknown factor": (
+        lambda c: c["design"]["ranges"].update(wind_speed=[0, 1]),
+        "ranges of unknown factors wind_speed",
+    ),
+    "3 features for a 6-channel model": (
+        lambda c: c["inputs"].update(
+            node_features=["chlorine_mg_l", "source_mg_l", "chlorine_fraction"]
+        ),
+        "inputs make 3 input channels .* the model takes in_channels=6",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_card_fields_end_explain_in_one_line(tmp_path, tiny_model_dir, case):
+    from typer.testing import CliRunner
+
+    from wdn_explain.cli import app
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    card = json.loads((folder / "card.json").read_text())
+    change, message = MALFORMED[case]
+    change(card)
+    (folder / "card.json").write_text(json.dumps(card))
+    out = tmp_path / "t.npz"
+    args = [
+        "explain",
+        "--scenario",
+        "{duration_s: 2400}",
+        "--model",
+        str(folder),
+        "--out",
+        str(out),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert result.output.startswith(f"error: model card '{folder}/card.json' is corrupt: ")
+    assert re.search(message, result.output), result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # nothing half-written
+
+
+def test_a_wrong_molecule_card_is_one_line(tmp_path):
+    from wdn_explain.chem.training import load_classifier
+    from wdn_explain.shipped import SHIPPED_ROOT
+
+    folder = tmp_path / "mutag"
+    shutil.copytree(SHIPPED_ROOT / "models" / "chem" / "mutag-gin3", folder)
+    card = json.loads((folder / "card.json").read_text())
+    (folder / "card.json").write_text(json.dumps({**card, "accuracy": "high"}))
+    with pytest.raises(DataError, match=r"not a molecule model card \(accuracy: .*'high'\)\)$"):
+        load_classifier(folder)

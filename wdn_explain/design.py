@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .scenario import (
     DRAWN_RANGES,
@@ -104,6 +104,16 @@ class DesignEnvelope(_Config):
     quality_step_s: int | None = None
     pattern_step_s: int | None = None
     bulk_decay_drawn: Range | None = None
+
+    @field_validator("ranges")
+    @classmethod
+    def _known_factors(cls, ranges: dict[str, Range]) -> dict[str, Range]:
+        unknown = sorted(set(ranges) - set(DRAWN_RANGES))
+        if unknown:
+            raise ValueError(
+                f"ranges of unknown factors {', '.join(unknown)} (known: {', '.join(DRAWN_RANGES)})"
+            )
+        return ranges
 
     @classmethod
     def of(

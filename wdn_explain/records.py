@@ -46,14 +46,14 @@ class Record(_Strict):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise DataError(f"{cls.KIND} '{where}' is corrupt: {_first_problem(exc)}") from None
+            raise DataError(f"{cls.KIND} '{where}' is corrupt: {first_problem(exc)}") from None
 
     def to_json(self) -> dict[str, Any]:
         """The record as written to its file (JSON types)."""
         return self.model_dump(mode="json", exclude_none=True)
 
 
-def _first_problem(exc: ValidationError) -> str:
+def first_problem(exc: ValidationError) -> str:
     """Every missing field, else the first bad one with its value, in a few words."""
     errors = exc.errors()
     missing = [".".join(map(str, e["loc"])) for e in errors if e["type"] == "missing"]
@@ -143,6 +143,13 @@ class ModelCard(Record):
         missing = [k for k in ("horizon", "threshold", "split_seed") if k not in self.train]
         if missing:
             raise ValueError(f"train lacks {', '.join(missing)}")
+        width = self.model.get("in_channels")
+        if width is not None and self.input_spec.in_channels != width:
+            raise ValueError(
+                f"inputs make {self.input_spec.in_channels} input channels "
+                f"({', '.join(self.input_spec.node_features)}), the model takes "
+                f"in_channels={width}"
+            )
         return self
 
 

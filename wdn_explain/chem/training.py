@@ -34,6 +34,7 @@ from ..model_folder import (
     save_folder,
 )
 from ..progress import ProgressArg, progress_callback
+from ..records import first_problem
 from .datasets import DataVersion, MoleculeDataset
 from .models import ChemModelConfig, MoleculeGNN
 
@@ -313,7 +314,7 @@ def load_classifier(model_dir: str | Path) -> tuple[MoleculeGNN, ChemCard]:
         card = ChemCard.model_validate_json((folder / CARD).read_text())
     except ValidationError as exc:
         raise DataError(
-            f"model card '{folder / CARD}' is not a molecule model card ({exc})"
+            f"model card '{folder / CARD}' is not a molecule model card ({first_problem(exc)})"
         ) from None
     return load_state(MoleculeGNN(card.model), folder, card.weights_sha256), card
 
