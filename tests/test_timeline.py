@@ -156,8 +156,9 @@ def test_the_cache_rule_over_every_setting_that_changes_the_values(tmp_path, tin
     for name, settings in changed.items():
         assert cache_mismatch(meta, cache_identity(SPEC, tiny_model_dir, settings)) == [name]
         paths.add(cache_path(SPEC, tiny_model_dir, tmp_path, settings))
-    memory = base.model_copy(update={"memory_budget_gb": 0.5})
-    assert cache_mismatch(meta, cache_identity(SPEC, tiny_model_dir, memory)) == []
+    for speed_only in ({"memory_budget_gb": 0.5}, {"num_threads": 2}):
+        same = base.model_copy(update=speed_only)
+        assert cache_mismatch(meta, cache_identity(SPEC, tiny_model_dir, same)) == []
     other = SPEC.model_copy(update={"seed": 6})
     assert cache_mismatch(meta, cache_identity(other, tiny_model_dir, base)) == ["scenario_hash"]
     paths.add(cache_path(other, tiny_model_dir, tmp_path, base))

@@ -60,6 +60,8 @@ class ExplainSettings(BaseModel):
             instead of exactly.
         memory_budget_gb: Host memory the engine may use (``GraphSHAPIQ(memory_budget_gb=...)``;
             default: half the available); changes the chunking, not the values.
+        num_threads: torch intra-op threads of the engine (``GraphSHAPIQ(num_threads=...)``;
+            default: the user's own setting, else one); changes the speed, not the values.
         references: The references (:data:`REFERENCES`) explained, each a series.
     """
 
@@ -69,6 +71,7 @@ class ExplainSettings(BaseModel):
     n_layers: int | None = Field(None, ge=1)
     approximation_lambda: int | None = Field(None, ge=1)
     memory_budget_gb: float | None = Field(None, gt=0)
+    num_threads: int | None = Field(None, ge=1)
     references: tuple[str, ...] = tuple(REFERENCES)
 
     @field_validator("references")
@@ -95,12 +98,17 @@ class ExplainSettings(BaseModel):
             ) from None
 
     def cache_key(self) -> dict[str, Any]:
-        """The fields that change the stored values (not memory: it changes only chunking)."""
+        """The fields that change the stored values (not memory or threads: they change only
+        chunking and speed)."""
         return self.model_dump(mode="json", include=set(CACHE_FIELDS))
 
     def explainer_options(self, reference: str) -> dict[str, Any]:
         """Keyword arguments of ``GraphSHAPIQ`` explaining relative to ``reference``."""
-        options = {"method": self.method, "memory_budget_gb": self.memory_budget_gb}
+        options = {
+            "method": self.method,
+            "memory_budget_gb": self.memory_budget_gb,
+            "num_threads": self.num_threads,
+        }
         if self.n_layers is not None:
             options["n_layers"] = self.n_layers
         return options | {"baseline": REFERENCES[reference][0]}
