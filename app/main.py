@@ -32,6 +32,7 @@ from wdn_explain.narrative import (
     scenario_text,
     summary,
     threshold_text,
+    timeline_label,
 )
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.plot import (
@@ -50,7 +51,6 @@ from wdn_explain.shipped import (
     default_scenario,
     default_timeline,
     model_network,
-    timeline_label,
     water_models,
 )
 from wdn_explain.simulation import injection_node

@@ -4,10 +4,12 @@ per step naming the strongest drivers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .explain.indices import check_index
 from .network import Network
 from .scenario import ScenarioConfig
-from .timeline import REFERENCES, Timeline
+from .timeline import REFERENCES, Timeline, read_meta
 
 UNIT = "share of nodes chlorinated"
 
@@ -181,3 +183,13 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
     if down:
         parts.append(f"{_names(network, down)} lowers it most")
     return f"{head} {_upper_first('; '.join(parts))}."
+
+
+def timeline_label(path: str | Path) -> str:
+    """A plain name of a cached timeline's scenario (where, how strongly, how long;
+    :func:`scenario_text`)."""
+    meta = read_meta(path) or {}
+    try:
+        return scenario_text(ScenarioConfig.model_validate(meta["scenario"]))
+    except (KeyError, TypeError, ValueError):
+        return f"unreadable timeline {Path(path).name}"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .errors import DataError
 from .model_folder import read_card
 from .scenario import DRAWN_RANGES, ScenarioConfig, load_config
-from .timeline import read_meta, timeline_is_current
+from .timeline import timeline_is_current
 
 if TYPE_CHECKING:
     from .network import Network
@@ -139,15 +139,3 @@ def default_timeline(model_dir: str | Path) -> Path | None:
     (:func:`timeline_is_current`), else None (the caller computes it into its cache)."""
     path = Path(model_dir, MODEL_TIMELINE)
     return path if timeline_is_current(path, model_dir) else None
-
-
-def timeline_label(path: str | Path) -> str:
-    """A plain name of a cached timeline's scenario (where, how strongly, how long;
-    :func:`~.narrative.scenario_text`)."""
-    from .narrative import scenario_text
-
-    meta = read_meta(path) or {}
-    try:
-        return scenario_text(ScenarioConfig.model_validate(meta["scenario"]))
-    except (KeyError, TypeError, ValueError):
-        return f"unreadable timeline {Path(path).name}"

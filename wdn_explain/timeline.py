@@ -558,7 +558,7 @@ _MOVED = {
     "model_network": "shipped",
     "default_scenario": "shipped",
     "default_timeline": "shipped",
-    "timeline_label": "shipped",
+    "timeline_label": "narrative",
 }
 
 
