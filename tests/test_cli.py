@@ -148,7 +148,7 @@ def test_evaluate_prints_persistence(tiny_model_dir, waq_dir):
         "cpu",
     )
     assert result.exit_code == 0, result.output
-    assert "persist" in result.output and "per time step" in result.output
+    assert "persist" in result.output and "per forecast time" in result.output
     rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines() if line}
     assert "tree" in rows and "switch" in rows  # the tree baseline, forecasts over a switch
     assert "90% intervals: empirical coverage" in result.output

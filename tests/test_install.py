@@ -56,7 +56,7 @@ def test_the_wheel_runs_the_researcher_commands_anywhere(installed, tmp_path):
         ("simulate", "--config", "simulations/smoke.yaml", "--out", "data", "--workers", "1"),
         ("data-stats", "data"),
         ("train", "--data", "data", "--out", "mine", "--epochs", "1", "--layers", "2"),
-        ("evaluate", "--model", "mine", "--data", "data"),
+        ("evaluate", "--model", "mine", "--data", "data", "--split", "all"),
         (
             "explain",
             "--scenario",

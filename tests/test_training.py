@@ -106,7 +106,7 @@ def test_save_model_is_atomic_and_checks_the_card(tmp_path, trained):
     with pytest.raises(DataError, match="card.json' is corrupt: it lacks train, data"):
         save_model(ChlorineGNN(SMALL), {"model": SMALL.to_dict()}, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()  # refused before anything is written
-    save_model(ChlorineGNN(SMALL), {**card, "model": SMALL.to_dict()}, tmp_path / "ok")
+    save_model(ChlorineGNN(ModelConfig(**card["model"])), card, tmp_path / "ok")
     assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == ["card.json", "model.pt"]
 
 
