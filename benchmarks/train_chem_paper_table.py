@@ -30,21 +30,9 @@ from wdn_explain.chem.datasets import atom_types_only, load_dataset
 from wdn_explain.chem.models import ARCHITECTURES, ChemModelConfig
 from wdn_explain.chem.training import PAPER_TRAINING, ChemTrainConfig, train_classifier
 
+from train_chem_table import PAPER  # the paper's Table 1, (dataset, architecture, L) -> %
+
 RESULTS = Path("benchmarks/results")
-# (dataset, architecture, layers) -> test accuracy in % of the paper's Table 1
-PAPER = {
-    ("Benzene", "GCN", 1): 84.2,
-    ("Benzene", "GCN", 2): 88.6,
-    ("Benzene", "GCN", 3): 90.4,
-    ("Benzene", "GAT", 1): 83.1,
-    ("Benzene", "GAT", 2): 85.1,
-    ("Benzene", "GAT", 3): 85.7,
-    ("Benzene", "GIN", 1): 84.9,
-    ("Benzene", "GIN", 2): 90.5,
-    ("Benzene", "GIN", 3): 90.8,
-    ("FluorideCarbonyl", "GIN", 2): 87.2,
-    ("AlkaneCarbonyl", "GCN", 3): 99.1,
-}
 # the paper's own code re-run 10 times on its AlkaneCarbonyl data (../shared/datasets/chem)
 PAPER_CODE_RERUN = {("AlkaneCarbonyl", "GCN", 3): "96.5 (94.6-98.2)"}
 GRID = [(arch, layers) for arch in ARCHITECTURES for layers in (1, 2, 3)]
