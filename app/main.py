@@ -279,9 +279,17 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
     st.session_state[keyed("scenario")] = scenario_name(out)
 
 
+# The timeline's warnings about the simulation and the forecasts, with their headings.
+CHECKS = {
+    "pressure_warning": "Check the hydraulics",
+    "forecast_warning": "Check the model",
+}
+
+
 def design_notice(tl: Timeline) -> None:
-    """A visible notice above the map when the scenario lies outside the model's training
-    design (naming what), or when the model records no design; nothing inside it."""
+    """Visible notices above the map: the scenario lies outside the model's training design
+    (naming what) or the model records no design; the simulation has negative pressures or
+    the forecasts leave their range; the forecast intervals are wide. Nothing otherwise."""
     ood = tl.meta.get("out_of_design")
     if ood is None:
         st.info(f"Note: {UNKNOWN_DESIGN}.")
@@ -290,6 +298,11 @@ def design_notice(tl: Timeline) -> None:
             "**Outside what this model learned** -- the forecast is an extrapolation and its "
             "explanation describes that extrapolation: " + "; ".join(ood) + "."
         )
+    for key, heading in CHECKS.items():
+        if tl.meta.get(key):
+            st.warning(f"**{heading}** -- {tl.meta[key]}.")
+    if tl.meta.get("uncertainty"):
+        st.info(tl.meta["uncertainty"])
 
 
 # The time and play state, forgotten when another model is chosen (the model's widgets

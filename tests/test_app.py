@@ -197,7 +197,7 @@ def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
     assert widget(app, "multiselect", "follow").value == ["12"]  # its own injection node
     assert len(specs(app)) >= 3  # SI-Graph, forecast, chlorine (and 20's value if it moves)
     assert list((tmp_path / "cache").glob("timeline_*.npz"))
-    assert not app.warning  # inside the design: no notice
+    assert not [w for w in app.warning if "Outside what" in w.value]  # inside the design
     assert set(panel_minutes(app).values()) == {cursor(app)}
 
 
@@ -236,7 +236,12 @@ def test_form_offers_what_the_design_covers(app):
     assert widget(app, "selectbox", "new_mode").options == design["injection_modes"]
     strength = widget(app, "slider", "new_strength")
     assert [strength.min, strength.max] == design["ranges"]["injection_strength_mg_l"]
-    assert not app.warning and not app.info  # the default scenario lies inside the design
+    # the default scenario lies inside the design: the only notice is the simulation's own
+    # pressure warning, as the shipped timeline's metadata records it
+    pressure = read_meta(ROOT / "models" / "default" / "default_timeline.npz")["pressure_warning"]
+    assert pressure.startswith("negative pressure at ")
+    assert [w.value for w in app.warning] == [f"**Check the hydraulics** -- {pressure}."]
+    assert not app.info
 
 
 def test_runs_from_another_directory(tmp_path, monkeypatch):
@@ -253,9 +258,9 @@ def test_notice_names_what_is_outside_the_design(tmp_path, monkeypatch, tiny_mod
     monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(tiny_model_dir))
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert not at.exception
-    assert len(at.warning) == 1
-    assert "injection at node 20: this model never saw chlorine enter there" in at.warning[0].value
-    assert "strength 1.5 mg/L: outside the trained range 1 mg/L" in at.warning[0].value
+    (outside,) = [w.value for w in at.warning if "Outside what" in w.value]
+    assert "injection at node 20: this model never saw chlorine enter there" in outside
+    assert "strength 1.5 mg/L: outside the trained range 1 mg/L" in outside
 
 
 def test_notice_for_a_card_without_design(tmp_path, monkeypatch):

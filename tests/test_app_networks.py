@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
 
+from wdn_explain.narrative import NO_COORDINATES
 from wdn_explain.network import builtin_networks, load_network
 from wdn_explain.scenario import load_config, parse_config
 from wdn_explain.shipped import (
@@ -132,7 +133,7 @@ def test_app_shows_a_net1_model_on_net1(start, net1_model):
     # it opens on the middle of the design: the reservoir, 1.25 mg/L
     assert widget(at, "selectbox", "scenario").value.startswith("default: reservoir, 1.25 mg/L")
     assert any("network net1: 11 nodes, 13 links" in c.value for c in at.sidebar.caption)
-    assert not at.info  # Net1's .inp has coordinates: no layout notice
+    assert NO_COORDINATES not in [i.value for i in at.info]  # Net1's .inp has coordinates
 
 
 def test_model_chooser_lists_every_water_model_and_switches(start, net1_model, hanoi):
@@ -189,7 +190,7 @@ def test_unreadable_network_file_in_the_model_folder_names_the_file(net1_model, 
 def test_network_without_coordinates_gets_a_layout_and_a_notice(
     start, cache, net1_model, tmp_path, hanoi
 ):
-    from wdn_explain.narrative import NO_COORDINATES
+
     from wdn_explain.report import report_html
 
     text = without_coordinates(builtin_networks()["net1"].read_text())
