@@ -20,6 +20,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(chem_app, name="chem")
+network_app = typer.Typer(
+    help="Your own network: from its EPANET .inp file to a model the app lists.",
+    no_args_is_help=True,
+)
+app.add_typer(network_app, name="network")
 
 
 # Engine arguments named in messages, and the options of `explain` that set them.
@@ -278,77 +283,18 @@ def evaluate(
     """Print MAE, RMSE and R² of the model beside persistence, the time-step climatology and
     a gradient-boosted tree on the same inputs, overall, per scenario factor (and whether a
     source switches within the horizon) and per time step."""
-    from .dataset import WaqDataset, load_waq_arrays
-    from .model_folder import load_model
+    from .scoring import score_lines, score_model
     from .shipped import default_model, shipped
-    from .training import check_data_matches
-    from .training import evaluate as run_evaluation
 
     model = default_model() if model is None else shipped(model)
     try:
-        net, card = load_model(model)
-        arrays = load_waq_arrays(data)
-        check_data_matches(card, arrays.manifest, data)
-        inputs = card.input_spec
-        ds = WaqDataset.for_inputs(
-            data, split, inputs, split_seed=card.train["split_seed"], arrays=arrays
-        )
-        fit_on = None
-        if fit_data is not None:
-            fit_arrays = load_waq_arrays(fit_data)
-            check_data_matches(card, fit_arrays.manifest, fit_data)
-            fit_on = WaqDataset.for_inputs(
-                fit_data, "train", inputs, split_seed=card.train["split_seed"], arrays=fit_arrays
-            )
-        res = run_evaluation(net, ds, device, conformal=card.conformal, tree_data=fit_on)
+        scores = score_model(model, data, split, device, fit_data)
     except WdnExplainError as exc:
         _fail(exc)
-    if res["forecast_warning"]:
-        typer.echo(f"warning: {res['forecast_warning']}", err=True)
-    step_min = int(arrays.times_s[1] - arrays.times_s[0]) / 60
-    minutes = inputs.horizon * step_min
-    typer.echo(
-        f"{split}: {res['n_samples']} samples, forecasts {minutes:g} min "
-        f"({inputs.horizon} steps) ahead of the share of nodes with chlorine >= "
-        f"{inputs.threshold:g} {inputs.threshold_unit}"
-    )
-    typer.echo(f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
-    for name, prefix in (
-        ("model", ""),
-        ("persistence", "persistence_"),
-        ("climatology", "climatology_"),
-        ("tree", "tree_"),
-    ):
-        typer.echo(
-            f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
-            f"{res[prefix + 'r2']:>8.3f}"
-        )
-    if "coverage" in res:
-        typer.echo(
-            f"{res['confidence']:.0%} intervals: empirical coverage {res['coverage']:.3f}, "
-            f"mean half-width {res['half_width']:.4f}"
-        )
-    typer.echo("MAE per scenario factor:")
-    typer.echo(
-        f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
-        f" {'tree':>8}" + (f" {'coverage':>8}" if "coverage" in res else "")
-    )
-    for factor, rows in res["per_factor"].items():
-        for r in rows:
-            typer.echo(
-                f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
-                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
-                + (f" {r['coverage']:>8.3f}" if "coverage" in r else "")
-            )
-    typer.echo(f"per forecast time (forecast made at t min for t + {minutes:g} min):")
-    typer.echo(
-        f"{'t (min)':>7} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}"
-    )
-    for row in res["per_step"]:
-        typer.echo(
-            f"{row['t'] * step_min:>7g} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
-            f"{row['persistence_mae']:>12.4f} {row['climatology_mae']:>11.4f}"
-        )
+    if scores.results["forecast_warning"]:
+        typer.echo(f"warning: {scores.results['forecast_warning']}", err=True)
+    for line in score_lines(scores):
+        typer.echo(line)
 
 
 @app.command()
@@ -692,3 +638,62 @@ def export(
         _fail(exc)
     label = index if order is None else f"{index} (order {order})"
     typer.echo(f"exported {label} of {len(tl)} steps")
+
+
+@network_app.command("onboard")
+def onboard(
+    inp: Path = typer.Argument(..., help="the network's EPANET .inp file"),
+    out: Path = typer.Option(
+        None,
+        help="model folder [default: <user models folder>/<file stem>, the folder the app "
+        "lists: $WDN_EXPLAIN_MODELS, else ~/.local/share/wdn-explain/models]",
+    ),
+    scenarios: int = typer.Option(40, help="scenarios of the default design (at least 8)"),
+    epochs: int = typer.Option(30, help="maximum training epochs (early stopping)"),
+    layers: int = typer.Option(
+        None, help="message-passing layers [default: 3 where exact explanations stay cheap, else 2]"
+    ),
+    seed: int = typer.Option(0, help="seed of the design and the training"),
+    workers: int = typer.Option(0, help="simulation worker processes (0: all cores)"),
+    device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
+    overwrite: bool = typer.Option(
+        False, help="start afresh in a folder that holds another design or model"
+    ),
+) -> None:
+    """Check a network, write its default monitoring design (design.yaml), simulate it,
+    train, calibrate and evaluate a forecaster (evaluation.txt) and explain its default
+    scenario (default_scenario.yaml, default_timeline.npz): a model folder like the shipped
+    ones. A network that cannot be simulated is refused in one line, with nothing written;
+    run the same command again to resume an interrupted run."""
+    from .onboard import onboard as run_onboarding
+    from .shipped import user_models_dir, water_models
+
+    folder = out or user_models_dir() / inp.stem
+    try:
+        done = run_onboarding(
+            inp,
+            folder,
+            n_scenarios=scenarios,
+            seed=seed,
+            epochs=epochs,
+            layers=layers,
+            n_workers=workers or None,
+            device=device,
+            overwrite=overwrite,
+            say=typer.echo,
+            progress=True,
+        )
+    except WdnExplainError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: run the same command again to resume in {folder}")
+        raise typer.Exit(130) from None
+    listed = done.folder.resolve() in {m.resolve() for m in water_models().values()}
+    typer.echo(
+        f"model folder {done.folder}: "
+        + (
+            "the app (`streamlit run app/main.py`) lists it"
+            if listed
+            else f"the app lists it with WDN_EXPLAIN_MODEL={done.folder.resolve()}"
+        )
+    )

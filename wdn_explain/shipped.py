@@ -46,19 +46,33 @@ def default_model() -> Path:
 MODEL_SCENARIO, MODEL_TIMELINE = "default_scenario.yaml", "default_timeline.npz"
 
 
+def user_models_dir() -> Path:
+    """Where the user's own models go (``wdn-explain network onboard`` by default, the app's
+    upload) and where the app looks for them besides ``models/``: ``$WDN_EXPLAIN_MODELS``,
+    else ``~/.local/share/wdn-explain/models``."""
+    default = Path.home() / ".local" / "share" / "wdn-explain" / "models"
+    return Path(os.environ.get("WDN_EXPLAIN_MODELS", default))
+
+
 def water_models() -> dict[str, Path]:
     """The models the app offers, by name: :func:`default_model` first (its folder name, or
     its path when it lies outside ``models/``), then every water model folder under the
-    shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped)."""
+    shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped), then
+    every one under :func:`user_models_dir` (by folder name, or by path where a shipped
+    model has that name)."""
     root = SHIPPED_ROOT / "models"
     first = default_model()
     found = {first.name if first.resolve().parent == root else str(first): first}
-    for card in sorted(root.glob("*/card.json")):
-        if card.parent.name == "chem" or card.parent == first.resolve():
-            continue
-        with contextlib.suppress(DataError):  # not a water model folder
-            read_card(card.parent)
-            found[card.parent.name] = card.parent
+    seen = {first.resolve()}
+    for folder in (root, user_models_dir()):
+        for card in sorted(folder.glob("*/card.json")):
+            model = card.parent
+            if model.name == "chem" or model.resolve() in seen:
+                continue
+            with contextlib.suppress(DataError):  # not a water model folder
+                read_card(model)
+                found[str(model) if model.name in found else model.name] = model
+                seen.add(model.resolve())
     return found
 
 

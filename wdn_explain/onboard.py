@@ -1,0 +1,378 @@
+"""A utility's own network, from its EPANET .inp file to a model folder like the shipped ones.
+
+:func:`onboard` checks that the network can be simulated (refused in one line, before
+anything is written), writes a default monitoring design for it (``design.yaml``), simulates
+that design, trains and calibrates the forecaster, evaluates it (``evaluation.txt``) and
+explains a default scenario exactly (``default_scenario.yaml``, ``default_timeline.npz``).
+Each stage calls the pipeline's own function (:func:`~wdn_explain.waq.generate_waq`,
+:func:`~wdn_explain.training.train`, :func:`~wdn_explain.scoring.score_model`,
+:func:`~wdn_explain.pipeline.explain_scenario`); a run that was interrupted resumes where it
+stopped (finished scenario files, a model trained on this design and a current timeline are
+kept).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .errors import ConfigError, DataError, WdnExplainError
+from .files import atomic_write, check_output
+from .model_folder import CARD, read_card
+from .network import Network, load_network
+from .progress import ProgressArg, progress_callback
+from .scenario import ScenarioConfig, SimulationConfig, load_config
+from .shipped import MODEL_SCENARIO, MODEL_TIMELINE, SHIPPED_ROOT, default_scenario
+
+logger = logging.getLogger(__name__)
+
+#: The design every onboarded network starts from (its ranges, schedules, duration, steps).
+MONITORING = SHIPPED_ROOT / "simulations" / "monitoring.yaml"
+DESIGN, EVALUATION, DATA = "design.yaml", "evaluation.txt", "data"
+STAGES = ("check", "design", "simulate", "train", "evaluate", "explain")
+DEFAULT_SCENARIOS = 40
+"""Scenarios simulated by default: trains in minutes on 2 cores, up to networks of hundreds
+of nodes (README, "Your own network")."""
+MIN_SCENARIOS = 8
+"""The fewest scenarios that leave one each for calibration, validation and test."""
+MAX_BOOSTERS = 40
+"""Booster candidates: the junctions with the largest mean flow through them (as the L-Town
+design, ``simulations/ltown.yaml``)."""
+EXACT_COALITIONS = 10**6
+"""Three message-passing layers while an exact explanation of one step needs at most this
+many coalitions (|I|) -- Hanoi needs 101 115, Net3 30 million --, else two."""
+LARGE_NETWORK = 300
+"""Networks above this many nodes get a one-hour default scenario (its timeline file grows
+with the nodes and the steps; L-Town's hour is 4.3 MB)."""
+INP_SECTIONS = ("[JUNCTIONS]", "[RESERVOIRS]", "[TANKS]")
+
+Say = Callable[[str], None]
+"""Receives one line per stage (what it does, then what it did)."""
+
+
+@dataclass(frozen=True)
+class Onboarded:
+    """What :func:`onboard` made.
+
+    Attributes:
+        folder: The model folder.
+        network: The network (read from the copy in the folder).
+        config: The simulated design (``design.yaml``).
+        metrics: The test scores in the card (MAE beside the baselines, coverage).
+        timeline_status: How the default timeline was obtained (``computed``, ``cached``).
+    """
+
+    folder: Path
+    network: Network
+    config: SimulationConfig
+    metrics: dict
+    timeline_status: str
+
+
+def check_network(inp_path: str | Path) -> Network:
+    """Read a utility's .inp and check that it can be simulated.
+
+    Raises:
+        ConfigError: in one line naming the file: missing, not an .inp, not an EPANET
+            network, unreadable by EPANET, no reservoir or tank, or nodes that no reservoir
+            or tank can supply.
+    """
+    path = Path(inp_path)
+    if path.suffix.lower() != ".inp":
+        raise ConfigError(f"network file '{path}' is not an EPANET .inp file (name ends in .inp)")
+    if not path.is_file():
+        raise ConfigError(f"network file '{path}' does not exist")
+    text = path.read_bytes().decode("utf-8", errors="replace").upper()
+    if not any(section in text for section in INP_SECTIONS):
+        raise ConfigError(
+            f"network file '{path}' is not an EPANET network: it has no "
+            f"{', '.join(INP_SECTIONS)} section"
+        )
+    network = load_network(path)
+    if not network.n_nodes:
+        raise ConfigError(f"network file '{path}' has no nodes")
+    if all(role == "junction" for role in network.node_roles):
+        raise ConfigError(
+            f"network file '{path}' has no reservoir or tank: nothing supplies its "
+            f"{network.n_nodes} nodes with water"
+        )
+    network.check_connected()
+    return network
+
+
+def _base_flows(network: Network, template: ScenarioConfig) -> np.ndarray:
+    """Link flows (L/s) of the design's template without demand noise, shape (T, n_links);
+    ConfigError naming the file when EPANET cannot simulate the network."""
+    from .simulation import simulate
+
+    source = None if network.reservoirs else network.node_ids[network.node_roles.index("tank")]
+    scenario = template.model_copy(
+        update={"network": str(network.inp_path), "demand_variation": 0.0, "injection_node": source}
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            flows = simulate(scenario, network).link_flow_lps
+    except WdnExplainError:
+        raise
+    except Exception as exc:  # EPANET reports failures in many ways
+        raise ConfigError(
+            f"network file '{network.inp_path}' cannot be simulated by EPANET "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    if not np.isfinite(flows).all():
+        raise ConfigError(
+            f"network file '{network.inp_path}' cannot be simulated by EPANET "
+            "(its hydraulics give non-finite flows)"
+        )
+    return flows
+
+
+def booster_candidates(network: Network, flows_lps: np.ndarray) -> tuple[str, ...]:
+    """Up to :data:`MAX_BOOSTERS` junctions with the largest mean flow through them (half
+    the summed absolute flow of their links), largest first; junctions without flow (dead
+    ends without demand) are never candidates.
+
+    Args:
+        flows_lps: Link flows over time, shape (T, n_links).
+    """
+    link_mean = np.abs(flows_lps).mean(axis=0)
+    through = np.zeros(network.n_nodes)
+    np.add.at(through, network.link_nodes[:, 0], link_mean)
+    np.add.at(through, network.link_nodes[:, 1], link_mean)
+    junctions = [i for i, role in enumerate(network.node_roles) if role == "junction"]
+    ranked = sorted((i for i in junctions if through[i] > 0), key=lambda i: -through[i])
+    return tuple(network.node_ids[i] for i in ranked[:MAX_BOOSTERS])
+
+
+def default_design(
+    network: Network, folder: str | Path, *, n_scenarios: int = DEFAULT_SCENARIOS, seed: int = 0
+) -> SimulationConfig:
+    """The monitoring design (:data:`MONITORING`: its strengths, schedules, demands, decay,
+    duration and steps) on ``network``, read from its copy ``folder/<name>.inp``: chlorine
+    enters at the first reservoir in 30 % of the scenarios (none without a reservoir),
+    otherwise at a booster at one of the :func:`booster_candidates`.
+
+    Raises:
+        ConfigError: too few scenarios, or EPANET cannot simulate the network.
+    """
+    if n_scenarios < MIN_SCENARIOS:
+        raise ConfigError(
+            f"scenarios must be at least {MIN_SCENARIOS} (got {n_scenarios}): training, "
+            "calibration, validation and test need one each"
+        )
+    monitoring = load_config(MONITORING)
+    boosters = booster_candidates(network, _base_flows(network, monitoring.scenario))
+    if not boosters and not network.reservoirs:
+        raise ConfigError(
+            f"network file '{network.inp_path}' has no reservoir and no junction with flow: "
+            "chlorine can enter nowhere"
+        )
+    copy = Path(folder).absolute() / f"{network.name}.inp"
+    design = monitoring.design.model_dump()
+    design |= {
+        "injection_nodes": list(boosters),
+        "reservoir_share": (0.3 if boosters else 1.0) if network.reservoirs else 0.0,
+    }
+    return SimulationConfig.model_validate(
+        {
+            "n_scenarios": n_scenarios,
+            "seed": seed,
+            "scenario": monitoring.scenario.model_dump() | {"network": str(copy)},
+            "design": design,
+        }
+    )
+
+
+def n_layers_for(network: Network) -> int:
+    """Message-passing layers of an onboarded model: 3 while one exact step needs at most
+    :data:`EXACT_COALITIONS` coalitions, else 2 (explained exactly on a CPU in about a
+    second per step up to L-Town's size)."""
+    from .explain import complexity
+
+    cost = complexity(network.edge_index, network.n_nodes, 3)
+    return 3 if cost.exact and cost.n_interactions <= EXACT_COALITIONS else 2
+
+
+def _design_text(config: SimulationConfig, network: Network) -> str:
+    """``design.yaml``: a comment saying how it was made, then the config (the network as
+    the copy beside it, so that the folder can move)."""
+    data = config.model_dump(mode="json")
+    data["scenario"]["network"] = f"{network.name}.inp"
+    n_boosters = len(config.design.booster_nodes(network.junctions))
+    head = (
+        f"# The default monitoring design of network '{network.name}' ({network.n_nodes} nodes, "
+        f"{network.n_links} links),\n# written by `wdn-explain network onboard`: the ranges, "
+        "schedules, duration and steps of simulations/monitoring.yaml;\n"
+        f"# chlorine enters at the first reservoir in {config.design.reservoir_share:.0%} of the "
+        f"scenarios, otherwise at one of the {n_boosters} junctions\n# with the largest mean "
+        "flow through them. Edit it and run the command again with --overwrite to retrain.\n"
+    )
+    return head + yaml.safe_dump(data, sort_keys=False)
+
+
+def _check_folder(folder: Path, network: Network, config: SimulationConfig, overwrite: bool):
+    """Refuse, before anything is written, a folder that holds another network or design."""
+    check_output(folder, kind="dir", what="model folder")
+    copy = folder / f"{network.name}.inp"
+    if overwrite:
+        return
+    if copy.is_file() and copy.read_bytes() != network.inp_path.read_bytes():
+        raise DataError(
+            f"model folder '{folder}' holds another version of network '{network.name}' "
+            f"({copy}); use --overwrite to start afresh"
+        )
+    design = folder / DESIGN
+    if design.is_file() and load_config(design).config_hash() != config.config_hash():
+        raise DataError(
+            f"model folder '{folder}' holds another design ({design}: other scenarios, seed or "
+            "network); use --overwrite to start afresh"
+        )
+    if (folder / CARD).is_file() and _card_hash(folder) != config.config_hash():
+        raise DataError(
+            f"model folder '{folder}' holds a model trained on other data; use --overwrite "
+            "to replace it"
+        )
+
+
+def _card_hash(folder: Path) -> str | None:
+    """The config hash of the data a folder's model was trained on (None: unreadable)."""
+    try:
+        return read_card(folder).data.config_hash
+    except DataError:
+        return None
+
+
+def _trained_on(folder: Path, config: SimulationConfig) -> bool:
+    """Whether the folder holds a model whose training finished on this design's data."""
+    if _card_hash(folder) != config.config_hash():
+        return False
+    return not read_card(folder).interrupted
+
+
+def onboard(
+    inp_path: str | Path,
+    folder: str | Path,
+    *,
+    n_scenarios: int = DEFAULT_SCENARIOS,
+    seed: int = 0,
+    epochs: int = 30,
+    layers: int | None = None,
+    n_workers: int | None = None,
+    device: str = "auto",
+    overwrite: bool = False,
+    say: Say | None = None,
+    progress: ProgressArg = False,
+) -> Onboarded:
+    """Take a utility's .inp file to a model folder that the app lists (see the module
+    docstring); resumable.
+
+    Args:
+        inp_path: The network's EPANET file; copied into the folder as ``<name>.inp``.
+        folder: The model folder (created).
+        n_scenarios: Scenarios of the default design (at least :data:`MIN_SCENARIOS`).
+        seed: Master seed of the design (and of training).
+        epochs: Maximum training epochs (early stopping on validation).
+        layers: Message-passing layers (default: :func:`n_layers_for`).
+        n_workers: Simulation worker processes (default: all usable cores).
+        overwrite: Start afresh in a folder that holds another design or model.
+        say: Receives a line per stage.
+        progress: True shows a tqdm bar per stage; a callable gets ``(done, total)`` within
+            each stage.
+
+    Raises:
+        ConfigError: a network that cannot be simulated (nothing is written) or bad settings.
+        DataError: a folder of another network or design (without ``overwrite``).
+    """
+    from .model import ModelConfig
+    from .pipeline import explain_scenario
+    from .scoring import score_lines, score_model
+    from .timeline import check_timeline_output
+    from .training import TrainConfig, train
+    from .waq import generate_waq
+
+    tell = say or (lambda line: logger.info("%s", line))
+    folder = Path(folder)
+    step = iter(f"[{k}/{len(STAGES)}] {name}" for k, name in enumerate(STAGES, 1))
+
+    tell(f"{next(step)}: reading {inp_path}")
+    network = check_network(inp_path)
+    layers = layers or n_layers_for(network)
+    config = default_design(network, folder, n_scenarios=n_scenarios, seed=seed)
+    _check_folder(folder, network, config, overwrite)
+    tell(
+        f"  {network.name}: {network.n_nodes} nodes, {network.n_links} links, "
+        f"{len(network.reservoirs)} reservoir(s); EPANET simulates it; {layers} layers"
+    )
+
+    tell(f"{next(step)}: {folder / DESIGN}")
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / f"{network.name}.inp"
+    if overwrite or not copy.is_file():
+        with atomic_write(copy) as tmp:
+            shutil.copyfile(network.inp_path, tmp)
+    with atomic_write(folder / DESIGN) as tmp:
+        tmp.write_text(_design_text(config, network))
+    network = load_network(copy)
+    boosters = config.design.booster_nodes(network.junctions)
+    tell(
+        f"  {n_scenarios} scenarios; boosters at {', '.join(boosters[:8])}"
+        + " ..." * (len(boosters) > 8)
+    )
+
+    data = folder / DATA
+    tell(f"{next(step)}: {n_scenarios} scenarios into {data}")
+    with progress_callback(progress, "simulate") as cb:
+        generate_waq(config, data, n_workers=n_workers, overwrite=overwrite, progress=cb)
+
+    if _trained_on(folder, config) and not overwrite:
+        tell(f"{next(step)}: kept the model in {folder} (trained on this design)")
+    else:
+        tell(f"{next(step)}: {layers} layers, up to {epochs} epochs")
+        train(
+            data,
+            folder,
+            model_config=ModelConfig(num_layers=layers),
+            train_config=TrainConfig(epochs=epochs, seed=seed),
+            device=device,
+            overwrite=True,  # the folder was checked: this design's model, or afresh
+            progress=progress,
+        )
+    card = read_card(folder)
+
+    tell(f"{next(step)}: test split -> {folder / EVALUATION}")
+    scores = score_model(folder, data, "test", device)
+    lines = score_lines(scores)
+    if scores.results["forecast_warning"]:
+        lines.insert(0, f"warning: {scores.results['forecast_warning']}")
+    with atomic_write(folder / EVALUATION) as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
+    res = scores.results
+    tell(
+        f"  {lines[0]}: MAE {res['mae']:.4f} (persistence {res['persistence_mae']:.4f}, "
+        f"climatology {res['climatology_mae']:.4f}, tree {res['tree_mae']:.4f})"
+    )
+
+    own = folder / MODEL_SCENARIO
+    if overwrite or not own.is_file():
+        spec = default_scenario(folder, network)
+        if network.n_nodes > LARGE_NETWORK:
+            spec = spec.model_copy(update={"duration_s": min(spec.duration_s, 3600)})
+        scenario = {**spec.model_dump(mode="json"), "network": copy.name}
+        with atomic_write(own) as tmp:
+            tmp.write_text(yaml.safe_dump({"scenario": scenario}, sort_keys=False))
+    spec = load_config(own).scenario_config(0)
+    out = folder / MODEL_TIMELINE
+    tell(f"{next(step)}: {spec.describe()} -> {out}")
+    check_timeline_output(out, spec, overwrite=True)
+    with progress_callback(progress, "explain") as cb:
+        _, status = explain_scenario(spec, folder, out=out, progress=cb)
+    tell(f"  {status}; the model folder {folder} is ready")
+    return Onboarded(folder, network, config, card.metrics, status)

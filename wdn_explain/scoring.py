@@ -1,0 +1,118 @@
+"""A model folder scored on a WAQ folder, and the text of those scores: what ``wdn-explain
+evaluate`` prints and ``wdn-explain network onboard`` saves as ``evaluation.txt``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .features import InputSpec
+
+
+@dataclass(frozen=True)
+class Scores:
+    """:func:`~wdn_explain.training.evaluate`'s results, with what their text needs.
+
+    Attributes:
+        results: The results (overall, per factor, per step; ``forecast_warning``).
+        inputs: How the model's inputs and labels are built (horizon, threshold, unit).
+        split: The scored split (``train``, ``val``, ``test`` or ``all``).
+        step_s: Seconds between reported states of the data.
+    """
+
+    results: dict[str, Any]
+    inputs: InputSpec
+    split: str
+    step_s: int
+
+
+def score_model(
+    model_dir: str | Path,
+    data_dir: str | Path,
+    split: str = "test",
+    device: str = "auto",
+    fit_data: str | Path | None = None,
+) -> Scores:
+    """Score a model folder on a split of a WAQ folder beside the baselines
+    (:func:`~wdn_explain.training.evaluate`).
+
+    Args:
+        fit_data: WAQ folder whose training split the tree baseline is fitted on
+            (default: ``data_dir``).
+
+    Raises:
+        DataError: a missing or corrupt model or data folder, data of another network, an
+            empty split.
+    """
+    from .dataset import WaqDataset, load_waq_arrays
+    from .model_folder import load_model
+    from .training import check_data_matches, evaluate
+
+    net, card = load_model(model_dir)
+    arrays = load_waq_arrays(data_dir)
+    check_data_matches(card, arrays.manifest, data_dir)
+    inputs, seed = card.input_spec, card.train["split_seed"]
+    ds = WaqDataset.for_inputs(data_dir, split, inputs, split_seed=seed, arrays=arrays)
+    fit_on = None
+    if fit_data is not None:
+        fit_arrays = load_waq_arrays(fit_data)
+        check_data_matches(card, fit_arrays.manifest, fit_data)
+        fit_on = WaqDataset.for_inputs(
+            fit_data, "train", inputs, split_seed=seed, arrays=fit_arrays
+        )
+    results = evaluate(net, ds, device, conformal=card.conformal, tree_data=fit_on)
+    step_s = int(arrays.times_s[1] - arrays.times_s[0]) if len(arrays.times_s) > 1 else 0
+    return Scores(results, inputs, split, step_s)
+
+
+def score_lines(scores: Scores) -> list[str]:
+    """The scores as text lines: the model beside persistence, the time-step climatology
+    and the tree (MAE, RMSE, R²), the interval coverage, MAE per scenario factor and per
+    forecast time (in minutes)."""
+    res, inputs = scores.results, scores.inputs
+    step_min = scores.step_s / 60
+    minutes = inputs.horizon * step_min
+    lines = [
+        f"{scores.split}: {res['n_samples']} samples, forecasts {minutes:g} min "
+        f"({inputs.horizon} steps) ahead of the share of nodes with chlorine >= "
+        f"{inputs.threshold:g} {inputs.threshold_unit}",
+        f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}",
+    ]
+    for name, prefix in (
+        ("model", ""),
+        ("persistence", "persistence_"),
+        ("climatology", "climatology_"),
+        ("tree", "tree_"),
+    ):
+        lines.append(
+            f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
+            f"{res[prefix + 'r2']:>8.3f}"
+        )
+    if "coverage" in res:
+        lines.append(
+            f"{res['confidence']:.0%} intervals: empirical coverage {res['coverage']:.3f}, "
+            f"mean half-width {res['half_width']:.4f}"
+        )
+    lines.append("MAE per scenario factor:")
+    lines.append(
+        f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
+        f" {'tree':>8}" + (f" {'coverage':>8}" if "coverage" in res else "")
+    )
+    for factor, rows in res["per_factor"].items():
+        for r in rows:
+            lines.append(
+                f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
+                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
+                + (f" {r['coverage']:>8.3f}" if "coverage" in r else "")
+            )
+    lines.append(f"per forecast time (forecast made at t min for t + {minutes:g} min):")
+    lines.append(
+        f"{'t (min)':>7} {'MAE':>8} {'RMSE':>8} {'R2':>8} {'persist MAE':>12} {'climat MAE':>11}"
+    )
+    for row in res["per_step"]:
+        lines.append(
+            f"{row['t'] * step_min:>7g} {row['mae']:>8.4f} {row['rmse']:>8.4f} {row['r2']:>8.3f} "
+            f"{row['persistence_mae']:>12.4f} {row['climatology_mae']:>11.4f}"
+        )
+    return lines
