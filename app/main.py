@@ -2,7 +2,8 @@
 
 Run with ``streamlit run app/main.py``: two pages, "Water network" (this file) and
 "Molecules" (``pages/1_Molecules.py``). The user picks one of the water models (every model
-folder under ``models/``, and ``$WDN_EXPLAIN_MODEL``); the network is the one its card names.
+folder under ``models/`` and the user models folder, and ``$WDN_EXPLAIN_MODEL``), or builds
+one from an uploaded .inp (``wdn_explain.onboard``); the network is the one its card names.
 The app only parses input and shows results; the work is done by the library (simulate ->
 forecast -> explain, cached per scenario/model).
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +37,7 @@ from wdn_explain.narrative import (
     threshold_text,
     timeline_label,
 )
+from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, onboard
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.plot import (
     LABELLED_NODES,
@@ -51,6 +55,7 @@ from wdn_explain.shipped import (
     default_scenario,
     default_timeline,
     model_network,
+    user_models_dir,
     water_models,
 )
 from wdn_explain.simulation import injection_node
@@ -325,21 +330,97 @@ def _model_label(name: str, model_dir: Path) -> str:
 
 def pick_model():
     """The model chooser (top of the sidebar): returns the model folder and its network,
-    with a caption naming the network (and a notice when its map is a computed layout)."""
+    with a caption naming the network (and a notice when its map is a computed layout);
+    below it, the upload that builds a model of the user's own network."""
     models = water_models()
+    built = st.session_state.pop(BUILT, None)  # a model the upload just made: chosen
+    if built in models:
+        st.session_state["model"] = built
+        _forget_model_state()
     name = st.sidebar.selectbox(
         "model",
         list(models),
         format_func=lambda m: _model_label(m, models[m]),
         key="model",
         on_change=_forget_model_state,
-        help="the trained models shipped in models/ (and $WDN_EXPLAIN_MODEL); each is shown "
-        "on the network it was trained on",
+        help="the trained models in models/, your own (built below, or by `wdn-explain "
+        "network onboard`) and $WDN_EXPLAIN_MODEL; each is shown on the network it was "
+        "trained on",
     )
     model_dir = models[name]
     net = network(str(model_dir), model_hash(model_dir))
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
+    own_network_form()
     return model_dir, net
+
+
+BUILT = "built_model"  # the session key through which a new model is chosen after a rerun
+MODEL_NAME = re.compile(r"[A-Za-z0-9][\w.-]*")
+
+
+def own_network_form() -> None:
+    """The sidebar's upload: a utility's .inp becomes a model of its own, as `wdn-explain
+    network onboard` makes it, in the user models folder."""
+    with st.sidebar.expander("your own network (.inp)"):
+        upload = st.file_uploader("EPANET network file", type=["inp"], key="own_inp")
+        stem = Path(upload.name).stem.lower() if upload is not None else ""
+        name = st.text_input("model name", value=stem, key=f"own_name@{stem}")
+        n_scenarios = st.number_input(
+            "scenarios",
+            min_value=MIN_SCENARIOS,
+            max_value=2000,
+            value=DEFAULT_SCENARIOS,
+            key="own_scenarios",
+            help="simulated, then split into training, calibration, validation and test; "
+            f"{DEFAULT_SCENARIOS} train in minutes on 2 cores",
+        )
+        build = st.button("build the model", disabled=upload is None, key="own_build")
+        st.caption(f"models are kept in {user_models_dir()}")
+    if build and upload is not None:
+        build_model(upload, name.strip(), int(n_scenarios))
+
+
+def build_model(upload, name: str, n_scenarios: int) -> None:
+    """Onboard the uploaded network into ``user_models_dir() / name`` with a line and a
+    bar per stage; choose the new model (rerun), or show one message naming the file and
+    why it was refused."""
+    if not MODEL_NAME.fullmatch(name):
+        st.sidebar.error(
+            f"model name '{name}' must start with a letter or digit and hold only letters, "
+            "digits, '.', '-' and '_'"
+        )
+        return
+    folder = user_models_dir() / name
+    status = st.sidebar.status(f"building {name}...", expanded=True)
+    bar = status.progress(0.0)
+
+    def say(line: str) -> None:
+        status.write(line)
+        if line.startswith("["):  # a new stage
+            status.update(label=line)
+            bar.progress(0.0)
+
+    with tempfile.TemporaryDirectory(prefix="wdn-explain-upload-") as tmp:
+        inp = Path(tmp, Path(upload.name).name)
+        inp.write_bytes(upload.getvalue())
+        try:
+            onboard(
+                inp,
+                folder,
+                n_scenarios=n_scenarios,
+                n_workers=1,  # no worker processes forked from the server
+                say=say,
+                progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1))),
+            )
+        except WdnExplainError as exc:
+            status.update(label=f"{name}: refused", state="error", expanded=False)
+            st.sidebar.error(str(exc).replace(f"{tmp}/", ""))  # the file as uploaded
+            return
+    status.update(label=f"{name}: built", state="complete", expanded=False)
+    st.session_state[BUILT] = next(
+        key for key, path in water_models().items() if path.resolve() == folder.resolve()
+    )
+    st.rerun()
 
 
 def main() -> None:

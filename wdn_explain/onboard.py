@@ -349,16 +349,16 @@ def onboard(
 
     tell(f"{next(step)}: test split -> {folder / EVALUATION}")
     scores = score_model(folder, data, "test", device)
-    lines = score_lines(scores)
-    if scores.results["forecast_warning"]:
-        lines.insert(0, f"warning: {scores.results['forecast_warning']}")
+    lines, res = score_lines(scores), scores.results
+    warning = [f"warning: {res['forecast_warning']}"] if res["forecast_warning"] else []
     with atomic_write(folder / EVALUATION) as tmp:
-        tmp.write_text("\n".join(lines) + "\n")
-    res = scores.results
+        tmp.write_text("\n".join(warning + lines) + "\n")
     tell(
         f"  {lines[0]}: MAE {res['mae']:.4f} (persistence {res['persistence_mae']:.4f}, "
         f"climatology {res['climatology_mae']:.4f}, tree {res['tree_mae']:.4f})"
     )
+    for line in warning:
+        tell(f"  {line}")
 
     own = folder / MODEL_SCENARIO
     if overwrite or not own.is_file():

@@ -1,0 +1,213 @@
+"""`wdn-explain network onboard`: a utility's .inp to a model folder (issue 20). Net1 (11 nodes)
+goes end to end from a temporary folder with 8 scenarios and two epochs; broken networks are
+refused in one line naming the file, with exit code 1 and nothing written.
+
+Oracles independent of the code under test: node ids read from the .inp text, the split
+sizes counted by hand, the forecasts recomputed by running the saved model on the saved
+default scenario, the label recomputed from the simulated chlorine, the booster ranking
+worked out by hand on a four-node line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from test_networks_pipeline import inp_node_ids
+from typer.testing import CliRunner
+
+from wdn_explain.cli import app
+from wdn_explain.errors import ConfigError
+from wdn_explain.model_folder import load_model, read_card
+from wdn_explain.network import Network, builtin_network_path, load_network
+from wdn_explain.onboard import booster_candidates, n_layers_for
+from wdn_explain.pipeline import scenario_graphs
+from wdn_explain.scenario import load_config
+from wdn_explain.shipped import default_scenario, default_timeline, water_models
+from wdn_explain.simulation import simulate
+from wdn_explain.timeline import Timeline
+from wdn_explain.waq import scenario_path
+
+runner = CliRunner()
+N_SCENARIOS, N_REPORTS, HORIZON, THRESHOLD = 8, 37, 4, 0.05  # 3 h at 5 min: 37 states
+FAST = ["--scenarios", N_SCENARIOS, "--epochs", 2, "--workers", 1, "--device", "cpu"]
+
+
+def onboard(*args):
+    return runner.invoke(app, ["network", "onboard", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def net1_inp(tmp_path_factory):
+    """Net1's .inp as a utility's own file (its own name, outside epyt)."""
+    path = tmp_path_factory.mktemp("utility") / "Mytown.inp"
+    shutil.copyfile(builtin_network_path("net1"), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def onboarded(net1_inp, tmp_path_factory):
+    """The command run once from a temporary working folder into ``mine`` there; returns
+    (the folder's absolute path, the output)."""
+    where = tmp_path_factory.mktemp("models")
+    with contextlib.chdir(where):
+        result = onboard(net1_inp, "--out", "mine", *FAST)
+    assert result.exit_code == 0, result.output
+    return where / "mine", result.output
+
+
+def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
+    folder, output = onboarded
+    ids = inp_node_ids(net1_inp)
+    for stage in ("check", "design", "simulate", "train", "evaluate", "explain"):
+        assert re.search(rf"\[\d/6\] {stage}: ", output), stage  # after a bar: no ^
+    # the network travels with the model, under the name its card records
+    assert (folder / "mytown.inp").read_bytes() == net1_inp.read_bytes()
+    card = read_card(folder)
+    assert card.data.network.name == "mytown" and card.data.n_scenarios == N_SCENARIOS
+    assert card.model["num_layers"] == 3  # Net1 at three layers: 2^11 coalitions at most
+    assert card.conformal is not None  # calibrated
+    # the design: the monitoring design on this network, boosters among its junctions
+    design = load_config(folder / "design.yaml")
+    assert design.n_scenarios == N_SCENARIOS
+    assert design.scenario.network == str((folder / "mytown.inp").resolve())
+    junctions = set(ids) - {"9", "2"}  # Net1's reservoir 9 and tank 2
+    assert set(design.design.injection_nodes) <= junctions
+    assert design.design.injection_nodes[0] == "10"  # every drop from the pump passes 10
+    assert design.design.reservoir_share == pytest.approx(0.3)
+    scenarios = sorted((folder / "data").glob("scenario_*.npz"))
+    assert [p.name for p in scenarios] == [
+        scenario_path(folder / "data", i).name for i in range(N_SCENARIOS)
+    ]
+    # evaluation.txt: the test split of 8 scenarios is 8 - round(6.4) - round(0.8) = 1
+    text = (folder / "evaluation.txt").read_text().splitlines()
+    text = [line for line in text if not line.startswith("warning:")]  # two epochs: may warn
+    assert text[0].startswith(f"test: {1 * (N_REPORTS - HORIZON)} samples")
+    assert any(line.split()[:1] == ["persistence"] for line in text)
+    # the app finds the folder, its default scenario and its current timeline
+    monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(folder.parent))
+    assert water_models()["mine"] == folder
+    assert default_timeline(folder) == folder / "default_timeline.npz"
+
+
+def test_timeline_is_the_model_run_on_the_saved_scenario(onboarded, net1_inp):
+    folder, _ = onboarded
+    spec = load_config(folder / "default_scenario.yaml").scenario_config(0)
+    assert spec == default_scenario(folder)
+    tl = Timeline.load(folder / "default_timeline.npz")
+    assert tl.node_ids.tolist() == inp_node_ids(net1_inp)
+    assert tl.steps.tolist() == list(range(N_REPORTS - HORIZON))
+    network = load_network(folder / "mytown.inp")
+    result = simulate(spec, network)
+    labels = (result.node_chlorine_mg_l >= THRESHOLD).mean(axis=1)
+    np.testing.assert_allclose(tl.truth, labels[HORIZON:], atol=1e-6)
+    model, card = load_model(folder)
+    graphs = scenario_graphs(result, network, card.input_spec)[: len(tl)]
+    with torch.no_grad():
+        forecast = [float(model(g.x, g.edge_index, g.edge_attr).squeeze()) for g in graphs]
+    np.testing.assert_allclose(tl.forecast, forecast, atol=1e-5)
+    assert all(e.exact and e.n_layers == 3 for e in tl.explanations)
+
+
+def test_run_again_resumes(onboarded, net1_inp):
+    folder, _ = onboarded
+    weights = (folder / "model.pt").read_bytes()
+    stamp = (folder / "default_timeline.npz").stat().st_mtime_ns
+    result = onboard(net1_inp, "--out", folder, *FAST)
+    assert result.exit_code == 0, result.output
+    assert "train: kept the model" in result.output and "cached" in result.output
+    assert (folder / "model.pt").read_bytes() == weights
+    assert (folder / "default_timeline.npz").stat().st_mtime_ns == stamp
+
+
+def test_other_design_in_the_folder_is_refused(onboarded, net1_inp):
+    folder, _ = onboarded
+    result = onboard(net1_inp, "--out", folder, "--scenarios", 9, "--workers", 1)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: model folder '{folder}' holds another design ({folder / 'design.yaml'}: "
+        "other scenarios, seed or network); use --overwrite to start afresh"
+    )
+
+
+def _net1_text() -> str:
+    return builtin_network_path("net1").read_text()
+
+
+def _without(text: str, pattern: str) -> str:
+    """The .inp text without the lines matching ``pattern``."""
+    return "\n".join(line for line in text.splitlines() if not re.match(pattern, line))
+
+
+BROKEN = {
+    # not a network at all
+    "garbage": (lambda: "this is not a network\n", "is not an EPANET network"),
+    # reservoir 9, tank 2 and the pump and pipe that join them removed: only junctions
+    "no_source": (
+        lambda: _without(_net1_text(), r"^ (9|2|110) |^ LINK 9"),
+        "has no reservoir or tank",
+    ),
+    # pipes 111, 112 and 113 removed: junctions 21, 22, 23, 31 and 32 hang free
+    "disconnected": (
+        lambda: _without(_net1_text(), r"^ (111|112|113) "),
+        "has 5 of 11 nodes connected to no reservoir or tank: 21, 22, 23, 31, 32",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_network_refused_with_nothing_written(tmp_path, case):
+    text, reason = BROKEN[case]
+    inp = tmp_path / f"{case}.inp"
+    inp.write_text(text())
+    folder = tmp_path / "models" / case
+    result = onboard(inp, "--out", folder, "--workers", 1)
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.output
+    assert str(inp) in errors[0] and reason in errors[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [inp.name]  # nothing written
+
+
+def test_booster_candidates_rank_junctions_by_flow_through_them():
+    """A line reservoir 0 - 1 - 2 - 3 and a dead end 4 on 2: flows 5, 3, 1 and 0 L/s. The
+    flow through a junction is half its links' summed flow: 4 at 1, 2 at 2 ((3 + 1 + 0) /
+    2), 0.5 at 3; the dead end carries none and is no candidate."""
+    network = Network(
+        name="line",
+        inp_path=builtin_network_path("net1"),  # unused here
+        node_ids=("0", "1", "2", "3", "4"),
+        node_roles=("reservoir", "junction", "junction", "junction", "junction"),
+        link_ids=("a", "b", "c", "d"),
+        link_nodes=np.array([[0, 1], [1, 2], [2, 3], [2, 4]]),
+        link_types=("pipe",) * 4,
+        coordinates=np.zeros((5, 2)),
+    )
+    flows = np.array([[5.0, 3.0, 1.0, 0.0], [-5.0, -3.0, -1.0, 0.0]])  # direction is no matter
+    assert booster_candidates(network, flows) == ("1", "2", "3")
+
+
+def test_layers_follow_the_cost_of_exact_explanations():
+    assert n_layers_for(load_network("net1")) == 3  # |I| = 2 048 at three layers
+    assert n_layers_for(load_network("net3")) == 2  # |I| about 3e7 at three layers
+
+
+def test_too_few_scenarios_refused(tmp_path, net1_inp):
+    result = onboard(net1_inp, "--out", tmp_path / "m", "--scenarios", 5)
+    assert result.exit_code == 1
+    assert "scenarios must be at least 8 (got 5)" in result.output
+    assert not (tmp_path / "m").exists()
+
+
+def test_missing_file_refused(tmp_path):
+    result = onboard(tmp_path / "nowhere.inp", "--out", tmp_path / "m")
+    assert result.exit_code == 1
+    assert f"network file '{tmp_path / 'nowhere.inp'}' does not exist" in result.output
+    with pytest.raises(ConfigError, match="is not an EPANET .inp file"):
+        from wdn_explain.onboard import check_network
+
+        check_network(tmp_path / "net.txt")
