@@ -1,0 +1,61 @@
+"""The app's upload of a utility's own network (issue 20): an unusable file is refused in one
+message with nothing written; Net1's .inp becomes a model (8 scenarios) that the app
+chooses and draws."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_networks_pipeline import inp_node_ids
+
+from wdn_explain.network import builtin_network_path
+
+from conftest import ROOT, widget
+
+APP = str(ROOT / "app" / "main.py")
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    """The app on the shipped default model, with an empty user models folder."""
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(tmp_path / "mine"))
+    monkeypatch.delenv("WDN_EXPLAIN_MODEL", raising=False)
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    assert not at.exception
+    return at
+
+
+def upload(at, name: str, content: bytes, n_scenarios: int = 8):
+    widget(at, "file_uploader", "own_inp").set_value((name, content, "text/plain"))
+    at.run()
+    widget(at, "number_input", "own_scenarios").set_value(n_scenarios)
+    return widget(at, "button", "own_build").click().run()
+
+
+def test_unusable_upload_refused_in_one_message(app, tmp_path):
+    at = upload(app, "pumps.inp", b"[TITLE]\nnot a network at all\n")
+    assert not at.exception
+    errors = [e.value for e in at.sidebar.error]
+    assert errors == [
+        "network file 'pumps.inp' is not an EPANET network: it has no [JUNCTIONS], "
+        "[RESERVOIRS], [TANKS] section"
+    ]
+    assert not (tmp_path / "mine").exists()  # nothing written
+    assert widget(at, "selectbox", "model").value == "default"  # the page goes on
+
+
+def test_uploaded_net1_becomes_the_chosen_model(app, tmp_path):
+    inp = builtin_network_path("net1")
+    at = upload(app, "Mytown.inp", inp.read_bytes())
+    assert not at.exception and not at.sidebar.error
+    folder = tmp_path / "mine" / "mytown"
+    assert (folder / "card.json").is_file() and (folder / "default_timeline.npz").is_file()
+    assert widget(at, "selectbox", "model").value == "mytown"
+    assert any("network mytown: 11 nodes, 13 links" in c.value for c in at.sidebar.caption)
+    si = json.loads(at.get("plotly_chart")[0].proto.spec)
+    nodes = next(tr for tr in si["data"] if tr.get("name") == "nodes")
+    shown = {h.split("</b>")[0].removeprefix("<b>node ") for h in nodes["hovertext"]}
+    assert shown == set(inp_node_ids(inp))  # the map draws Net1's nodes
