@@ -64,7 +64,7 @@ def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
     folder, output = onboarded
     ids = inp_node_ids(net1_inp)
     for stage in ("check", "design", "simulate", "train", "evaluate", "explain"):
-        assert re.search(rf"\[\d/6\] {stage}: ", output), stage  # after a bar: no ^
+        assert re.search(rf"\[\d/6\] {stage} \(at \d+ s\): ", output), stage  # no ^: bars
     # the network travels with the model, under the name its card records
     assert (folder / "mytown.inp").read_bytes() == net1_inp.read_bytes()
     card = read_card(folder)
@@ -119,7 +119,8 @@ def test_run_again_resumes(onboarded, net1_inp):
     stamp = (folder / "default_timeline.npz").stat().st_mtime_ns
     result = onboard(net1_inp, "--out", folder, *FAST)
     assert result.exit_code == 0, result.output
-    assert "train: kept the model" in result.output and "cached" in result.output
+    assert re.search(r"train \(at \d+ s\): kept the model", result.output)
+    assert "cached; the model folder" in result.output
     assert (folder / "model.pt").read_bytes() == weights
     assert (folder / "default_timeline.npz").stat().st_mtime_ns == stamp
 

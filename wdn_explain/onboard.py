@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -293,16 +294,19 @@ def onboard(
     """
     from .model import ModelConfig
     from .pipeline import explain_scenario
-    from .scoring import score_lines, score_model
     from .timeline import check_timeline_output
     from .training import TrainConfig, train
     from .waq import generate_waq
 
     tell = say or (lambda line: logger.info("%s", line))
-    folder = Path(folder)
-    step = iter(f"[{k}/{len(STAGES)}] {name}" for k, name in enumerate(STAGES, 1))
+    folder, started = Path(folder), time.monotonic()
+    stages = iter(enumerate(STAGES, 1))
 
-    tell(f"{next(step)}: reading {inp_path}")
+    def stage(what: str) -> None:
+        k, name = next(stages)
+        tell(f"[{k}/{len(STAGES)}] {name} (at {time.monotonic() - started:.0f} s): {what}")
+
+    stage(f"reading {inp_path}")
     network = check_network(inp_path)
     layers = layers or n_layers_for(network)
     config = default_design(network, folder, n_scenarios=n_scenarios, seed=seed)
@@ -312,15 +316,8 @@ def onboard(
         f"{len(network.reservoirs)} reservoir(s); EPANET simulates it; {layers} layers"
     )
 
-    tell(f"{next(step)}: {folder / DESIGN}")
-    folder.mkdir(parents=True, exist_ok=True)
-    copy = folder / f"{network.name}.inp"
-    if overwrite or not copy.is_file():
-        with atomic_write(copy) as tmp:
-            shutil.copyfile(network.inp_path, tmp)
-    with atomic_write(folder / DESIGN) as tmp:
-        tmp.write_text(_design_text(config, network))
-    network = load_network(copy)
+    stage(str(folder / DESIGN))
+    network = _write_design(folder, network, config, overwrite)
     boosters = config.design.booster_nodes(network.junctions)
     tell(
         f"  {n_scenarios} scenarios; boosters at {', '.join(boosters[:8])}"
@@ -328,14 +325,14 @@ def onboard(
     )
 
     data = folder / DATA
-    tell(f"{next(step)}: {n_scenarios} scenarios into {data}")
+    stage(f"{n_scenarios} scenarios into {data}")
     with progress_callback(progress, "simulate") as cb:
         generate_waq(config, data, n_workers=n_workers, overwrite=overwrite, progress=cb)
 
     if _trained_on(folder, config) and not overwrite:
-        tell(f"{next(step)}: kept the model in {folder} (trained on this design)")
+        stage(f"kept the model in {folder} (trained on this design)")
     else:
-        tell(f"{next(step)}: {layers} layers, up to {epochs} epochs")
+        stage(f"{layers} layers, up to {epochs} epochs")
         train(
             data,
             folder,
@@ -345,34 +342,65 @@ def onboard(
             overwrite=True,  # the folder was checked: this design's model, or afresh
             progress=progress,
         )
-    card = read_card(folder)
 
-    tell(f"{next(step)}: test split -> {folder / EVALUATION}")
+    stage(f"test split -> {folder / EVALUATION}")
+    for line in _write_evaluation(folder, data, device):
+        tell(f"  {line}")
+
+    spec = _default_scenario(folder, network, overwrite)
+    out = folder / MODEL_TIMELINE
+    stage(f"{spec.describe()} -> {out}")
+    check_timeline_output(out, spec, overwrite=True)
+    with progress_callback(progress, "explain") as cb:
+        _, status = explain_scenario(spec, folder, out=out, progress=cb)
+    tell(f"  {status}; the model folder {folder} is ready after {time.monotonic() - started:.0f} s")
+    card = read_card(folder)
+    return Onboarded(folder, network, config, card.metrics, status)
+
+
+def _write_design(
+    folder: Path, network: Network, config: SimulationConfig, overwrite: bool
+) -> Network:
+    """Copy the network into the folder (kept when there) and write ``design.yaml``; return
+    the network read from the copy."""
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / f"{network.name}.inp"
+    if overwrite or not copy.is_file():
+        with atomic_write(copy) as tmp:
+            shutil.copyfile(network.inp_path, tmp)
+    with atomic_write(folder / DESIGN) as tmp:
+        tmp.write_text(_design_text(config, network))
+    return load_network(copy)
+
+
+def _write_evaluation(folder: Path, data: Path, device: str) -> list[str]:
+    """Score the folder's model on the test split into ``evaluation.txt``; return a summary
+    line (and the forecast warning, if any)."""
+    from .scoring import score_lines, score_model
+
     scores = score_model(folder, data, "test", device)
     lines, res = score_lines(scores), scores.results
     warning = [f"warning: {res['forecast_warning']}"] if res["forecast_warning"] else []
     with atomic_write(folder / EVALUATION) as tmp:
         tmp.write_text("\n".join(warning + lines) + "\n")
-    tell(
-        f"  {lines[0]}: MAE {res['mae']:.4f} (persistence {res['persistence_mae']:.4f}, "
+    summary = (
+        f"{lines[0]}: MAE {res['mae']:.4f} (persistence {res['persistence_mae']:.4f}, "
         f"climatology {res['climatology_mae']:.4f}, tree {res['tree_mae']:.4f})"
     )
-    for line in warning:
-        tell(f"  {line}")
+    return [summary, *warning]
 
+
+def _default_scenario(folder: Path, network: Network, overwrite: bool) -> ScenarioConfig:
+    """Scenario 0 of the folder's ``default_scenario.yaml``, written first when missing (or
+    with ``overwrite``): the middle of the design
+    (:func:`~wdn_explain.shipped.default_scenario`), one hour long on networks over
+    :data:`LARGE_NETWORK` nodes, on the folder's copy of the network."""
     own = folder / MODEL_SCENARIO
     if overwrite or not own.is_file():
         spec = default_scenario(folder, network)
         if network.n_nodes > LARGE_NETWORK:
             spec = spec.model_copy(update={"duration_s": min(spec.duration_s, 3600)})
-        scenario = {**spec.model_dump(mode="json"), "network": copy.name}
+        scenario = {**spec.model_dump(mode="json"), "network": network.inp_path.name}
         with atomic_write(own) as tmp:
             tmp.write_text(yaml.safe_dump({"scenario": scenario}, sort_keys=False))
-    spec = load_config(own).scenario_config(0)
-    out = folder / MODEL_TIMELINE
-    tell(f"{next(step)}: {spec.describe()} -> {out}")
-    check_timeline_output(out, spec, overwrite=True)
-    with progress_callback(progress, "explain") as cb:
-        _, status = explain_scenario(spec, folder, out=out, progress=cb)
-    tell(f"  {status}; the model folder {folder} is ready")
-    return Onboarded(folder, network, config, card.metrics, status)
+    return load_config(own).scenario_config(0)
