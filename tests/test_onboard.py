@@ -120,6 +120,8 @@ def test_run_again_resumes(onboarded, net1_inp):
     result = onboard(net1_inp, "--out", folder, *FAST)
     assert result.exit_code == 0, result.output
     assert re.search(r"train \(at \d+ s\): kept the model", result.output)
+    # Net1's .inp starts its 9 junctions at 0.5 mg/L and reservoir 9 and tank 2 at 1.0
+    assert "starts 11 of 11 nodes with chlorine" in result.output
     assert "cached; the model folder" in result.output
     assert (folder / "model.pt").read_bytes() == weights
     assert (folder / "default_timeline.npz").stat().st_mtime_ns == stamp

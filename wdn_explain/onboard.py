@@ -108,6 +108,23 @@ def check_network(inp_path: str | Path) -> Network:
     return network
 
 
+def initial_chlorine_nodes(network: Network) -> int:
+    """How many nodes the .inp's ``[QUALITY]`` section starts above zero (every scenario
+    starts from that state: a network already chlorinated everywhere leaves the forecast
+    little to do)."""
+    count, section = 0, None
+    for line in network.inp_path.read_text(errors="replace").splitlines():
+        text = line.split(";", 1)[0].strip()
+        if text.startswith("["):
+            section = text.upper()
+        elif section == "[QUALITY]" and len(text.split()) >= 2:
+            try:
+                count += float(text.split()[1]) > 0
+            except ValueError:
+                continue
+    return count
+
+
 def _base_flows(network: Network, template: ScenarioConfig) -> np.ndarray:
     """Link flows (L/s) of the design's template without demand noise, shape (T, n_links);
     ConfigError naming the file when EPANET cannot simulate the network."""
@@ -315,6 +332,11 @@ def onboard(
         f"  {network.name}: {network.n_nodes} nodes, {network.n_links} links, "
         f"{len(network.reservoirs)} reservoir(s); EPANET simulates it; {layers} layers"
     )
+    if chlorinated := initial_chlorine_nodes(network):
+        tell(
+            f"  note: its [QUALITY] section starts {chlorinated} of {network.n_nodes} nodes "
+            "with chlorine; every scenario starts from that state"
+        )
 
     stage(str(folder / DESIGN))
     network = _write_design(folder, network, config, overwrite)
