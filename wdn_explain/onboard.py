@@ -49,9 +49,10 @@ design, ``simulations/ltown.yaml``)."""
 EXACT_COALITIONS = 10**6
 """Three message-passing layers while an exact explanation of one step needs at most this
 many coalitions (|I|) -- Hanoi needs 101 115, Net3 30 million --, else two."""
-LARGE_NETWORK = 300
-"""Networks above this many nodes get a one-hour default scenario (its timeline file grows
-with the nodes and the steps; L-Town's hour is 4.3 MB)."""
+TIMELINE_VALUES = 2 * 10**6
+"""A default scenario whose timeline would hold more interaction values than this (|I| per
+step times the steps) lasts one hour instead of the design's three: the file grows with both
+(ky3 at 2 layers, |I| = 278 697: 28 MB for 3 h; L-Town's hour is 4.3 MB)."""
 INP_SECTIONS = ("[JUNCTIONS]", "[RESERVOIRS]", "[TANKS]")
 
 Say = Callable[[str], None]
@@ -415,12 +416,16 @@ def _write_evaluation(folder: Path, data: Path, device: str) -> list[str]:
 def _default_scenario(folder: Path, network: Network, overwrite: bool) -> ScenarioConfig:
     """Scenario 0 of the folder's ``default_scenario.yaml``, written first when missing (or
     with ``overwrite``): the middle of the design
-    (:func:`~wdn_explain.shipped.default_scenario`), one hour long on networks over
-    :data:`LARGE_NETWORK` nodes, on the folder's copy of the network."""
+    (:func:`~wdn_explain.shipped.default_scenario`), one hour long where its timeline would
+    hold over :data:`TIMELINE_VALUES` values, on the folder's copy of the network."""
+    from .explain import complexity
+
     own = folder / MODEL_SCENARIO
     if overwrite or not own.is_file():
         spec = default_scenario(folder, network)
-        if network.n_nodes > LARGE_NETWORK:
+        layers = read_card(folder).model["num_layers"]
+        per_step = complexity(network.edge_index, network.n_nodes, layers).n_interactions
+        if per_step * spec.n_reports > TIMELINE_VALUES:
             spec = spec.model_copy(update={"duration_s": min(spec.duration_s, 3600)})
         scenario = {**spec.model_dump(mode="json"), "network": network.inp_path.name}
         with atomic_write(own) as tmp:
