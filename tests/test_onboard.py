@@ -51,13 +51,15 @@ def net1_inp(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def onboarded(net1_inp, tmp_path_factory):
-    """The command run once from a temporary working folder into ``mine`` there; returns
-    (the folder's absolute path, the output)."""
-    where = tmp_path_factory.mktemp("models")
-    with contextlib.chdir(where):
-        result = onboard(net1_inp, "--out", "mine", *FAST)
+    """The command run once from a temporary working folder without --out, the user models
+    folder set to ``models`` there (a relative path); returns (the model folder's absolute
+    path, the output)."""
+    where = tmp_path_factory.mktemp("work")
+    with contextlib.chdir(where), pytest.MonkeyPatch.context() as env:
+        env.setenv("WDN_EXPLAIN_MODELS", "models")
+        result = onboard(net1_inp, *FAST)
     assert result.exit_code == 0, result.output
-    return where / "mine", result.output
+    return where / "models" / "mytown", result.output
 
 
 def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
@@ -89,8 +91,9 @@ def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
     assert text[0].startswith(f"test: {1 * (N_REPORTS - HORIZON)} samples")
     assert any(line.split()[:1] == ["persistence"] for line in text)
     # the app finds the folder, its default scenario and its current timeline
+    assert output.rstrip().endswith("the app (`streamlit run app/main.py`) lists it")
     monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(folder.parent))
-    assert water_models()["mine"] == folder
+    assert water_models()["mytown"] == folder
     assert default_timeline(folder) == folder / "default_timeline.npz"
 
 

@@ -645,13 +645,13 @@ def onboard(
     inp: Path = typer.Argument(..., help="the network's EPANET .inp file"),
     out: Path = typer.Option(
         None,
-        help="model folder [default: <user models folder>/<file stem>, the folder the app "
-        "lists: $WDN_EXPLAIN_MODELS, else ~/.local/share/wdn-explain/models]",
+        help="model folder (default: the file stem, lower case, in the user models folder, which the app "
+        "lists: $WDN_EXPLAIN_MODELS, else ~/.local/share/wdn-explain/models)",
     ),
     scenarios: int = typer.Option(40, help="scenarios of the default design (at least 8)"),
     epochs: int = typer.Option(30, help="maximum training epochs (early stopping)"),
     layers: int = typer.Option(
-        None, help="message-passing layers [default: 3 where exact explanations stay cheap, else 2]"
+        None, help="message-passing layers (default: 3 where exact explanations stay cheap, else 2)"
     ),
     seed: int = typer.Option(0, help="seed of the design and the training"),
     workers: int = typer.Option(0, help="simulation worker processes (0: all cores)"),
@@ -668,7 +668,7 @@ def onboard(
     from .onboard import onboard as run_onboarding
     from .shipped import user_models_dir, water_models
 
-    folder = out or user_models_dir() / inp.stem
+    folder = out or user_models_dir() / inp.stem.lower()
     try:
         done = run_onboarding(
             inp,
