@@ -645,8 +645,8 @@ def onboard(
     inp: Path = typer.Argument(..., help="the network's EPANET .inp file"),
     out: Path = typer.Option(
         None,
-        help="model folder (default: the file stem, lower case, in the user models folder, which the app "
-        "lists: $WDN_EXPLAIN_MODELS, else ~/.local/share/wdn-explain/models)",
+        help="model folder (default: the file stem, lower case, in the user models folder, "
+        "which the app lists: $WDN_EXPLAIN_MODELS, else ~/.local/share/wdn-explain/models)",
     ),
     scenarios: int = typer.Option(40, help="scenarios of the default design (at least 8)"),
     epochs: int = typer.Option(30, help="maximum training epochs (early stopping)"),
