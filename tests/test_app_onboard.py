@@ -45,6 +45,13 @@ def test_unusable_upload_refused_in_one_message(app, tmp_path):
     ]
     assert not (tmp_path / "mine").exists()  # nothing written
     assert widget(at, "selectbox", "model").value == "default"  # the page goes on
+    widget(at, "text_input", "own_name").set_value("../elsewhere")
+    at = widget(at, "button", "own_build").click().run()
+    assert [e.value for e in at.sidebar.error] == [
+        "model name '../elsewhere' must start with a letter or digit and hold only letters, "
+        "digits, '.', '-' and '_'"
+    ]
+    assert not (tmp_path / "mine").exists() and not (tmp_path / "elsewhere").exists()
 
 
 def test_uploaded_net1_becomes_the_chosen_model(app, tmp_path):
