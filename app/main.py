@@ -374,10 +374,9 @@ def own_network_form() -> None:
             help="simulated, then split into training, calibration, validation and test; "
             f"{DEFAULT_SCENARIOS} train in minutes on 2 cores",
         )
-        build = st.button("build the model", disabled=upload is None, key="own_build")
         st.caption(f"models are kept in {user_models_dir()}")
-    if build and upload is not None:
-        build_model(upload, name.strip(), int(n_scenarios))
+        if st.button("build the model", disabled=upload is None, key="own_build"):
+            build_model(upload, name.strip(), int(n_scenarios))  # shown under the button
 
 
 def build_model(upload, name: str, n_scenarios: int) -> None:
@@ -385,13 +384,13 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
     bar per stage; choose the new model (rerun), or show one message naming the file and
     why it was refused."""
     if not MODEL_NAME.fullmatch(name):
-        st.sidebar.error(
+        st.error(
             f"model name '{name}' must start with a letter or digit and hold only letters, "
             "digits, '.', '-' and '_'"
         )
         return
     folder = user_models_dir() / name
-    status = st.sidebar.status(f"building {name}...", expanded=True)
+    status = st.status(f"building {name}...", expanded=True)
     bar = status.progress(0.0)
 
     def say(line: str) -> None:
@@ -414,7 +413,7 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
             )
         except WdnExplainError as exc:
             status.update(label=f"{name}: refused", state="error", expanded=False)
-            st.sidebar.error(str(exc).replace(f"{tmp}/", ""))  # the file as uploaded
+            st.error(str(exc).replace(f"{tmp}/", ""))  # the file as uploaded
             return
     status.update(label=f"{name}: built", state="complete", expanded=False)
     st.session_state[BUILT] = next(
