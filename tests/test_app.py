@@ -59,6 +59,11 @@ def panel_minutes(at) -> dict[str, float]:
     return out
 
 
+def simulate_new(at) -> None:
+    """Press the new-scenario form's button (by its label: the sidebar has other buttons)."""
+    next(b for b in at.sidebar.button if b.label == "simulate, forecast, explain").click().run()
+
+
 def cursor(at) -> int:
     return at.select_slider(key="time_min").value
 
@@ -191,7 +196,7 @@ def test_download_buttons(app):
 def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
     widget(app, "selectbox", "new_node").set_value("12")
     widget(app, "number_input", "new_duration").set_value(45)  # 10 reports, 6 explained
-    app.sidebar.button[0].click().run()
+    simulate_new(app)
     assert not app.exception
     assert widget(app, "selectbox", "scenario").value.startswith("booster at 12, ")
     assert widget(app, "multiselect", "follow").value == ["12"]  # its own injection node
@@ -207,7 +212,7 @@ def test_an_approximation_from_the_form_is_labelled_as_one(app, tmp_path):
     widget(app, "selectbox", "new_node").set_value("12")
     widget(app, "number_input", "new_duration").set_value(45)
     widget(app, "number_input", "new_budget").set_value(1)
-    app.sidebar.button[0].click().run()
+    simulate_new(app)
     assert not app.exception
     chosen = widget(app, "selectbox", "scenario").value
     assert chosen.startswith("booster at 12, ") and "(approximation, lambda = 1)" in chosen
@@ -220,7 +225,7 @@ def test_an_approximation_from_the_form_is_labelled_as_one(app, tmp_path):
 @pytest.mark.parametrize("minutes", [0, 20, 100000])
 def test_new_scenario_form_names_a_bad_duration(app, tmp_path, minutes):
     widget(app, "number_input", "new_duration").set_value(minutes)
-    app.sidebar.button[0].click().run()
+    simulate_new(app)
     assert not app.exception
     (error,) = app.sidebar.error
     assert error.value.startswith("duration must be between 30 and 720 min")
@@ -324,7 +329,7 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     assert widget(app, "selectbox", "compare").proto.disabled  # one scenario: nothing to pair
     widget(app, "selectbox", "new_node").set_value("12")
     widget(app, "number_input", "new_duration").set_value(45)
-    app.sidebar.button[0].click().run()
+    simulate_new(app)
     compare = widget(app, "selectbox", "compare")
     (default,) = [o for o in compare.options if o.startswith("default: ")]
     compare.set_value(default).run()
