@@ -217,3 +217,19 @@ def test_missing_file_refused(tmp_path):
         from wdn_explain.onboard import check_network
 
         check_network(tmp_path / "net.txt")
+
+
+def test_user_models_are_listed_after_the_shipped_ones(tmp_path, monkeypatch):
+    """Two cards in the user models folder: one under its own name, one named like the
+    shipped default (listed by its path, the shipped one keeps its name)."""
+    from wdn_explain.shipped import DEFAULT_MODEL
+
+    for name in ("mine", "default"):
+        (tmp_path / name).mkdir()
+        shutil.copyfile(DEFAULT_MODEL / "card.json", tmp_path / name / "card.json")
+    monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(tmp_path))
+    monkeypatch.delenv("WDN_EXPLAIN_MODEL", raising=False)
+    models = water_models()
+    assert models["default"] == DEFAULT_MODEL
+    assert list(models)[-2:] == [str(tmp_path / "default"), "mine"]  # by folder name
+    assert models["mine"] == tmp_path / "mine"
