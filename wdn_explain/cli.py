@@ -207,6 +207,14 @@ def train(
         "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
         "chlorine_fraction)",
     ),
+    target: str = typer.Option(
+        "share",
+        help="share (the share of chlorinated nodes) or node (chlorine in mg/L at every node, "
+        "and the share of nodes below --min-residual derived from it)",
+    ),
+    min_residual: float = typer.Option(
+        0.2, help="with --target node: the minimum chlorine residual (mg/L) of the compliance share"
+    ),
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     network: str = typer.Option(None, help="refuse data simulated on another network"),
@@ -220,7 +228,14 @@ def train(
 
     try:
         node_features = tuple(f.strip() for f in features.split(",") if f.strip())
-        InputSpec(node_features=node_features, horizon=horizon, threshold=threshold)
+        label = {"node": "node_chlorine_mg_l"}.get(target, target)
+        InputSpec(
+            node_features=node_features,
+            horizon=horizon,
+            threshold=threshold,
+            target=label,
+            min_residual_mg_l=min_residual,
+        )
         card = run_training(
             data,
             out,
@@ -237,6 +252,8 @@ def train(
                 threshold=threshold,
                 node_features=node_features,
                 seed=seed,
+                target=label,
+                min_residual_mg_l=min_residual,
             ),
             device=device,
             network=network,
@@ -248,9 +265,13 @@ def train(
     m = card["metrics"]
     if card["interrupted"]:
         typer.echo("interrupted: saved the best epoch so far")
+    tree = f", tree {m['tree_mae']:.4f}" if "tree_mae" in m else ""
+    compliance = (
+        f"; compliance share MAE {m['compliance_mae']:.4f}" if "compliance_mae" in m else ""
+    )
     scores = (
         f"test MAE {m['mae']:.4f} (persistence {m['persistence_mae']:.4f}, "
-        f"climatology {m['climatology_mae']:.4f}, tree {m['tree_mae']:.4f}); "
+        f"climatology {m['climatology_mae']:.4f}{tree}){compliance}; "
         f"{m['confidence']:.0%} interval coverage {m['coverage']:.3f}"
         if m
         else "no test scenarios to score"

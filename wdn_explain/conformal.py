@@ -94,17 +94,26 @@ def calibrate(
 
 
 def half_widths(record: dict[str, Any], bins: np.ndarray) -> np.ndarray:
-    """Each forecast's interval half-width from a card's ``conformal`` record."""
-    table = record["half_width"]
-    return np.array([table.get(str(b), record["pooled_half_width"]) for b in bins])
+    """Each forecast's interval half-width from a card's ``conformal`` record (``bins`` of
+    any shape; the result has it)."""
+    table, pooled = record["half_width"], record["pooled_half_width"]
+    flat = [table.get(str(b), pooled) for b in np.ravel(bins)]
+    return np.array(flat, dtype=float).reshape(np.shape(bins))
 
 
 def intervals(
-    record: dict[str, Any], forecast: np.ndarray, bins: np.ndarray
+    record: dict[str, Any],
+    forecast: np.ndarray,
+    bins: np.ndarray,
+    limits: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper) of every forecast, clipped to the share's range [0, 1]."""
+    """(lower, upper) of every forecast, clipped to the label's range ``limits`` (a share:
+    [0, 1]; chlorine at a node: [0, inf) mg/L). A node model's (N, n) forecasts take their
+    sample's group: ``bins`` (N,) broadcast over the nodes."""
+    forecast = np.asarray(forecast)
     half = half_widths(record, bins)
-    return np.clip(forecast - half, 0.0, 1.0), np.clip(forecast + half, 0.0, 1.0)
+    half = half.reshape(half.shape + (1,) * (forecast.ndim - half.ndim))
+    return np.clip(forecast - half, *limits), np.clip(forecast + half, *limits)
 
 
 def uncertainty_notice(
