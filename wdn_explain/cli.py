@@ -328,37 +328,60 @@ def evaluate(
         typer.echo(f"warning: {res['forecast_warning']}", err=True)
     step_min = int(arrays.times_s[1] - arrays.times_s[0]) / 60
     minutes = inputs.horizon * step_min
+    what = (
+        "chlorine (mg/L) at every node, scored per node"
+        if inputs.node_level
+        else f"the share of nodes with chlorine >= {inputs.threshold:g} {inputs.threshold_unit}"
+    )
     typer.echo(
         f"{split}: {res['n_samples']} samples, forecasts {minutes:g} min "
-        f"({inputs.horizon} steps) ahead of the share of nodes with chlorine >= "
-        f"{inputs.threshold:g} {inputs.threshold_unit}"
+        f"({inputs.horizon} steps) ahead of {what}"
     )
-    typer.echo(f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
-    for name, prefix in (
-        ("model", ""),
-        ("persistence", "persistence_"),
-        ("climatology", "climatology_"),
-        ("tree", "tree_"),
-    ):
-        typer.echo(
-            f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
-            f"{res[prefix + 'r2']:>8.3f}"
+    names = [
+        n
+        for n in ("model", "persistence", "climatology", "tree")
+        if f"{n}_mae" in res["per_factor"]["switch"][0]
+    ]
+    tables = [("", "")]
+    if inputs.node_level:
+        tables.append(
+            (
+                "compliance_",
+                f"compliance share (nodes below {inputs.min_residual_mg_l:g} mg/L), "
+                "derived from the node forecast:",
+            )
         )
+    for prefix, title in tables:
+        if title:
+            typer.echo(title)
+        typer.echo(f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
+        for name in names:
+            key = prefix + ("" if name == "model" else f"{name}_")
+            typer.echo(
+                f"{name:>12} {res[key + 'mae']:>8.4f} {res[key + 'rmse']:>8.4f} "
+                f"{res[key + 'r2']:>8.3f}"
+            )
     if "coverage" in res:
         typer.echo(
             f"{res['confidence']:.0%} intervals: empirical coverage {res['coverage']:.3f}, "
             f"mean half-width {res['half_width']:.4f}"
         )
-    typer.echo("MAE per scenario factor:")
+    columns = [(f"{n}_mae", n[:7]) for n in names]
+    if inputs.node_level:
+        columns += [(f"compliance_{n}_mae", f"c.{n[:6]}") for n in names]
     typer.echo(
-        f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
-        f" {'tree':>8}" + (f" {'coverage':>8}" if "coverage" in res else "")
+        "MAE per scenario factor" + (" (c.: compliance share):" if inputs.node_level else ":")
+    )
+    typer.echo(
+        f"  {'factor':<10} {'level':<14} {'samples':>7}"
+        + "".join(f" {head:>8}" for _, head in columns)
+        + (f" {'coverage':>8}" if "coverage" in res else "")
     )
     for factor, rows in res["per_factor"].items():
         for r in rows:
             typer.echo(
-                f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
-                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
+                f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7}"
+                + "".join(f" {r[key]:>8.4f}" for key, _ in columns)
                 + (f" {r['coverage']:>8.3f}" if "coverage" in r else "")
             )
     typer.echo(f"per forecast time (forecast made at t min for t + {minutes:g} min):")
@@ -575,6 +598,12 @@ def explain(
     memory_gb: float = typer.Option(
         None, help="memory budget of the exact engine in GB [default: half the available]"
     ),
+    node: list[str] = typer.Option(
+        None,
+        help="node-level models: a node id whose chlorine forecast is explained (repeatable) "
+        "[default: of the nodes the forecast brings to the minimum residual, the one with the "
+        "lowest mean forecast; else the injection node]",
+    ),
 ) -> None:
     """Simulate a scenario, then forecast and explain every time step exactly, or with
     --budget by the lambda-approximation (cached; an interrupted run resumes from the steps
@@ -591,7 +620,11 @@ def explain(
     try:
         spec = default_scenario(model) if scenario is None else _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
-        settings = ExplainSettings.of(approximation_lambda=budget, memory_budget_gb=memory_gb)
+        settings = ExplainSettings.of(
+            approximation_lambda=budget,
+            memory_budget_gb=memory_gb,
+            target_nodes=tuple(node) if node else None,
+        )
         injection_node(spec, load_network(spec.network))  # a bad node id: before torch loads
         from .pipeline import explain_scenario
 
@@ -620,20 +653,31 @@ def explain(
             typer.echo(f"warning: {timeline.meta[key]}", err=True)
     if timeline.meta.get("uncertainty"):
         typer.echo(f"notice: {timeline.meta['uncertainty']}", err=True)
-    if timeline.lower is not None:
-        level = timeline.meta["interval"]["confidence"]
-        typer.echo(
-            f"forecast of the share {timeline.meta['horizon']} steps ahead, {level:.0%} interval:"
-        )
+    for shown in [timeline.for_node(v) for v in timeline.targets] or [timeline]:
+        if shown.lower is None:
+            continue
+        level = shown.meta["interval"]["confidence"]
+        what = f"chlorine (mg/L) at node {shown.node}" if shown.node_level else "the share"
+        typer.echo(f"forecast of {what} {shown.meta['horizon']} steps ahead, {level:.0%} interval:")
         for t, f, lo, hi, y in zip(
-            timeline.times_s, timeline.forecast, timeline.lower, timeline.upper, timeline.truth
+            shown.times_s, shown.forecast, shown.lower, shown.upper, shown.truth
         ):
             typer.echo(f"  {t / 60:>6g} min  {f:.3f}  [{lo:.3f}, {hi:.3f}]  simulated {y:.3f}")
+    if timeline.node_level:
+        typer.echo(
+            f"compliance share (nodes below {timeline.meta['min_residual_mg_l']:g} mg/L), "
+            "derived from the node forecast:"
+        )
+        for t, f, y in zip(
+            timeline.times_s, timeline.compliance_forecast, timeline.compliance_truth
+        ):
+            typer.echo(f"  {t / 60:>6g} min  {f:.3f}  simulated {y:.3f}")
     e = timeline.explanations[0]
     held = f"|I| = {e.n_interactions}" if timeline.exact else f"{e.n_interactions} MIs held"
+    targets = f" at node {', '.join(timeline.targets)}" if timeline.node_level else ""
     typer.echo(
-        f"{status}: {len(timeline)} steps explained ({timeline.engine_label}, {e.method}, "
-        f"{held} per step) -> {out}"
+        f"{status}: {len(timeline)} steps explained{targets} ({timeline.engine_label}, "
+        f"{e.method}, {held} per step) -> {out}"
     )
 
 

@@ -117,10 +117,15 @@ def intervals(
 
 
 def uncertainty_notice(
-    record: dict[str, Any], lower: np.ndarray, upper: np.ndarray, times_s: np.ndarray
+    record: dict[str, Any],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    times_s: np.ndarray,
+    unit: str = "of the nodes",
 ) -> str | None:
     """One plain sentence when some forecast's interval is wide (half-width above
-    :data:`WIDE_INTERVAL`), even for a scenario inside the design; None otherwise."""
+    :data:`WIDE_INTERVAL`, in the forecast's ``unit``: a share of the nodes, or mg/L at a
+    node), even for a scenario inside the design; None otherwise."""
     half = (np.asarray(upper) - np.asarray(lower)) / 2
     wide = np.flatnonzero(half > WIDE_INTERVAL)
     if not len(wide):
@@ -128,7 +133,7 @@ def uncertainty_notice(
     worst = int(wide[np.argmax(half[wide])])
     return (
         f"uncertain forecast at {len(wide)} of {len(half)} steps: the model's "
-        f"{record['confidence']:.0%} interval is wider than ±{WIDE_INTERVAL:g} of the nodes "
+        f"{record['confidence']:.0%} interval is wider than ±{WIDE_INTERVAL:g} {unit} "
         f"(widest at {times_s[worst] / 60:g} min: {lower[worst]:.2f}-{upper[worst]:.2f}); "
         "read these forecasts as a range, not a number"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,19 +47,37 @@ def default_model() -> Path:
 MODEL_SCENARIO, MODEL_TIMELINE = "default_scenario.yaml", "default_timeline.npz"
 
 
-def water_models() -> dict[str, Path]:
+def model_target(model_dir: str | Path) -> str:
+    """What a water model forecasts, from its card: ``share`` (the share of chlorinated
+    nodes; every card older than ``inputs.target``) or ``node_chlorine_mg_l`` (chlorine at
+    every node). DataError for a folder without a readable card."""
+    return read_card(model_dir).input_spec.target
+
+
+def water_models(targets: Collection[str] | None = ("share",)) -> dict[str, Path]:
     """The models the app offers, by name: :func:`default_model` first (its folder name, or
     its path when it lies outside ``models/``), then every water model folder under the
-    shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped)."""
+    shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped).
+
+    Args:
+        targets: Keep only models of these targets (:func:`model_target`); the default keeps
+            the share models the app draws (a node-level model such as ``models/hanoi-nodes``
+            is left out); None keeps every water model.
+    """
     root = SHIPPED_ROOT / "models"
     first = default_model()
-    found = {first.name if first.resolve().parent == root else str(first): first}
+    found = {}
+    with contextlib.suppress(DataError):  # a broken override is offered: the app says why
+        if targets is not None and model_target(first) not in targets:
+            first = None
+    if first is not None:
+        found[first.name if first.resolve().parent == root else str(first)] = first
     for card in sorted(root.glob("*/card.json")):
-        if card.parent.name == "chem" or card.parent == first.resolve():
+        if card.parent.name == "chem" or (first is not None and card.parent == first.resolve()):
             continue
         with contextlib.suppress(DataError):  # not a water model folder
-            read_card(card.parent)
-            found[card.parent.name] = card.parent
+            if targets is None or model_target(card.parent) in targets:
+                found[card.parent.name] = card.parent
     return found
 
 
