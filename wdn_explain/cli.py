@@ -228,7 +228,9 @@ def train(
 
     try:
         node_features = tuple(f.strip() for f in features.split(",") if f.strip())
-        label = {"node": "node_chlorine_mg_l"}.get(target, target)
+        label = {"node": "node_chlorine_mg_l", "share": "share"}.get(target)
+        if label is None:
+            raise ConfigError(f"--target must be share or node (got '{target}')")
         InputSpec(
             node_features=node_features,
             horizon=horizon,
