@@ -143,19 +143,28 @@ def test_train_refuses_bad_node_options_in_one_line(tmp_path, monitoring_dir, op
     assert not out.exists()
 
 
-def test_node_training_refuses_an_empty_calibration_split(tmp_path, monitoring_dir):
+def test_node_calibration_refuses_an_empty_split(tmp_path, node_model, monitoring_dir):
+    """Four scenarios leave the calibration split empty (10 % rounds to 0): refused in one
+    line, the card unchanged."""
     small = tmp_path / "small"
     small.mkdir()
     manifest = json.loads((monitoring_dir / "manifest.json").read_text())
     (small / "manifest.json").write_text(json.dumps({**manifest, "n_scenarios": 4}))
     for i in range(4):
         shutil.copy(monitoring_dir / f"scenario_{i:05d}.npz", small)
-    out = tmp_path / "m"
-    result = run("train", "--data", small, "--out", out, "--target", "node", "--epochs", "1")
+    model = tmp_path / "m"
+    shutil.copytree(node_model, model)
+    before = (model / "card.json").read_bytes()
+    result = run("calibrate", "--model", model, "--data", small)
     assert result.exit_code == 1
     assert result.output.count("\n") == 1
     assert "calibration split of" in result.output and "is empty (0 of 4" in result.output
-    assert not (out / "model.pt").exists() and not (out / "card.json").exists()
+    assert (model / "card.json").read_bytes() == before
+    result = run("calibrate", "--model", model, "--data", monitoring_dir)
+    assert result.exit_code == 0, result.output
+    assert json.loads((model / "card.json").read_text())["conformal"]["n_calibration"] == (
+        6 * 9 * 32  # 6 calibration scenarios x 9 forecasts x 32 nodes
+    )
 
 
 def test_node_explanation_matches_masked_brute_force():

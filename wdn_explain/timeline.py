@@ -113,8 +113,12 @@ class ExplainSettings(BaseModel):
 
     def cache_key(self) -> dict[str, Any]:
         """The fields that change the stored values (not memory or threads: they change only
-        chunking and speed)."""
-        return self.model_dump(mode="json", include=set(CACHE_FIELDS))
+        chunking and speed); ``target_nodes`` only when set, so the keys of share timelines
+        are those they had before target nodes existed."""
+        key = self.model_dump(mode="json", include=set(CACHE_FIELDS))
+        if key["target_nodes"] is None:
+            del key["target_nodes"]
+        return key
 
     def explainer_options(self, reference: str) -> dict[str, Any]:
         """Keyword arguments of ``GraphSHAPIQ`` explaining relative to ``reference``."""
@@ -158,7 +162,8 @@ def cache_mismatch(meta: dict[str, Any] | None, identity: dict[str, Any]) -> lis
     wanted = identity["settings"]
     if made_with is None:
         return [*stale, "settings"]
-    return stale + [k for k in wanted if made_with.get(k) != wanted[k]]
+    fields = [k for k in CACHE_FIELDS if k in wanted or k in made_with]
+    return stale + [k for k in fields if made_with.get(k) != wanted.get(k)]
 
 
 def settings_of(meta: dict[str, Any]) -> ExplainSettings:
