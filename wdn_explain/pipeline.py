@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .conformal import intervals, mondrian_bins, uncertainty_notice
+from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
 from .features import LABEL_RANGE, InputSpec, check_plan, source_plan
@@ -264,6 +264,7 @@ def explain_scenario(
     lower = upper = None
     if card.conformal is not None:
         bins = mondrian_bins(scenario, result.times_s, horizon, network.reservoirs)[steps]
+        bins = node_bins(bins, forecast) if inputs.node_level else bins
         lower, upper = intervals(card.conformal, forecast, bins, LABEL_RANGE[inputs.target])
         meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
         shown = (lower, upper) if lower.ndim == 1 else (lower[:, chosen[0]], upper[:, chosen[0]])

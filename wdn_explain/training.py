@@ -24,7 +24,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
-from .conformal import calibrate, intervals
+from .conformal import NODE_GROUPS, SHARE_GROUPS, calibrate, intervals, node_bins
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
@@ -415,16 +415,21 @@ def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str,
     model's errors at every node, each in its sample's group."""
     _check_calibration(calib_set)
     pred = predict(model, calib_set)
+    node_level = calib_set.inputs.node_level
     return calibrate(
-        (calib_set.targets() - pred).reshape(-1),
-        _per_forecast(calib_set.mondrian_bins(), pred),
+        calib_set.targets() - pred,
+        forecast_bins(calib_set, pred),
         where=f"'{calib_set.folder}'",
+        groups=NODE_GROUPS if node_level else SHARE_GROUPS,
     )
 
 
-def _per_forecast(per_sample: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    """Per-sample values repeated for each of a node model's (N, n) forecasts, flattened."""
-    return np.repeat(per_sample, pred.size // max(len(pred), 1))
+def forecast_bins(dataset: WaqDataset, pred: np.ndarray) -> np.ndarray:
+    """The conformal group of every forecast of ``dataset`` (``pred``'s shape): the sample's
+    (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level
+    (:func:`~.conformal.node_bins`) for a node-level model."""
+    bins = dataset.mondrian_bins()
+    return node_bins(bins, pred) if dataset.inputs.node_level else bins
 
 
 def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
@@ -586,7 +591,7 @@ def evaluate(
     covered = half = None
     if conformal is not None:
         limits = LABEL_RANGE[inputs.target]
-        lower, upper = intervals(conformal, pred, dataset.mondrian_bins(), limits)
+        lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred), limits)
         covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
     factors = dataset.factor_levels()
