@@ -278,3 +278,20 @@ def test_the_app_is_offered_share_models_only(node_model, monkeypatch):
     assert all(model_target(path) == "share" for path in offered.values())
     every = water_models(targets=None)
     assert list(every)[0] == str(node_model) and set(offered) < set(every)
+
+
+def test_shipped_node_timeline_is_current_and_reports_refuse_it(tmp_path):
+    from wdn_explain.shipped import default_timeline
+    from wdn_explain.timeline import Timeline
+
+    folder = ROOT / "models" / "hanoi-nodes"
+    path = default_timeline(folder)
+    assert path is not None
+    timeline = Timeline.load(path)
+    assert timeline.node_level and timeline.meta["target_nodes"] == [timeline.node]
+    for e, f in zip(timeline.explanations, timeline.forecast):
+        assert e.node_values("SV").sum() + e.empty_prediction == pytest.approx(float(f), abs=1e-5)
+    out = tmp_path / "r.html"
+    result = run("report", "--timeline", path, "--out", out)
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "reports draw share timelines only" in result.output and not out.exists()

@@ -11,7 +11,7 @@ import numpy as np
 import typer
 
 from .chem.cli import app as chem_app
-from .errors import ConfigError, WdnExplainError
+from .errors import ConfigError, DataError, WdnExplainError
 
 app = typer.Typer(
     help="Exact Shapley-interaction explanations of GNNs on water distribution networks.",
@@ -712,6 +712,12 @@ def report(
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
         tl = Timeline.load(timeline)
+        if tl.node_level:
+            raise DataError(
+                f"timeline '{timeline}' is a node-level model's (chlorine at nodes "
+                f"{', '.join(tl.targets)}); reports draw share timelines only: use "
+                "`wdn-explain export` for its values"
+            )
         tl = tl.relative_to(reference or tl.default_reference)
         net = load_network(tl.scenario.network)
         page = report_html(tl, net, index=index, order=order, top_k=top_k)
