@@ -32,6 +32,7 @@ _LAZY = {
     "load_waq_arrays": "dataset",
     "split_scenarios": "dataset",
     "ChlorineGNN": "model",
+    "NodeChlorineGNN": "model",
     "ModelConfig": "model",
     "TrainConfig": "training",
     "train": "training",

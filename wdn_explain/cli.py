@@ -11,7 +11,7 @@ import numpy as np
 import typer
 
 from .chem.cli import app as chem_app
-from .errors import ConfigError, WdnExplainError
+from .errors import ConfigError, DataError, WdnExplainError
 
 app = typer.Typer(
     help="Exact Shapley-interaction explanations of GNNs on water distribution networks.",
@@ -212,6 +212,14 @@ def train(
         "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
         "chlorine_fraction)",
     ),
+    target: str = typer.Option(
+        "share",
+        help="share (the share of chlorinated nodes) or node (chlorine in mg/L at every node, "
+        "and the share of nodes below --min-residual derived from it)",
+    ),
+    min_residual: float = typer.Option(
+        0.2, help="with --target node: the minimum chlorine residual (mg/L) of the compliance share"
+    ),
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     network: str = typer.Option(None, help="refuse data simulated on another network"),
@@ -225,7 +233,16 @@ def train(
 
     try:
         node_features = tuple(f.strip() for f in features.split(",") if f.strip())
-        InputSpec(node_features=node_features, horizon=horizon, threshold=threshold)
+        label = {"node": "node_chlorine_mg_l", "share": "share"}.get(target)
+        if label is None:
+            raise ConfigError(f"--target must be share or node (got '{target}')")
+        InputSpec(
+            node_features=node_features,
+            horizon=horizon,
+            threshold=threshold,
+            target=label,
+            min_residual_mg_l=min_residual,
+        )
         card = run_training(
             data,
             out,
@@ -242,6 +259,8 @@ def train(
                 threshold=threshold,
                 node_features=node_features,
                 seed=seed,
+                target=label,
+                min_residual_mg_l=min_residual,
             ),
             device=device,
             network=network,
@@ -253,9 +272,13 @@ def train(
     m = card["metrics"]
     if card["interrupted"]:
         typer.echo("interrupted: saved the best epoch so far")
+    tree = f", tree {m['tree_mae']:.4f}" if "tree_mae" in m else ""
+    compliance = (
+        f"; compliance share MAE {m['compliance_mae']:.4f}" if "compliance_mae" in m else ""
+    )
     scores = (
         f"test MAE {m['mae']:.4f} (persistence {m['persistence_mae']:.4f}, "
-        f"climatology {m['climatology_mae']:.4f}, tree {m['tree_mae']:.4f}); "
+        f"climatology {m['climatology_mae']:.4f}{tree}){compliance}; "
         f"{m['confidence']:.0%} interval coverage {m['coverage']:.3f}"
         if m
         else "no test scenarios to score"
@@ -500,6 +523,12 @@ def explain(
     memory_gb: float = typer.Option(
         None, help="memory budget of the exact engine in GB [default: half the available]"
     ),
+    node: list[str] = typer.Option(
+        None,
+        help="node-level models: a node id whose chlorine forecast is explained (repeatable) "
+        "[default: of the nodes the forecast brings to the minimum residual, the one with the "
+        "lowest mean forecast; else the injection node]",
+    ),
 ) -> None:
     """Simulate a scenario, then forecast and explain every time step exactly, or with
     --budget by the lambda-approximation (cached; an interrupted run resumes from the steps
@@ -516,7 +545,11 @@ def explain(
     try:
         spec = default_scenario(model) if scenario is None else _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
-        settings = ExplainSettings.of(approximation_lambda=budget, memory_budget_gb=memory_gb)
+        settings = ExplainSettings.of(
+            approximation_lambda=budget,
+            memory_budget_gb=memory_gb,
+            target_nodes=tuple(node) if node else None,
+        )
         injection_node(spec, load_network(spec.network))  # a bad node id: before torch loads
         from .pipeline import explain_scenario
 
@@ -545,20 +578,31 @@ def explain(
             typer.echo(f"warning: {timeline.meta[key]}", err=True)
     if timeline.meta.get("uncertainty"):
         typer.echo(f"notice: {timeline.meta['uncertainty']}", err=True)
-    if timeline.lower is not None:
-        level = timeline.meta["interval"]["confidence"]
-        typer.echo(
-            f"forecast of the share {timeline.meta['horizon']} steps ahead, {level:.0%} interval:"
-        )
+    for shown in [timeline.for_node(v) for v in timeline.targets] or [timeline]:
+        if shown.lower is None:
+            continue
+        level = shown.meta["interval"]["confidence"]
+        what = f"chlorine (mg/L) at node {shown.node}" if shown.node_level else "the share"
+        typer.echo(f"forecast of {what} {shown.meta['horizon']} steps ahead, {level:.0%} interval:")
         for t, f, lo, hi, y in zip(
-            timeline.times_s, timeline.forecast, timeline.lower, timeline.upper, timeline.truth
+            shown.times_s, shown.forecast, shown.lower, shown.upper, shown.truth
         ):
             typer.echo(f"  {t / 60:>6g} min  {f:.3f}  [{lo:.3f}, {hi:.3f}]  simulated {y:.3f}")
+    if timeline.node_level:
+        typer.echo(
+            f"compliance share (nodes below {timeline.meta['min_residual_mg_l']:g} mg/L), "
+            "derived from the node forecast:"
+        )
+        for t, f, y in zip(
+            timeline.times_s, timeline.compliance_forecast, timeline.compliance_truth
+        ):
+            typer.echo(f"  {t / 60:>6g} min  {f:.3f}  simulated {y:.3f}")
     e = timeline.explanations[0]
     held = f"|I| = {e.n_interactions}" if timeline.exact else f"{e.n_interactions} MIs held"
+    targets = f" at node {', '.join(timeline.targets)}" if timeline.node_level else ""
     typer.echo(
-        f"{status}: {len(timeline)} steps explained ({timeline.engine_label}, {e.method}, "
-        f"{held} per step) -> {out}"
+        f"{status}: {len(timeline)} steps explained{targets} ({timeline.engine_label}, "
+        f"{e.method}, {held} per step) -> {out}"
     )
 
 
@@ -591,6 +635,12 @@ def report(
         if gif:
             check_output(gif, what="GIF file", is_output=_suffix(".gif"))
         tl = Timeline.load(timeline)
+        if tl.node_level:
+            raise DataError(
+                f"timeline '{timeline}' is a node-level model's (chlorine at nodes "
+                f"{', '.join(tl.targets)}); reports draw share timelines only: use "
+                "`wdn-explain export` for its values"
+            )
         tl = tl.relative_to(reference or tl.default_reference)
         net = load_network(tl.scenario.network)
         page = report_html(tl, net, index=index, order=order, top_k=top_k)

@@ -8,7 +8,9 @@ by :class:`~wdn_explain.features.InputSpec`, the rule the timelines use too):
 * ``edge_index`` (2, 2 * n_links): both directions of every link (see :mod:`.network`).
 * ``edge_attr`` (2 * n_links, 1): signed flow along each direction at t (L/s), divided by
   the standard deviation of link flows over the training split (``inputs.flow_scale_lps``).
-* ``y`` (1,): the fraction of chlorinated nodes at t + horizon (chlorine >= ``threshold``).
+* ``y`` (1,): the fraction of chlorinated nodes at t + horizon (chlorine >= ``threshold``);
+  for the node target (``target="node_chlorine_mg_l"``) ``y`` (n_nodes,): chlorine in mg/L at
+  every node at t + horizon.
 
 Splits are by scenario (no scenario in two splits), drawn with ``split_seed``: train, calib
 (held out for the conformal intervals), val and test.
@@ -31,9 +33,11 @@ from .design import factor_levels
 from .errors import ConfigError, DataError
 from .features import (
     DEFAULT_HORIZON,
+    DEFAULT_MIN_RESIDUAL_MG_L,
     DEFAULT_NODE_FEATURES,
     DEFAULT_THRESHOLD,
     InputSpec,
+    Target,
     check_plan,
     source_plan,
 )
@@ -183,6 +187,8 @@ class WaqDataset(Dataset):
             statistic (a trained model's own, from its card, when evaluating other data).
         split_seed: Seed of the scenario-level split.
         arrays: Already loaded arrays of the same folder (to build several splits at once).
+        target: ``share`` or ``node_chlorine_mg_l`` (see :mod:`wdn_explain.features`).
+        min_residual_mg_l: The minimum residual of the node target's compliance share.
     """
 
     def __init__(
@@ -196,6 +202,8 @@ class WaqDataset(Dataset):
         flow_scale_lps: float | None = None,
         split_seed: int = 0,
         arrays: WaqArrays | None = None,
+        target: Target = "share",
+        min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L,
     ) -> None:
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)} (got '{split}')")
@@ -214,6 +222,8 @@ class WaqDataset(Dataset):
             flow_scale_lps=flow_scale_lps or 1.0,
             horizon=horizon,
             threshold=threshold,
+            target=target,
+            min_residual_mg_l=min_residual_mg_l,
         )
         super().__init__(root=None)
         self.folder, self.split, self.split_seed = Path(folder), split, split_seed
@@ -249,6 +259,8 @@ class WaqDataset(Dataset):
             flow_scale_lps=inputs.flow_scale_lps,
             split_seed=split_seed,
             arrays=arrays,
+            target=inputs.target,
+            min_residual_mg_l=inputs.min_residual_mg_l,
         )
 
     @property
@@ -265,21 +277,40 @@ class WaqDataset(Dataset):
         )
 
     def targets(self) -> np.ndarray:
-        """``y`` of every sample in order: the chlorinated fraction at t + horizon."""
+        """``y`` of every sample in order: the chlorinated fraction at t + horizon, shape
+        (N,); for the node target chlorine (mg/L) at every node, shape (N, n)."""
         s, t = self.sample_index()
         return self._y[s, t + self.horizon]
 
     def persistence(self) -> np.ndarray:
-        """The persistence forecast of every sample: the chlorinated fraction at t itself."""
+        """The persistence forecast of every sample: the label at t itself."""
         s, t = self.sample_index()
         return self._y[s, t]
 
     def climatology(self) -> np.ndarray:
         """The time-step climatology forecast of every sample: the mean training-split label
-        at the same time step (no model, no state: what "usually" happens by then)."""
+        at the same time step (per node for the node target; no model, no state: what
+        "usually" happens by then)."""
+        return self._climatology(self._y)
+
+    def compliance_forecasts(self) -> dict[str, np.ndarray]:
+        """For the node target, the compliance share (:meth:`InputSpec.compliance`) of every
+        sample: the ``truth`` at t + horizon, ``persistence`` (the share at t) and the
+        time-step ``climatology`` of the share itself, each shape (N,)."""
+        share = self.inputs.compliance(self.arrays.chlorine_mg_l)
+        s, t = self.sample_index()
+        return {
+            "truth": share[s, t + self.horizon],
+            "persistence": share[s, t],
+            "climatology": self._climatology(share),
+        }
+
+    def _climatology(self, values: np.ndarray) -> np.ndarray:
+        """The mean of (S, T, ...) ``values`` over the training scenarios at each forecast
+        time's target step, for every sample."""
         if not len(self.train_scenarios):
             raise DataError(f"'{self.folder}' has no training scenarios to fit a climatology")
-        per_step = self._y[self.train_scenarios, self.horizon :].mean(axis=0)
+        per_step = values[self.train_scenarios, self.horizon :].mean(axis=0)
         return per_step[self.sample_index()[1]]
 
     def factor_levels(self) -> dict[str, np.ndarray]:
@@ -337,7 +368,7 @@ class WaqDataset(Dataset):
             x=self._x[scenario, t],
             edge_index=self._edge_index,
             edge_attr=self._edge_attr[scenario, t],
-            y=torch.tensor([self._y[scenario, t + self.horizon]]),
+            y=torch.as_tensor(self._y[scenario, t + self.horizon]).reshape(-1),
             scenario=scenario,
             t=t,
         )
@@ -368,7 +399,7 @@ class WaqDataset(Dataset):
 
 class Batch(NamedTuple):
     """One mini-batch in PyG's batched layout: ``x`` (b n, F), ``edge_index`` (2, b E),
-    ``edge_attr`` (b E, C), ``y`` (b,), ``batch`` (b n,)."""
+    ``edge_attr`` (b E, C), ``y`` (b,) -- (b n,) for the node target -- ``batch`` (b n,)."""
 
     x: Tensor
     edge_index: Tensor
@@ -380,7 +411,7 @@ class Batch(NamedTuple):
 @dataclass(frozen=True)
 class StackedSamples:
     """Samples that share one graph, stacked: ``x`` (N, n, F), ``edge_attr`` (N, E, C),
-    ``y`` (N,) and the shared ``edge_index`` (2, E).
+    ``y`` (N,) -- (N, n) for the node target -- and the shared ``edge_index`` (2, E).
 
     Batches are cut by indexing these tensors where they are stored, so with the samples
     on the GPU (:meth:`to`) a training epoch builds no Python objects per sample and copies
@@ -453,7 +484,7 @@ class StackedSamples:
                 x=x.reshape(b * n_nodes, -1),
                 edge_index=edge_index[:, : b * n_edges],
                 edge_attr=edge_attr.reshape(b * n_edges, -1),
-                y=y,
+                y=y.reshape(-1),
                 batch=batch_vec[: b * n_nodes],
             )
 

@@ -17,9 +17,17 @@ Node features (one column each, in the order of ``InputSpec.node_features``):
 Edge features: signed flow along each direction of every link (L/s) / ``flow_scale_lps``,
 shape (2 E, 1), the first E rows from start to end node, the next E reversed.
 
-Label: the fraction of nodes whose chlorine, in the unit of the first node feature (mg/L or
-fraction of the strength), is at least ``threshold``, ``horizon`` reports ahead. A share lies
-in [0, 1]; forecasts beyond it by more than :data:`RANGE_TOLERANCE` are flagged
+Label (``InputSpec.target``), ``horizon`` reports ahead:
+
+* ``share`` (the default; cards older than ``target`` are share models): the fraction of nodes
+  whose chlorine, in the unit of the first node feature (mg/L or fraction of the strength), is
+  at least ``threshold``, shape (). A share lies in [0, 1].
+* ``node_chlorine_mg_l``: chlorine in mg/L at every node, shape (n,), for a node-level model
+  (a head on every node). The compliance share -- the fraction of nodes below the minimum
+  residual ``min_residual_mg_l`` (default 0.2 mg/L, what regulators commonly ask for) -- is
+  derived from it by :func:`share_below_residual`, for the forecast and the truth alike.
+
+Forecasts beyond the label's range by more than :data:`RANGE_TOLERANCE` are flagged
 (:meth:`InputSpec.range_warning`): damaged weights or a scenario far outside the training.
 """
 
@@ -27,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
@@ -41,7 +49,11 @@ DEFAULT_HORIZON = 4  # reported steps ahead (20 min at the 5-minute report step)
 DEFAULT_THRESHOLD = 0.05  # chlorine counted as "chlorinated", in the first feature's unit
 DEFAULT_NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "source_plan_mg_l")
 WAQ_PAPER_NODE_FEATURES = ("chlorine_fraction",)
-LABEL_RANGE = (0.0, 1.0)  # the label is a share of nodes
+Target = Literal["share", "node_chlorine_mg_l"]
+TARGETS: tuple[str, ...] = get_args(Target)
+DEFAULT_MIN_RESIDUAL_MG_L = 0.2  # the minimum free-chlorine residual regulators commonly ask for
+LABEL_RANGE = {"share": (0.0, 1.0), "node_chlorine_mg_l": (0.0, np.inf)}
+"""The physical range of each target: a share of nodes; chlorine in mg/L."""
 RANGE_TOLERANCE = 0.05
 """How far (in label units) a forecast may leave :data:`LABEL_RANGE` unflagged: a linear
 head overshoots a little near the bounds; damaged weights forecast shares like 4.8."""
@@ -55,9 +67,14 @@ class InputSpec:
     flow_scale_lps: float = 1.0
     horizon: int = DEFAULT_HORIZON
     threshold: float = DEFAULT_THRESHOLD
+    target: Target = "share"
+    min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
+        if self.target not in TARGETS:
+            raise ConfigError(f"target must be one of {', '.join(TARGETS)} (got '{self.target}')")
+        check_min_residual(self.min_residual_mg_l)
         unknown = [f for f in self.node_features if f not in NODE_FEATURES]
         if unknown or not self.node_features:
             raise ConfigError(
@@ -84,6 +101,11 @@ class InputSpec:
     @property
     def uses_plan(self) -> bool:
         return "source_plan_mg_l" in self.node_features
+
+    @property
+    def node_level(self) -> bool:
+        """Whether the model forecasts every node (one output row per node)."""
+        return self.target == "node_chlorine_mg_l"
 
     @property
     def threshold_unit(self) -> str:
@@ -134,26 +156,54 @@ class InputSpec:
         """One sentence when forecasts leave the label's physical range :data:`LABEL_RANGE`
         by more than :data:`RANGE_TOLERANCE` (None when all lie inside)."""
         forecast = np.asarray(forecast, dtype=float)
-        low, high = LABEL_RANGE
+        low, high = LABEL_RANGE[self.target]
         bad = ~((forecast >= low - RANGE_TOLERANCE) & (forecast <= high + RANGE_TOLERANCE))
         if not bad.any():
             return None
+        what = "a share of nodes" if self.target == "share" else "chlorine in mg/L"
         return (
             f"{int(bad.sum())} of {bad.size} forecasts lie outside [{low:g}, {high:g}], the "
-            f"range of a share of nodes (from {np.nanmin(forecast):.3g} to "
+            f"range of {what} (from {np.nanmin(forecast):.3g} to "
             f"{np.nanmax(forecast):.3g}{', NaN among them' if np.isnan(forecast).any() else ''}): "
             "the model's weights may be damaged, or the input is far from its training data"
         )
 
     def labels(self, chlorine_mg_l: np.ndarray, strength_mg_l: np.ndarray) -> np.ndarray:
-        """Fraction of chlorinated nodes at each time of (..., n) arrays, shape (...,)."""
+        """The label at each time of (..., n) arrays: the fraction of chlorinated nodes, shape
+        (...,), or for the node target the chlorine itself in mg/L, shape (..., n)."""
+        if self.node_level:
+            return np.asarray(chlorine_mg_l, dtype=np.float32)
         level = self.chlorine_level(chlorine_mg_l, strength_mg_l)
         return chlorinated_fraction(level, self.threshold).astype(np.float32)
+
+    def compliance(self, node_chlorine_mg_l: np.ndarray) -> np.ndarray:
+        """The compliance share of node forecasts or truths (..., n): the fraction of nodes
+        below this spec's ``min_residual_mg_l`` (:func:`share_below_residual`), shape (...,)."""
+        return share_below_residual(node_chlorine_mg_l, self.min_residual_mg_l)
+
+
+def check_min_residual(value: float) -> float:
+    """``value`` when it is a finite, non-negative chlorine residual in mg/L; ConfigError in
+    one line naming it otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        raise ConfigError(f"min_residual_mg_l must be a number in mg/L (got {value!r})")
+    if not (np.isfinite(value) and value >= 0):
+        raise ConfigError(
+            f"min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got {value})"
+        )
+    return float(value)
 
 
 def chlorinated_fraction(chlorine: np.ndarray, threshold: float) -> np.ndarray:
     """Fraction of nodes (last axis) whose chlorine is at least ``threshold``."""
     return (chlorine >= threshold).mean(axis=-1)
+
+
+def share_below_residual(node_chlorine_mg_l: np.ndarray, min_residual_mg_l: float) -> np.ndarray:
+    """The compliance share: the fraction of nodes (last axis) whose chlorine (mg/L) lies
+    below the minimum residual ``min_residual_mg_l``, shape (...,). The one rule evaluate,
+    the CLI and the timeline derive it by, from node forecasts and truths alike."""
+    return (np.asarray(node_chlorine_mg_l) < min_residual_mg_l).mean(axis=-1)
 
 
 def source_plan(

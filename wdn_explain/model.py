@@ -1,4 +1,6 @@
-"""The forecasting GNN: edge-feature message passing, mean pooling, one linear output layer.
+"""The forecasting GNN: edge-feature message passing, mean pooling, one linear output layer;
+and its node-level variant (:class:`NodeChlorineGNN`, the same layers with the head on every
+node: chlorine at each node).
 
 Nothing non-linear follows the pooling, so the prediction is the linear readout of the mean
 node embedding -- the property GraphSHAP-IQ's receptive-field theorem needs for exact
@@ -153,3 +155,25 @@ class ChlorineGNN(nn.Module):
         h = self.node_embeddings(x, edge_index, edge_attr)
         out = self.readout(global_mean_pool(h, batch))
         return out.squeeze(-1) if self.config.out_channels == 1 else out
+
+
+class NodeChlorineGNN(ChlorineGNN):
+    """:class:`ChlorineGNN` with its linear head on every node instead of after the pooling:
+    forecasts chlorine (mg/L) at each node ``horizon`` steps ahead. Output (n,) -- (b n,) for
+    a batch -- or (n, out_channels). ``pooling = None`` marks it node-level for the explain
+    engine (:meth:`~wdn_explain.explain.GraphSHAPIQ.explain_nodes`): a node's output depends
+    on its own L-hop field only.
+    """
+
+    pooling = None
+
+    def forward(
+        self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, batch: Tensor | None = None
+    ) -> Tensor:
+        out = self.readout(self.node_embeddings(x, edge_index, edge_attr))
+        return out.squeeze(-1) if self.config.out_channels == 1 else out
+
+
+def forecaster(config: ModelConfig, node_level: bool = False) -> ChlorineGNN:
+    """The forecaster of a card's architecture and target (``InputSpec.node_level``)."""
+    return (NodeChlorineGNN if node_level else ChlorineGNN)(config)

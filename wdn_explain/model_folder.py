@@ -177,14 +177,14 @@ def load_model(
 ) -> tuple[ChlorineGNN, ModelCard]:
     """Load a forecaster's model folder (eval mode); DataError for a missing file, a corrupt
     card or a checkpoint of another architecture."""
-    from .model import ChlorineGNN, ModelConfig
+    from .model import ModelConfig, forecaster
 
     folder = Path(model_dir)
     if not (folder / CARD).is_file() or not (folder / WEIGHTS).is_file():
         raise DataError(f"'{folder}' is not a model folder (needs {WEIGHTS} and {CARD})")
     card = read_card(folder)
     try:
-        model = ChlorineGNN(ModelConfig(**card.model))
+        model = forecaster(ModelConfig(**card.model), card.input_spec.node_level)
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"model card '{folder / CARD}' is corrupt ({exc})") from None
     load_state(model, folder, card.weights_sha256, map_location)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .conformal import intervals, mondrian_bins, uncertainty_notice
+from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
-from .features import InputSpec, check_plan, source_plan
+from .features import LABEL_RANGE, InputSpec, check_plan, source_plan
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
@@ -71,6 +71,49 @@ def out_of_design(scenario: ScenarioConfig, card: ModelCard, network: Network) -
     return envelope.outside(scenario, injection_node(scenario, network))
 
 
+def target_nodes(
+    settings: ExplainSettings, inputs: InputSpec, network: Network
+) -> list[int] | None:
+    """The indices of the nodes ``settings.target_nodes`` names (None: the default target,
+    chosen from the forecast by :func:`default_target`); refused for a share model and for an
+    id not in the network, before any simulation."""
+    if settings.target_nodes is None:
+        return None
+    if not inputs.node_level:
+        raise ConfigError(
+            f"target nodes ({', '.join(settings.target_nodes)}) apply to node-level models; "
+            "this model forecasts the share of chlorinated nodes"
+        )
+    return [network.node_index(node) for node in settings.target_nodes]
+
+
+def default_target(
+    node_forecast: np.ndarray, min_residual_mg_l: float, injection_index: int
+) -> int:
+    """The node explained unless one is asked for: among the nodes whose forecast reaches
+    the minimum residual at some step, the one with the lowest mean forecast (the reached
+    node most at risk of dropping below it); the injection node when none reaches it.
+
+    Args:
+        node_forecast: (T, n) node forecasts in mg/L.
+    """
+    reached = (node_forecast >= min_residual_mg_l).any(axis=0)
+    if not reached.any():
+        return injection_index
+    mean = np.where(reached, node_forecast.mean(axis=0), np.inf)
+    return int(np.argmin(mean))
+
+
+def node_forecasts(model: Any, graphs: list[Data]) -> np.ndarray:
+    """A node-level model's forecast at every node of every graph, shape (len(graphs), n)."""
+    import torch
+
+    with torch.no_grad():
+        return np.stack(
+            [model(g.x, g.edge_index, g.edge_attr).reshape(-1).cpu().numpy() for g in graphs]
+        )
+
+
 def explain_scenario(
     scenario: ScenarioConfig,
     model_dir: str | Path,
@@ -97,6 +140,12 @@ def explain_scenario(
     Explained steps are streamed to a folder beside ``out`` (see :mod:`.stepstore`), so an
     interrupted run resumes; a scenario whose estimate exceeds :data:`~.sizes.LIMITS` is
     refused before any work unless ``allow_large``.
+
+    With a node-level model (``inputs.target`` ``node_chlorine_mg_l``) the forecasts at
+    ``settings.target_nodes`` (default: :func:`default_target`) are explained per step by
+    ``GraphSHAPIQ.explain_nodes`` (each relative to every reference), and the timeline holds
+    every node's forecast and interval and the compliance share (see
+    :class:`~wdn_explain.timeline.Timeline`); such models are explained locally only.
 
     Returns (timeline, status) where status is ``cached`` (a matching file was reused),
     ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale), followed by
@@ -127,6 +176,11 @@ def explain_scenario(
         for r in settings.references
     }
     inputs = card.input_spec
+    chosen = target_nodes(settings, inputs, network)
+    if inputs.node_level and scheduler is not None:
+        raise ConfigError(
+            "node-level models are explained locally only (got a scheduler: run without it)"
+        )
     identity = cache_identity(scenario, model_dir, settings)
     meta = {
         "version": TimelineMeta.VERSION,
@@ -137,6 +191,7 @@ def explain_scenario(
         "threshold": inputs.threshold,
         "threshold_unit": inputs.threshold_unit,
         "out_of_design": out_of_design(scenario, card, network),
+        "target": inputs.target,
     }
     cached, status = _cached(out, identity)
     if cached is not None:
@@ -169,7 +224,12 @@ def explain_scenario(
         kept = _explain_on_cluster(
             scheduler, model_dir, settings, meta, graphs, steps, store, gpu, progress
         )
-    series, resumed = _explain_steps(explainers, graphs, steps, store, settings, progress)
+    if inputs.node_level:
+        node_forecast = node_forecasts(model, [graphs[t] for t in steps])
+        if chosen is None:
+            source = network.node_index(injection_node(scenario, network))
+            chosen = [default_target(node_forecast, inputs.min_residual_mg_l, source)]
+    series, resumed = _explain_steps(explainers, graphs, steps, store, settings, progress, chosen)
     kept += resumed if scheduler is None else 0
     if kept:
         total = len(steps) * len(settings.references)
@@ -177,37 +237,69 @@ def explain_scenario(
     labels = inputs.labels(
         result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
     )
+    node_arrays: dict[str, Any] = {}
+    if inputs.node_level:
+        ids = [network.node_ids[v] for v in chosen]
+        targets = {
+            node: {r: [per_step[j] for per_step in s_] for r, s_ in series.items()}
+            for j, node in enumerate(ids)
+        }
+        node_arrays = {
+            "node_forecast": node_forecast,
+            "node_truth": labels[steps + horizon],
+            "compliance_forecast": inputs.compliance(node_forecast),
+            "compliance_truth": inputs.compliance(labels[steps + horizon]),
+            "targets": targets,
+        }
+        meta |= {"target_nodes": ids, "node": ids[0], "min_residual_mg_l": inputs.min_residual_mg_l}
+        series = dict(targets[ids[0]])
+        forecast, truth = node_forecast, labels[steps + horizon]
     explanations = series.pop("mean")
-    forecast = np.array([e.prediction for e in explanations])
+    if not inputs.node_level:
+        forecast = np.array([e.prediction for e in explanations])
+        truth = labels[steps + horizon]
     meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
     if meta["forecast_warning"]:
         logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
     lower = upper = None
     if card.conformal is not None:
         bins = mondrian_bins(scenario, result.times_s, horizon, network.reservoirs)[steps]
-        lower, upper = intervals(card.conformal, forecast, bins)
+        bins = node_bins(bins, forecast) if inputs.node_level else bins
+        lower, upper = intervals(card.conformal, forecast, bins, LABEL_RANGE[inputs.target])
         meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
+        shown = (lower, upper) if lower.ndim == 1 else (lower[:, chosen[0]], upper[:, chosen[0]])
         meta["uncertainty"] = uncertainty_notice(
-            card.conformal, lower, upper, result.times_s[steps]
+            card.conformal,
+            *shown,
+            result.times_s[steps],
+            unit="of the nodes" if lower.ndim == 1 else f"mg/L at node {meta['node']}",
         )
+    if inputs.node_level:
+        node_arrays |= {"node_lower": lower, "node_upper": upper}
+        i = chosen[0]
+        forecast, truth = forecast[:, i], truth[:, i]
+        lower, upper = (None, None) if lower is None else (lower[:, i], upper[:, i])
+    every = [explanations, *series.values()]
+    every += [es for by_ref in node_arrays.get("targets", {}).values() for es in by_ref.values()]
     timeline = Timeline(
         steps=steps,
         times_s=result.times_s[steps],
         node_ids=np.asarray(network.node_ids),
         chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
         forecast=forecast,
-        truth=labels[steps + horizon],
+        truth=truth,
         explanations=explanations,
         meta={
             **meta,
             "baseline": "mean",
             "reference": "mean",
             "model_dir": str(model_dir),
-            "exact": all(e.exact for series_ in (explanations, *series.values()) for e in series_),
+            "exact": all(e.exact for series_ in every for e in series_),
         },
         alternatives=series,
         lower=lower,
         upper=upper,
+        **node_arrays,
     )
     if out is not None:
         timeline.save(out)
@@ -257,26 +349,36 @@ def _explain_steps(
     store: StepStore | None,
     settings: ExplainSettings,
     progress: ProgressArg,
-) -> tuple[dict[str, list[Explanation]], int]:
+    nodes: list[int] | None = None,
+) -> tuple[dict[str, list[Explanation | list[Explanation]]], int]:
     """Every step relative to every reference (stored steps reused), and how many were
-    reused."""
-    series: dict[str, list[Explanation]] = {}
+    reused; with target ``nodes`` (a node-level model) each step is the list of their
+    explanations (``explain_nodes``), stored one file per target."""
+    series: dict[str, list[Explanation | list[Explanation]]] = {}
     kept = 0
     total = len(steps) * len(explainers)
+    k = 1 if nodes is None else len(nodes)
     with progress_callback(progress, "explain timeline") as cb:
         for r, (reference, explainer) in enumerate(explainers.items()):
             series[reference] = []
             for i, t in enumerate(steps):
-                key = r * len(steps) + i  # one store for every reference
-                explanation = store.get(key) if store is not None else None
-                kept += explanation is not None
-                if explanation is None:
-                    explanation = explainer.explain(graphs[t], budget=settings.approximation_lambda)
+                step = r * len(steps) + i  # one store for every reference
+                keys = range(step * k, (step + 1) * k)
+                stored = [store.get(key) for key in keys] if store is not None else [None]
+                done = all(e is not None for e in stored)
+                kept += done
+                if not done:
+                    budget = settings.approximation_lambda
+                    if nodes is None:
+                        stored = [explainer.explain(graphs[t], budget=budget)]
+                    else:
+                        stored = explainer.explain_nodes(graphs[t], nodes, budget=budget)
                     if store is not None:
-                        store.put(key, explanation)
-                series[reference].append(explanation)
+                        for key, explanation in zip(keys, stored):
+                            store.put(key, explanation)
+                series[reference].append(stored[0] if nodes is None else stored)
                 if cb:
-                    cb(key + 1, total)
+                    cb(step + 1, total)
     return series, kept
 
 

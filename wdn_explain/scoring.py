@@ -68,42 +68,65 @@ def score_model(
 
 def score_lines(scores: Scores) -> list[str]:
     """The scores as text lines: the model beside persistence, the time-step climatology
-    and the tree (MAE, RMSE, R²), the interval coverage, MAE per scenario factor and per
-    forecast time (in minutes)."""
+    and the tree (MAE, RMSE, R²; for a node-level model also the derived compliance share),
+    the interval coverage, MAE per scenario factor and per forecast time (in minutes)."""
     res, inputs = scores.results, scores.inputs
     step_min = scores.step_s / 60
     minutes = inputs.horizon * step_min
+    what = (
+        "chlorine (mg/L) at every node, scored per node"
+        if inputs.node_level
+        else f"the share of nodes with chlorine >= {inputs.threshold:g} {inputs.threshold_unit}"
+    )
     lines = [
         f"{scores.split}: {res['n_samples']} samples, forecasts {minutes:g} min "
-        f"({inputs.horizon} steps) ahead of the share of nodes with chlorine >= "
-        f"{inputs.threshold:g} {inputs.threshold_unit}",
-        f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}",
+        f"({inputs.horizon} steps) ahead of {what}"
     ]
-    for name, prefix in (
-        ("model", ""),
-        ("persistence", "persistence_"),
-        ("climatology", "climatology_"),
-        ("tree", "tree_"),
-    ):
-        lines.append(
-            f"{name:>12} {res[prefix + 'mae']:>8.4f} {res[prefix + 'rmse']:>8.4f} "
-            f"{res[prefix + 'r2']:>8.3f}"
+    names = [
+        n
+        for n in ("model", "persistence", "climatology", "tree")
+        if f"{n}_mae" in res["per_factor"]["switch"][0]
+    ]
+    tables = [("", "")]
+    if inputs.node_level:
+        tables.append(
+            (
+                "compliance_",
+                f"compliance share (nodes below {inputs.min_residual_mg_l:g} mg/L), "
+                "derived from the node forecast:",
+            )
         )
+    for prefix, title in tables:
+        if title:
+            lines.append(title)
+        lines.append(f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
+        for name in names:
+            key = prefix + ("" if name == "model" else f"{name}_")
+            lines.append(
+                f"{name:>12} {res[key + 'mae']:>8.4f} {res[key + 'rmse']:>8.4f} "
+                f"{res[key + 'r2']:>8.3f}"
+            )
     if "coverage" in res:
         lines.append(
             f"{res['confidence']:.0%} intervals: empirical coverage {res['coverage']:.3f}, "
             f"mean half-width {res['half_width']:.4f}"
         )
-    lines.append("MAE per scenario factor:")
+    columns = [(f"{n}_mae", n[:7]) for n in names]
+    if inputs.node_level:
+        columns += [(f"compliance_{n}_mae", f"c.{n[:6]}") for n in names]
     lines.append(
-        f"  {'factor':<10} {'level':<14} {'samples':>7} {'model':>8} {'persist':>8} {'climat':>8}"
-        f" {'tree':>8}" + (f" {'coverage':>8}" if "coverage" in res else "")
+        "MAE per scenario factor" + (" (c.: compliance share):" if inputs.node_level else ":")
+    )
+    lines.append(
+        f"  {'factor':<10} {'level':<14} {'samples':>7}"
+        + "".join(f" {head:>8}" for _, head in columns)
+        + (f" {'coverage':>8}" if "coverage" in res else "")
     )
     for factor, rows in res["per_factor"].items():
         for r in rows:
             lines.append(
-                f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7} {r['model_mae']:>8.4f} "
-                f"{r['persistence_mae']:>8.4f} {r['climatology_mae']:>8.4f} {r['tree_mae']:>8.4f}"
+                f"  {factor:<10} {r['level']:<14} {r['n_samples']:>7}"
+                + "".join(f" {r[key]:>8.4f}" for key, _ in columns)
                 + (f" {r['coverage']:>8.3f}" if "coverage" in r else "")
             )
     lines.append(f"per forecast time (forecast made at t min for t + {minutes:g} min):")

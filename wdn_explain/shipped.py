@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,25 +55,44 @@ def user_models_dir() -> Path:
     return Path(os.environ.get("WDN_EXPLAIN_MODELS", default))
 
 
-def water_models() -> dict[str, Path]:
+def model_target(model_dir: str | Path) -> str:
+    """What a water model forecasts, from its card: ``share`` (the share of chlorinated
+    nodes; every card older than ``inputs.target``) or ``node_chlorine_mg_l`` (chlorine at
+    every node). DataError for a folder without a readable card."""
+    return read_card(model_dir).input_spec.target
+
+
+def water_models(targets: Collection[str] | None = ("share",)) -> dict[str, Path]:
     """The models the app offers, by name: :func:`default_model` first (its folder name, or
     its path when it lies outside ``models/``), then every water model folder under the
     shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped), then
     every one under :func:`user_models_dir` (by folder name, or by path where a shipped
-    model has that name)."""
+    model has that name).
+
+    Args:
+        targets: Keep only models of these targets (:func:`model_target`); the default keeps
+            the share models the app draws (a node-level model such as ``models/hanoi-nodes``
+            is left out); None keeps every water model.
+    """
     root = SHIPPED_ROOT / "models"
-    first = default_model()
-    found = {first.name if first.resolve().parent == root else str(first): first}
-    seen = {first.resolve()}
+    first: Path | None = default_model()
+    found: dict[str, Path] = {}
+    with contextlib.suppress(DataError):  # a broken override is offered: the app says why
+        if targets is not None and model_target(first) not in targets:
+            first = None
+    seen = set()
+    if first is not None:
+        found[first.name if first.resolve().parent == root else str(first)] = first
+        seen.add(first.resolve())
     for folder in (root, user_models_dir()):
         for card in sorted(folder.glob("*/card.json")):
             model = card.parent
             if model.name == "chem" or model.resolve() in seen:
                 continue
             with contextlib.suppress(DataError):  # not a water model folder
-                read_card(model)
-                found[str(model) if model.name in found else model.name] = model
-                seen.add(model.resolve())
+                if targets is None or model_target(model) in targets:
+                    found[str(model) if model.name in found else model.name] = model
+                    seen.add(model.resolve())
     return found
 
 

@@ -3,6 +3,9 @@
 A :class:`Timeline` holds, per explained step t, the exact Möbius interactions of the
 forecast made at t (of the chlorinated fraction at t + horizon), with the simulated
 states the app draws: normalised node chlorine, the forecast and the simulated truth.
+A node-level model's timeline (:attr:`Timeline.node_level`) holds every node's forecast with
+its interval, the compliance share derived from it, and the explanations of chosen target
+nodes; its ``forecast``/``explanations`` are those of one target (:meth:`Timeline.for_node`).
 One file per (scenario, model): a compressed, pickle-free ``.npz`` with MIs stored as float32
 (the model itself computes in float32), reused while scenario, model and engine match
 (:func:`timeline_is_current`). The run that makes one is :mod:`.pipeline`; the shipped
@@ -63,6 +66,9 @@ class ExplainSettings(BaseModel):
         num_threads: torch intra-op threads of the engine (``GraphSHAPIQ(num_threads=...)``;
             default: the user's own setting, else one); changes the speed, not the values.
         references: The references (:data:`REFERENCES`) explained, each a series.
+        target_nodes: For a node-level model, the ids of the nodes whose forecasts are
+            explained (default: :func:`~wdn_explain.pipeline.default_target`); refused for a
+            share model.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -73,6 +79,7 @@ class ExplainSettings(BaseModel):
     memory_budget_gb: float | None = Field(None, gt=0)
     num_threads: int | None = Field(None, ge=1)
     references: tuple[str, ...] = tuple(REFERENCES)
+    target_nodes: tuple[str, ...] | None = None
 
     @field_validator("references")
     @classmethod
@@ -83,6 +90,13 @@ class ExplainSettings(BaseModel):
                 f"references must include 'mean' and be among {', '.join(REFERENCES)} "
                 f"(got {', '.join(value) or 'none'})"
             )
+        return value
+
+    @field_validator("target_nodes")
+    @classmethod
+    def _distinct_targets(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and (not value or len(set(value)) != len(value)):
+            raise ValueError(f"target nodes must be distinct node ids (got {list(value)})")
         return value
 
     @classmethod
@@ -99,8 +113,12 @@ class ExplainSettings(BaseModel):
 
     def cache_key(self) -> dict[str, Any]:
         """The fields that change the stored values (not memory or threads: they change only
-        chunking and speed)."""
-        return self.model_dump(mode="json", include=set(CACHE_FIELDS))
+        chunking and speed); ``target_nodes`` only when set, so the keys of share timelines
+        are those they had before target nodes existed."""
+        key = self.model_dump(mode="json", include=set(CACHE_FIELDS))
+        if key["target_nodes"] is None:
+            del key["target_nodes"]
+        return key
 
     def explainer_options(self, reference: str) -> dict[str, Any]:
         """Keyword arguments of ``GraphSHAPIQ`` explaining relative to ``reference``."""
@@ -114,7 +132,7 @@ class ExplainSettings(BaseModel):
         return options | {"baseline": REFERENCES[reference][0]}
 
 
-CACHE_FIELDS = ("method", "n_layers", "approximation_lambda", "references")
+CACHE_FIELDS = ("method", "n_layers", "approximation_lambda", "references", "target_nodes")
 
 
 def cache_identity(
@@ -144,7 +162,8 @@ def cache_mismatch(meta: dict[str, Any] | None, identity: dict[str, Any]) -> lis
     wanted = identity["settings"]
     if made_with is None:
         return [*stale, "settings"]
-    return stale + [k for k in wanted if made_with.get(k) != wanted[k]]
+    fields = [k for k in CACHE_FIELDS if k in wanted or k in made_with]
+    return stale + [k for k in fields if made_with.get(k) != wanted.get(k)]
 
 
 def settings_of(meta: dict[str, Any]) -> ExplainSettings:
@@ -184,6 +203,20 @@ class Timeline:
             for a model without a ``conformal`` record); ``meta["interval"]`` names its
             nominal coverage and method, ``meta["uncertainty"]`` is a plain sentence when
             some interval is wide (even inside the design), else None.
+
+    A node-level model's timeline also holds (None / empty for a share model):
+
+    Attributes:
+        node_forecast, node_truth: Chlorine (mg/L) forecast and simulated at every node
+            at t + horizon, shape (T, n).
+        node_lower, node_upper: Their calibrated intervals, shape (T, n) (or None).
+        compliance_forecast, compliance_truth: The compliance share -- the fraction of
+            nodes below ``meta["min_residual_mg_l"]`` -- derived from ``node_forecast`` and
+            from the simulation (:func:`~wdn_explain.features.share_below_residual`), (T,).
+        targets: The explanations of every target node: node id -> reference -> one per
+            step (``meta["target_nodes"]`` in order). ``forecast``, ``truth``, ``lower``,
+            ``upper``, ``explanations`` and ``alternatives`` are those of the target
+            ``meta["node"]`` (chlorine in mg/L there); :meth:`for_node` switches target.
     """
 
     steps: np.ndarray
@@ -197,9 +230,50 @@ class Timeline:
     alternatives: dict[str, list[Explanation]] = field(default_factory=dict)
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
+    node_forecast: np.ndarray | None = None
+    node_truth: np.ndarray | None = None
+    node_lower: np.ndarray | None = None
+    node_upper: np.ndarray | None = None
+    compliance_forecast: np.ndarray | None = None
+    compliance_truth: np.ndarray | None = None
+    targets: dict[str, dict[str, list[Explanation]]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    @property
+    def node_level(self) -> bool:
+        """Whether a node-level model made this timeline (chlorine at every node)."""
+        return self.node_forecast is not None
+
+    @property
+    def node(self) -> str | None:
+        """The id of the target node ``forecast`` and ``explanations`` are about (None for a
+        share model)."""
+        return self.meta.get("node")
+
+    def for_node(self, node: str) -> Timeline:
+        """The same timeline with ``forecast``, ``truth``, ``lower``, ``upper`` and the
+        explanations of target node ``node`` (an id of ``meta["target_nodes"]``), relative to
+        the same reference; DataError for a share timeline or a node not explained."""
+        node = str(node)
+        if node not in self.targets:
+            held = ", ".join(self.targets) or "none: a share model's timeline"
+            raise DataError(
+                f"timeline holds no explanations of node '{node}' (target nodes: {held})"
+            )
+        i = [str(v) for v in self.node_ids].index(node)
+        series = dict(self.targets[node])
+        return replace(
+            self,
+            forecast=self.node_forecast[:, i],
+            truth=self.node_truth[:, i],
+            lower=None if self.node_lower is None else self.node_lower[:, i],
+            upper=None if self.node_upper is None else self.node_upper[:, i],
+            explanations=series.pop(self.reference),
+            alternatives=series,
+            meta={**self.meta, "node": node},
+        )
 
     @property
     def scenario(self) -> ScenarioConfig:
@@ -232,7 +306,7 @@ class Timeline:
                 f"(it holds: {', '.join(self.references)})"
             )
         others = {self.reference: self.explanations} | self.alternatives
-        explanations = others.pop(reference)
+        explanations = others.pop(reference)  # (targets keep every reference by name)
         return replace(
             self,
             explanations=explanations,
@@ -347,7 +421,13 @@ class Timeline:
         }
         if self.lower is not None and self.upper is not None:
             arrays |= {"lower": self.lower, "upper": self.upper}
+        arrays |= {
+            name: getattr(self, name) for name in NODE_ARRAYS if getattr(self, name) is not None
+        }
         series = {"s": self.explanations} | {f"r_{k}_": v for k, v in self.alternatives.items()}
+        for i, node in enumerate(self.meta.get("target_nodes") or []):
+            if node != self.node:  # the shown target is stored as s / r_
+                series |= {f"n{i}_{k}_": v for k, v in self.targets[node].items()}
         for head, explanations in series.items():
             for t, e in enumerate(explanations):
                 prefix = f"{head}{t}_"
@@ -370,6 +450,13 @@ class Timeline:
                     k: _load_series(data, f"r_{k}_", len(steps))
                     for k in meta.get("alternatives", [])
                 }
+                shown = {meta.get("reference", "mean"): explanations} | alternatives
+                targets = {
+                    node: shown
+                    if node == meta.get("node")
+                    else {k: _load_series(data, f"n{i}_{k}_", len(steps)) for k in shown}
+                    for i, node in enumerate(meta.get("target_nodes") or [])
+                }
                 timeline = cls(
                     steps=steps,
                     times_s=data["times_s"],
@@ -382,6 +469,8 @@ class Timeline:
                     alternatives=alternatives,
                     lower=data["lower"] if "lower" in data.files else None,
                     upper=data["upper"] if "upper" in data.files else None,
+                    targets=targets,
+                    **{name: data[name] for name in NODE_ARRAYS if name in data.files},
                 )
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None
@@ -401,6 +490,12 @@ class Timeline:
         }
         if self.lower is not None:
             expected |= {"lower": (n_steps,), "upper": (n_steps,)}
+        if self.node_level:
+            expected |= {
+                name: (n_steps, n) if name.startswith("node_") else (n_steps,)
+                for name in NODE_ARRAYS
+                if name not in ("node_lower", "node_upper") or self.node_lower is not None
+            }
         for name, shape in expected.items():
             if getattr(self, name) is None or getattr(self, name).shape != shape:
                 got = getattr(getattr(self, name), "shape", None)
@@ -408,6 +503,7 @@ class Timeline:
                     f"timeline file '{path}' is corrupt: {name} has shape {got}, expected {shape}"
                 )
         series = [self.explanations, *self.alternatives.values()]
+        series += [es for by_ref in self.targets.values() for es in by_ref.values()]
         for t, e in ((t, e) for es in series for t, e in enumerate(es)):
             members = [nodes for nodes, _ in e.blocks.groups.values() if nodes.size]
             if e.n_players != n or any(m.min() < 0 or m.max() >= n for m in members):
@@ -415,6 +511,17 @@ class Timeline:
                     f"timeline file '{path}' is corrupt: step {t} refers to nodes outside "
                     f"0..{n - 1}"
                 )
+
+
+NODE_ARRAYS = (
+    "node_forecast",
+    "node_truth",
+    "node_lower",
+    "node_upper",
+    "compliance_forecast",
+    "compliance_truth",
+)
+"""The arrays only a node-level model's timeline holds (see :class:`Timeline`)."""
 
 
 def _load_series(data: Any, head: str, n_steps: int) -> list[Explanation]:
@@ -444,6 +551,10 @@ class TimelineMeta(Record):
     horizon: int = Field(ge=1)
     threshold: float
     threshold_unit: str = "mg/L"
+    target: str = "share"
+    target_nodes: list[str] | None = None  # node-level: the explained nodes, by id
+    node: str | None = None  # node-level: the target shown as forecast / explanations
+    min_residual_mg_l: float | None = None  # node-level: the compliance share's minimum
     settings: ExplainSettings | None = None
     out_of_design: list[str] | None = None
     pressure_warning: str | None = None

@@ -24,13 +24,22 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
-from .conformal import calibrate, intervals
+from .conformal import NODE_GROUPS, SHARE_GROUPS, calibrate, intervals, node_bins
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
-from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD, InputSpec
+from .features import (
+    DEFAULT_HORIZON,
+    DEFAULT_MIN_RESIDUAL_MG_L,
+    DEFAULT_NODE_FEATURES,
+    DEFAULT_THRESHOLD,
+    LABEL_RANGE,
+    InputSpec,
+    Target,
+    check_min_residual,
+)
 from .files import claimed
-from .model import ChlorineGNN, ModelConfig
+from .model import ChlorineGNN, ModelConfig, forecaster
 from .model_folder import (
     check_model_output,
     load_model,
@@ -81,9 +90,12 @@ class TrainConfig:
     node_features: tuple[str, ...] = DEFAULT_NODE_FEATURES
     split_seed: int = 0
     seed: int = 0
+    target: Target = "share"
+    min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
+        check_min_residual(self.min_residual_mg_l)
         for name in ("epochs", "batch_size", "patience", "horizon"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -92,6 +104,17 @@ class TrainConfig:
             raise ConfigError(f"warmup_epochs must be >= 0 (got {self.warmup_epochs})")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
             raise ConfigError(f"lr must be a positive finite number (got {self.lr})")
+
+    @property
+    def inputs(self) -> InputSpec:
+        """The inputs and label this config trains on (flow scale: set from the data)."""
+        return InputSpec(
+            node_features=self.node_features,
+            horizon=self.horizon,
+            threshold=self.threshold,
+            target=self.target,
+            min_residual_mg_l=self.min_residual_mg_l,
+        )
 
     def for_device(self, device: torch.device) -> TrainConfig:
         """This config with ``batch_size``, ``lr`` and ``warmup_epochs`` resolved for ``device``."""
@@ -153,7 +176,8 @@ def predict(
     device: torch.device | str = "cpu",
     batch_size: int | None = None,
 ) -> np.ndarray:
-    """Model outputs for every sample of ``dataset``, in order, shape (len(dataset),).
+    """Model outputs for every sample of ``dataset``, in order, shape (len(dataset),), or
+    (len(dataset), n) for a node-level :class:`WaqDataset`.
 
     A :class:`WaqDataset` is stacked and moved to the device once (batches of
     :func:`eval_batch_size` by default); any other PyG dataset goes through a DataLoader.
@@ -162,10 +186,10 @@ def predict(
     if isinstance(dataset, WaqDataset):
         samples = place(dataset.stacked(), device)
         batches = samples.batches(batch_size or eval_batch_size(samples), device=device)
-    else:
-        loader = DataLoader(dataset, batch_size=batch_size or 512, shuffle=False)
-        batches = (batch.to(device) for batch in loader)
-    return _outputs(model, batches).cpu().numpy()
+        out = _outputs(model, batches).cpu().numpy()
+        return out.reshape(len(dataset), -1) if dataset.inputs.node_level else out
+    loader = DataLoader(dataset, batch_size=batch_size or 512, shuffle=False)
+    return _outputs(model, (batch.to(device) for batch in loader)).cpu().numpy()
 
 
 @dataclass
@@ -188,7 +212,8 @@ def fit(
     progress: ProgressArg = False,
 ) -> FitResult:
     """Train ``model`` (already on ``device``) in place: L1 loss, Adam, linear warm-up, a
-    plateau schedule and early stopping on the validation MAE; the same loop on every device.
+    plateau schedule and early stopping on the validation MAE; the same loop on every device
+    and target (a node-level model's loss and MAE run over every node's forecast, in mg/L).
 
     Both splits are moved to the device once (:func:`place`). Each epoch draws its seeded
     permutation on the host (so CPU and GPU see the same batches) and copies it over in one
@@ -206,7 +231,7 @@ def fit(
     device = torch.device(device)
     generator = torch.Generator().manual_seed(cfg.seed)
     train_on, val_on = place(train_set, device), place(val_set, device)
-    val_y = val_on.y.to(device)
+    val_y = val_on.y.to(device).reshape(-1)
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimiser, factor=cfg.lr_factor, patience=cfg.lr_patience
@@ -235,10 +260,10 @@ def fit(
                 )
                 loss.backward()
                 optimiser.step()
-                total += loss.detach() * batch.y.shape[0]
+                total += loss.detach() * batch.y.numel()
             pred = _outputs(model, val_on.batches(eval_batch_size(val_on), device=device))
             val = (pred - val_y).abs().mean()
-            train_mae, val_mae = torch.stack([total / len(train_set), val]).tolist()
+            train_mae, val_mae = torch.stack([total / train_set.y.numel(), val]).tolist()
             if epoch >= cfg.warmup_epochs:
                 schedule.step(val_mae)
             seconds = time.perf_counter() - start
@@ -299,8 +324,7 @@ def train(
     dev = resolve_device(device)
     cfg = (train_config or TrainConfig()).for_device(dev)
     # the input width follows the node features (the plan takes one column per step)
-    inputs = InputSpec(node_features=cfg.node_features, horizon=cfg.horizon)
-    model_config = replace(model_config or ModelConfig(), in_channels=inputs.in_channels)
+    model_config = replace(model_config or ModelConfig(), in_channels=cfg.inputs.in_channels)
     check_model_output(out_dir, overwrite=overwrite)
     with claimed(out_dir, "model folder"):  # a second `train` into it is refused at once
         check_model_output(out_dir, overwrite=overwrite)  # claimed: no one else writes now
@@ -329,6 +353,8 @@ def _train_into(
         node_features=cfg.node_features,
         split_seed=cfg.split_seed,
         arrays=arrays,
+        target=cfg.target,
+        min_residual_mg_l=cfg.min_residual_mg_l,
     )
     train_set = WaqDataset(data_dir, "train", **common)
     val_set = WaqDataset(data_dir, "val", **common)
@@ -339,7 +365,7 @@ def _train_into(
     calib_set = WaqDataset(data_dir, "calib", **common)
     _check_calibration(calib_set)
     torch.manual_seed(cfg.seed)
-    model = ChlorineGNN(model_config).to(dev)
+    model = forecaster(model_config, cfg.inputs.node_level).to(dev)
     result = fit(model, train_set.stacked(), val_set.stacked(), cfg, dev, progress=progress)
     history = result.history
     model.load_state_dict(result.best_state)
@@ -385,12 +411,25 @@ def _check_calibration(calib_set: WaqDataset) -> None:
 
 def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str, Any]:
     """The card's ``conformal`` record: the model's errors on the held-out calibration
-    split turned into Mondrian split-conformal half-widths (:mod:`.conformal`)."""
+    split turned into Mondrian split-conformal half-widths (:mod:`.conformal`); a node-level
+    model's errors at every node, each in its sample's group."""
     _check_calibration(calib_set)
     pred = predict(model, calib_set)
+    node_level = calib_set.inputs.node_level
     return calibrate(
-        calib_set.targets() - pred, calib_set.mondrian_bins(), where=f"'{calib_set.folder}'"
+        calib_set.targets() - pred,
+        forecast_bins(calib_set, pred),
+        where=f"'{calib_set.folder}'",
+        groups=NODE_GROUPS if node_level else SHARE_GROUPS,
     )
+
+
+def forecast_bins(dataset: WaqDataset, pred: np.ndarray) -> np.ndarray:
+    """The conformal group of every forecast of ``dataset`` (``pred``'s shape): the sample's
+    (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level
+    (:func:`~.conformal.node_bins`) for a node-level model."""
+    bins = dataset.mondrian_bins()
+    return node_bins(bins, pred) if dataset.inputs.node_level else bins
 
 
 def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
@@ -462,6 +501,8 @@ def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
 
 
 BASELINES = ("persistence", "climatology", "tree")
+NODE_BASELINES = ("persistence", "climatology")
+"""The node target's baselines (a tree per node was not fitted: see the README)."""
 
 
 def tree_forecast(
@@ -488,13 +529,19 @@ def evaluate(
     conformal: dict[str, Any] | None = None,
     tree_data: WaqDataset | None = None,
 ) -> dict[str, Any]:
-    """Test MAE, RMSE and R² of the model beside three baselines, overall, per time step and
+    """Test MAE, RMSE and R² of the model beside its baselines, overall, per time step and
     per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
     source switches within the horizon).
 
     Baselines: persistence (y(t + h) = y(t)), the time-step climatology (the mean
-    training-split label at the same step, :meth:`WaqDataset.climatology`) and a
-    gradient-boosted tree on the same inputs (:func:`tree_forecast`).
+    training-split label at the same step, :meth:`WaqDataset.climatology`) and, for the share
+    target, a gradient-boosted tree on the same inputs (:func:`tree_forecast`).
+
+    For a node-level model (``node_chlorine_mg_l``) the scores are per-node errors in mg/L
+    over every node of every sample, and ``compliance_*`` score the compliance share derived
+    from the node forecast (:meth:`~.features.InputSpec.compliance`) against the true share,
+    beside the share's own persistence and climatology
+    (:meth:`WaqDataset.compliance_forecasts`).
 
     ``tree_data``: where the tree is fitted (the model's own training data when scoring
     fresh scenarios; default: ``dataset``'s folder). With a card's ``conformal`` record,
@@ -513,28 +560,38 @@ def evaluate(
             f"{dataset.arrays.n_scenarios} scenarios are split by scenario into train, val "
             "and test); choose another --split, or simulate more scenarios"
         )
+    inputs = dataset.inputs
     model = model.to(dev)
     pred = predict(model, dataset, dev)
     true = dataset.targets()
     forecasts = {"model": pred, "persistence": dataset.persistence()}
     forecasts["climatology"] = dataset.climatology()
-    forecasts["tree"] = tree_forecast(dataset, tree_data)
+    baselines = NODE_BASELINES if inputs.node_level else BASELINES
+    if "tree" in baselines:
+        forecasts["tree"] = tree_forecast(dataset, tree_data)
+    scored = {"": (forecasts, true)}
+    if inputs.node_level:
+        share = dataset.compliance_forecasts()
+        share_forecasts = {"model": inputs.compliance(pred)}
+        share_forecasts |= {b: share[b] for b in NODE_BASELINES}
+        scored["compliance_"] = (share_forecasts, share["truth"])
 
-    def mae(name: str, sel: np.ndarray) -> float:
-        return float(np.abs(forecasts[name][sel] - true[sel]).mean())
+    def maes(sel: np.ndarray) -> dict[str, float]:
+        return {
+            f"{prefix}{name}_mae": float(np.abs(f[name][sel] - truth[sel]).mean())
+            for prefix, (f, truth) in scored.items()
+            for name in f
+        }
 
     steps = dataset.sample_index()[1]
     per_step = [
-        {
-            "t": t,
-            **_scores(pred[steps == t], true[steps == t]),
-            **{f"{b}_mae": mae(b, steps == t) for b in BASELINES},
-        }
+        {"t": t, **_scores(pred[steps == t], true[steps == t]), **maes(steps == t)}
         for t in range(dataset.n_times)
     ]
     covered = half = None
     if conformal is not None:
-        lower, upper = intervals(conformal, pred, dataset.mondrian_bins())
+        limits = LABEL_RANGE[inputs.target]
+        lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred), limits)
         covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
     factors = dataset.factor_levels()
@@ -544,7 +601,7 @@ def evaluate(
             {
                 "level": str(level),
                 "n_samples": int((levels == level).sum()),
-                **{f"{name}_mae": mae(name, levels == level) for name in forecasts},
+                **maes(levels == level),
                 **(
                     {
                         "coverage": float(covered[levels == level].mean()),
@@ -557,9 +614,15 @@ def evaluate(
             for level in sorted(set(levels.tolist()))
         ]
     out: dict[str, Any] = _scores(pred, true)
-    for b in BASELINES:
+    for b in baselines:
         out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
-    out["forecast_warning"] = dataset.inputs.range_warning(pred)
+    if inputs.node_level:
+        share_forecasts, share_truth = scored["compliance_"]
+        for name, forecast in share_forecasts.items():
+            prefix = "compliance_" if name == "model" else f"compliance_{name}_"
+            out.update({f"{prefix}{k}": v for k, v in _scores(forecast, share_truth).items()})
+        out["min_residual_mg_l"] = inputs.min_residual_mg_l
+    out["forecast_warning"] = inputs.range_warning(pred)
     if covered is not None:
         out |= {
             "coverage": float(covered.mean()),

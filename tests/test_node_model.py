@@ -1,0 +1,297 @@
+"""The node-level forecaster (chlorine at every node) against oracles built in the test: its
+MAE and compliance share recomputed from the raw scenario files, the compliance share from
+chlorine arrays, a node explanation against a masked brute-force Shapley value, the
+timeline's efficiency and file round trip, and bad inputs refused in one line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from wdn_explain.cli import app
+from wdn_explain.errors import ConfigError, DataError
+from wdn_explain.features import InputSpec, share_below_residual
+from wdn_explain.model import ChlorineGNN, ModelConfig, NodeChlorineGNN
+from wdn_explain.model_folder import load_model, read_card
+from wdn_explain.records import ModelCard
+from wdn_explain.scenario import ScenarioConfig
+
+from conftest import ROOT, path_graph
+
+FEATURES = ("chlorine_mg_l", "source_mg_l")  # no plan: the test builds inputs from raw files
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def node_model(tmp_path_factory, monitoring_dir):
+    """A small node-level model trained on the tiny monitoring design (seconds)."""
+    from wdn_explain.training import TrainConfig, train
+
+    out = tmp_path_factory.mktemp("node_model")
+    train(
+        monitoring_dir,
+        out,
+        model_config=ModelConfig(hidden_channels=16, num_layers=2),
+        train_config=TrainConfig(
+            epochs=15,
+            batch_size=16,
+            lr=1e-2,
+            node_features=FEATURES,
+            target="node_chlorine_mg_l",
+        ),
+        device="cpu",
+    )
+    return out
+
+
+def test_node_mae_and_compliance_recomputed_from_raw_scenario_files(node_model, monitoring_dir):
+    from wdn_explain.dataset import WaqDataset
+    from wdn_explain.training import evaluate
+
+    model, card = load_model(node_model)
+    assert isinstance(model, NodeChlorineGNN) and model.pooling is None
+    inputs = card.input_spec
+    assert inputs.target == "node_chlorine_mg_l" and inputs.min_residual_mg_l == 0.2
+    ds = WaqDataset.for_inputs(monitoring_dir, "test", inputs, split_seed=0)
+    res = evaluate(model, ds, conformal=card.conformal)
+
+    manifest = json.loads((monitoring_dir / "manifest.json").read_text())
+    links = np.array(manifest["network"]["link_nodes"]).T
+    edge_index = torch.tensor(np.concatenate([links, links[::-1]], axis=1))
+    h = inputs.horizon
+    node_err, share_err, persist_err = [], [], []
+    for s in ds.scenarios:
+        with np.load(monitoring_dir / f"scenario_{s:05d}.npz", allow_pickle=False) as f:
+            chlorine, source = f["node_chlorine_mg_l"], f["node_source_mg_l"]
+            flow = f["link_flow_lps"] / inputs.flow_scale_lps
+        for t in range(len(chlorine) - h):
+            x = torch.tensor(np.stack([chlorine[t], source[t]], axis=1), dtype=torch.float32)
+            e = torch.tensor(np.concatenate([flow[t], -flow[t]])[:, None], dtype=torch.float32)
+            with torch.no_grad():
+                pred = model(x, edge_index, e).numpy()
+            truth = chlorine[t + h]
+            node_err.append(np.abs(pred - truth))
+            share_err.append(abs(np.mean(pred < 0.2) - np.mean(truth < 0.2)))
+            persist_err.append(np.abs(chlorine[t] - truth))
+    assert res["n_samples"] == len(node_err)
+    assert res["mae"] == pytest.approx(np.mean(node_err), rel=1e-5)
+    assert res["compliance_mae"] == pytest.approx(np.mean(share_err), rel=1e-6, abs=1e-9)
+    assert res["persistence_mae"] == pytest.approx(np.mean(persist_err), rel=1e-5)
+    assert "tree_mae" not in res and 0 <= res["coverage"] <= 1
+    switch = {r["level"]: r for r in res["per_factor"]["switch"]}
+    n = sum(r["n_samples"] for r in switch.values())
+    pooled = sum(r["model_mae"] * r["n_samples"] for r in switch.values()) / n
+    assert pooled == pytest.approx(res["mae"], rel=1e-5)
+
+
+def test_compliance_share_counts_nodes_below_the_minimum_residual():
+    chlorine = np.array([[0.0, 0.19, 0.2, 0.5], [0.3, 0.3, 0.3, 0.1]])
+    expected = [sum(v < 0.2 for v in row) / len(row) for row in chlorine.tolist()]
+    assert share_below_residual(chlorine, 0.2).tolist() == expected == [0.5, 0.25]
+    spec = InputSpec(target="node_chlorine_mg_l", min_residual_mg_l=0.35)
+    assert spec.compliance(chlorine).tolist() == [0.75, 1.0]
+    assert spec.labels(chlorine, np.ones(2)).tolist() == chlorine.astype(np.float32).tolist()
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
+def test_min_residual_must_be_finite_and_non_negative(bad):
+    with pytest.raises(ConfigError, match=r"^min_residual_mg_l must be a finite .* \(got"):
+        InputSpec(target="node_chlorine_mg_l", min_residual_mg_l=bad)
+
+
+def test_old_card_without_target_is_a_share_model():
+    card = read_card(ROOT / "models" / "default")
+    assert "target" not in json.loads((ROOT / "models/default/card.json").read_text())["inputs"]
+    assert card.input_spec.target == "share" and not card.input_spec.node_level
+    model, _ = load_model(ROOT / "models" / "default")
+    assert type(model) is ChlorineGNN and model.pooling == "mean"
+    data = json.loads((ROOT / "models/default/card.json").read_text())
+    data["inputs"]["target"] = "pressure"
+    with pytest.raises(
+        DataError,
+        match=r"^model card 'x' is corrupt: inputs.target: .*'share'.*\(got 'pressure'\)$",
+    ):
+        ModelCard.parse(data, "x")
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (
+            ["--min-residual", "-0.1"],
+            "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got -0.1)",
+        ),
+        (["--min-residual", "nan"], "(got nan)"),
+        (["--target", "pressure"], "--target must be share or node (got 'pressure')"),
+    ],
+)
+def test_train_refuses_bad_node_options_in_one_line(tmp_path, monitoring_dir, option, message):
+    out = tmp_path / "m"
+    result = run("train", "--data", monitoring_dir, "--out", out, "--target", "node", *option)
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and message in result.output
+    assert not out.exists()
+
+
+def test_node_calibration_refuses_an_empty_split(tmp_path, node_model, monitoring_dir):
+    """Four scenarios leave the calibration split empty (10 % rounds to 0): refused in one
+    line, the card unchanged."""
+    small = tmp_path / "small"
+    small.mkdir()
+    manifest = json.loads((monitoring_dir / "manifest.json").read_text())
+    (small / "manifest.json").write_text(json.dumps({**manifest, "n_scenarios": 4}))
+    for i in range(4):
+        shutil.copy(monitoring_dir / f"scenario_{i:05d}.npz", small)
+    model = tmp_path / "m"
+    shutil.copytree(node_model, model)
+    before = (model / "card.json").read_bytes()
+    result = run("calibrate", "--model", model, "--data", small)
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1
+    assert "calibration split of" in result.output and "is empty (0 of 4" in result.output
+    assert (model / "card.json").read_bytes() == before
+    result = run("calibrate", "--model", model, "--data", monitoring_dir)
+    assert result.exit_code == 0, result.output
+    assert json.loads((model / "card.json").read_text())["conformal"]["n_calibration"] == (
+        6 * 9 * 32  # 6 calibration scenarios x 9 forecasts x 32 nodes
+    )
+
+
+def test_node_explanation_matches_masked_brute_force():
+    """The Shapley values of one node's forecast against all 2^7 masked graphs, enumerated
+    here (features outside a coalition at the graph's mean, the engine's default)."""
+    from wdn_explain.explain import GraphSHAPIQ
+
+    n, target = 7, 3
+    data = path_graph(n, seed=5, features=2, extra=[(0, 5)])
+    torch.manual_seed(2)
+    model = NodeChlorineGNN(in_channels=2, hidden_channels=8, num_layers=2).double().eval()
+    explanation = GraphSHAPIQ(model).explain_nodes(data, [target])[0]
+    mean = data.x.mean(dim=0)
+
+    def nu(coalition: frozenset[int]) -> float:
+        x = data.x.clone()
+        x[[i for i in range(n) if i not in coalition]] = mean
+        with torch.no_grad():
+            return float(model(x, data.edge_index, data.edge_attr)[target])
+
+    values = {
+        frozenset(c): nu(frozenset(c))
+        for k in range(n + 1)
+        for c in itertools.combinations(range(n), k)
+    }
+    shapley = np.zeros(n)
+    for i in range(n):
+        for coalition, value in values.items():
+            if i not in coalition:
+                k = len(coalition)
+                weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
+                shapley[i] += weight * (values[coalition | {i}] - value)
+    assert np.allclose(explanation.node_values("SV"), shapley, atol=1e-10)
+    assert explanation.prediction == pytest.approx(values[frozenset(range(n))])
+
+
+def test_node_timeline_efficiency_round_trip_and_cache(tmp_path, node_model):
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.timeline import ExplainSettings, Timeline
+
+    spec = ScenarioConfig(duration_s=2400, injection_node="12", injection_strength_mg_l=1.5)
+    out = tmp_path / "t.npz"
+    settings = ExplainSettings(target_nodes=("12", "20"))
+    timeline, status = explain_scenario(spec, node_model, settings=settings, out=out)
+    assert status == "computed" and timeline.node_level
+    ids = [str(v) for v in timeline.node_ids]
+    assert list(timeline.targets) == ["12", "20"] and timeline.node == "12"
+    n_steps = len(timeline)
+    assert timeline.node_forecast.shape == (n_steps, len(ids)) == timeline.node_lower.shape
+    simulated = np.stack([timeline.chlorine[i + 4] for i in range(n_steps - 4)])
+    assert np.allclose(timeline.node_truth[: n_steps - 4], simulated)  # truth: 4 steps later
+    assert np.allclose(timeline.compliance_forecast, (timeline.node_forecast < 0.2).mean(axis=1))
+    for node in ("12", "20"):
+        shown = timeline.for_node(node)
+        assert np.array_equal(shown.forecast, timeline.node_forecast[:, ids.index(node)])
+        for reference in shown.references:
+            for t, e in enumerate(shown.relative_to(reference).explanations):
+                assert e.node == ids.index(node)
+                efficiency = e.node_values("SV").sum() + e.empty_prediction
+                assert efficiency == pytest.approx(e.prediction, abs=1e-5)
+                assert e.prediction == pytest.approx(float(shown.forecast[t]), abs=1e-5)
+    loaded = Timeline.load(out)
+    for name in ("node_forecast", "node_truth", "node_lower", "compliance_truth", "forecast"):
+        assert np.array_equal(getattr(loaded, name), getattr(timeline, name)), name
+    other = loaded.for_node("20").relative_to("none")
+    again = timeline.for_node("20").relative_to("none")
+    assert all(
+        np.allclose(a.node_values("SV"), b.node_values("SV"), atol=1e-6)
+        for a, b in zip(other.explanations, again.explanations)
+    )
+    with pytest.raises(DataError, match=r"no explanations of node '5' \(target nodes: 12, 20\)"):
+        loaded.for_node("5")
+    assert explain_scenario(spec, node_model, settings=settings, out=out)[1] == "cached"
+    moved = ExplainSettings(target_nodes=("20",))
+    _, status = explain_scenario(spec, node_model, settings=moved, out=out)
+    assert status == "recomputed: cache made with another target_nodes"
+
+
+def test_target_nodes_are_refused_for_share_models_and_unknown_ids(tmp_path, node_model):
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.timeline import ExplainSettings
+
+    spec = ScenarioConfig(duration_s=2400, injection_node="12")
+    out = tmp_path / "t.npz"
+    with pytest.raises(ConfigError, match=r"^target nodes \(12\) apply to node-level models"):
+        explain_scenario(
+            spec, ROOT / "models" / "default", settings=ExplainSettings(target_nodes=("12",))
+        )
+    result = run(
+        "explain",
+        "--model",
+        node_model,
+        "--scenario",
+        "{duration_s: 2400}",
+        "--out",
+        out,
+        "--node",
+        "99",
+    )
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "node '99' is not in network 'hanoi'" in result.output and not out.exists()
+
+
+def test_the_app_is_offered_share_models_only(node_model, monkeypatch):
+    from wdn_explain.shipped import model_target, water_models
+
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(node_model))
+    assert model_target(node_model) == "node_chlorine_mg_l"
+    offered = water_models()
+    assert str(node_model) not in offered and "default" in offered
+    assert all(model_target(path) == "share" for path in offered.values())
+    every = water_models(targets=None)
+    assert list(every)[0] == str(node_model) and set(offered) < set(every)
+
+
+def test_shipped_node_timeline_is_current_and_reports_refuse_it(tmp_path):
+    from wdn_explain.shipped import default_timeline
+    from wdn_explain.timeline import Timeline
+
+    folder = ROOT / "models" / "hanoi-nodes"
+    path = default_timeline(folder)
+    assert path is not None
+    timeline = Timeline.load(path)
+    assert timeline.node_level and timeline.meta["target_nodes"] == [timeline.node]
+    for e, f in zip(timeline.explanations, timeline.forecast):
+        assert e.node_values("SV").sum() + e.empty_prediction == pytest.approx(float(f), abs=1e-5)
+    out = tmp_path / "r.html"
+    result = run("report", "--timeline", path, "--out", out)
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "reports draw share timelines only" in result.output and not out.exists()
