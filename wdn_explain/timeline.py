@@ -158,6 +158,10 @@ def settings_of(meta: dict[str, Any]) -> ExplainSettings:
     )
 
 
+# The optional simulated hydraulics a timeline may hold (the maps' flows and hover), by name.
+HYDRAULICS = ("link_flow_lps", "node_pressure_m")
+
+
 @dataclass
 class Timeline:
     """Explanations of one scenario's forecasts, step by step.
@@ -184,6 +188,11 @@ class Timeline:
             for a model without a ``conformal`` record); ``meta["interval"]`` names its
             nominal coverage and method, ``meta["uncertainty"]`` is a plain sentence when
             some interval is wide (even inside the design), else None.
+        link_flow_lps: Simulated link flow in L/s at each step, signed (positive from a
+            link's start node to its end node), shape (T, n_links); None in files written
+            before flows were stored (see :func:`~wdn_explain.pipeline.with_hydraulics`).
+        node_pressure_m: Simulated node pressure in m at each step, shape (T, n); None
+            like ``link_flow_lps``.
     """
 
     steps: np.ndarray
@@ -197,6 +206,8 @@ class Timeline:
     alternatives: dict[str, list[Explanation]] = field(default_factory=dict)
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
+    link_flow_lps: np.ndarray | None = None
+    node_pressure_m: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -347,6 +358,9 @@ class Timeline:
         }
         if self.lower is not None and self.upper is not None:
             arrays |= {"lower": self.lower, "upper": self.upper}
+        for name in HYDRAULICS:
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
         series = {"s": self.explanations} | {f"r_{k}_": v for k, v in self.alternatives.items()}
         for head, explanations in series.items():
             for t, e in enumerate(explanations):
@@ -382,6 +396,7 @@ class Timeline:
                     alternatives=alternatives,
                     lower=data["lower"] if "lower" in data.files else None,
                     upper=data["upper"] if "upper" in data.files else None,
+                    **{k: data[k] for k in HYDRAULICS if k in data.files},
                 )
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None
@@ -401,6 +416,15 @@ class Timeline:
         }
         if self.lower is not None:
             expected |= {"lower": (n_steps,), "upper": (n_steps,)}
+        if self.node_pressure_m is not None:
+            expected["node_pressure_m"] = (n_steps, n)
+        if self.link_flow_lps is not None and (
+            self.link_flow_lps.ndim != 2 or len(self.link_flow_lps) != n_steps
+        ):
+            raise DataError(
+                f"timeline file '{path}' is corrupt: link_flow_lps has shape "
+                f"{self.link_flow_lps.shape}, expected ({n_steps}, n_links)"
+            )
         for name, shape in expected.items():
             if getattr(self, name) is None or getattr(self, name).shape != shape:
                 got = getattr(getattr(self, name), "shape", None)
