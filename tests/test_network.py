@@ -4,6 +4,8 @@ import pytest
 from wdn_explain.errors import ConfigError
 from wdn_explain.network import load_network
 
+from conftest import inp_table
+
 
 def test_hanoi_has_published_size(hanoi):
     assert hanoi.n_nodes == 32
@@ -81,19 +83,6 @@ def test_every_epyt_network_by_name(name, n_nodes, n_links):
     links = sum(sections.get(s, 0) for s in ("[PIPES]", "[PUMPS]", "[VALVES]"))
     assert (net.n_nodes, net.n_links) == (nodes, links) == (n_nodes, n_links)
     assert net.name == name.lower()
-
-
-def inp_table(path, section: str) -> dict[str, list[str]]:
-    """The rows of one section of an .inp file by id (comments dropped): the oracle."""
-    rows, inside = {}, False
-    for line in path.read_text().splitlines():
-        text = line.split(";")[0].strip()
-        if text.startswith("["):
-            inside = text.upper() == f"[{section}]"
-        elif inside and text:
-            fields = text.split()
-            rows[fields[0]] = fields[1:]
-    return rows
 
 
 def test_properties_are_the_inp_values_in_si(hanoi):
