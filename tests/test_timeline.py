@@ -214,6 +214,9 @@ def test_hydraulics_are_the_simulation_s_and_round_trip(computed, hanoi, tmp_pat
     np.testing.assert_array_equal(filled.node_pressure_m, tl.node_pressure_m)
     other = replace(loaded, chlorine=loaded.chlorine + 1)  # not what its scenario simulates
     assert with_hydraulics(other, hanoi).link_flow_lps is None
+    scenario = {**loaded.meta["scenario"], "network": str(tmp_path / "gone.inp")}
+    lost = replace(loaded, meta={**loaded.meta, "scenario": scenario})  # network not found
+    assert with_hydraulics(lost).link_flow_lps is None
 
 
 def test_hydraulics_of_the_wrong_shape_are_refused(computed, tmp_path):

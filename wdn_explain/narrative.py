@@ -24,8 +24,9 @@ makes when every node is replaced by the reference (the network average, as in t
 or no chlorine at all). Red raises the forecast, blue lowers it; the values add up to the
 forecast minus the reference forecast. **Curved lines** between two nodes are pairwise
 interactions: their joint effect beyond their separate ones (red: reinforce, blue:
-compete), also between nodes that are not directly connected; straight grey lines are the
-pipes. **Shaded shapes with a ▲ marker** are interactions of three or more nodes (hover the
+compete), also between nodes that are not directly connected. **Straight grey lines** are
+the pipes, darker and wider the more water they carry, with an arrow pointing downstream
+(hover it for the pipe's diameter, length and flow). **Shaded shapes with a ▲ marker** are interactions of three or more nodes (hover the
 marker for its members).
 
 **Which index.** All five divide the same forecast difference among nodes and groups of

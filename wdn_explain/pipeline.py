@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .conformal import intervals, mondrian_bins, uncertainty_notice
-from .errors import ConfigError, DataError, ExplainError
+from .errors import ConfigError, DataError, ExplainError, WdnExplainError
 from .explain.explanation import Explanation
 from .features import InputSpec, check_plan, source_plan
 from .progress import ProgressArg, progress_callback
@@ -227,14 +227,18 @@ def _hydraulics_at(result: SimulationResult, steps: np.ndarray) -> dict[str, np.
 def with_hydraulics(timeline: Timeline, network: Network | None = None) -> Timeline:
     """``timeline`` with its link flows and node pressures: its own when it holds them,
     else simulated again from its scenario (a timeline file written before they were
-    stored). The simulation is deterministic; when its chlorine differs from the stored one
-    (another simulator version) the timeline is returned without them."""
+    stored). The simulation is deterministic; when it fails or its chlorine differs from the
+    stored one (another simulator version) the timeline is returned without them."""
     if all(getattr(timeline, name) is not None for name in HYDRAULICS):
         return timeline
     from .network import load_network
 
     scenario = timeline.scenario
-    result = simulate(scenario, network or load_network(scenario.network))
+    try:
+        result = simulate(scenario, network or load_network(scenario.network))
+    except WdnExplainError as exc:  # the maps then draw plain pipes
+        logger.warning("timeline of %s: no flows (%s)", scenario.describe(), exc)
+        return timeline
     steps = np.asarray(timeline.steps)
     if steps.max() >= result.n_steps or not np.allclose(
         result.node_chlorine_mg_l[steps], timeline.chlorine, atol=1e-4
