@@ -404,6 +404,7 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
     ], lines
     assert f"chlorine {shipped.chlorine[step, hanoi.node_index(node)]:.3f} mg/L" in lines
     assert any(line.startswith("pressure ") and line.endswith(" m") for line in lines)
+    driver.save_screenshot(str(SHOTS / "app_node_hover.png"))
     # the forecast's band: the timeline's calibrated interval, its coverage in the legend
     forecast = driver.execute_script(TRACES_JS, 1)
     band = forecast["90% interval (calibrated)"]
@@ -430,10 +431,9 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
     assert f"{below} of 32 nodes have less than the minimum residual of 0.2 mg/L" in (
         driver.page_source
     )
-    retried(
-        lambda: driver.execute_script(
-            "[...document.querySelectorAll('.js-plotly-plot')][2].scrollIntoView()"
-        )
+    driver.execute_script(  # the map's switch, the map, the count and the node chart
+        "[...document.querySelectorAll('[data-testid=\"stRadio\"]')]"
+        ".find(e => e.innerText.startsWith('map')).scrollIntoView()"
     )
     time.sleep(1)
     driver.save_screenshot(str(SHOTS / "app_compliance_and_node_chart.png"))

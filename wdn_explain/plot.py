@@ -165,7 +165,7 @@ def _link_markers(
     network: Network, mid: np.ndarray, flows: np.ndarray | None, top: float, scale: float
 ) -> dict:
     """One marker per link at its midpoint: a triangle pointing downstream coloured by
-    |flow| (a small dot where nothing flows), or, without flows, an invisible dot; hover
+    |flow| (small where nothing flows), or, without flows, an invisible dot; hover
     names the link, its diameter, length and flow."""
     props = network.properties
     start, end = network.link_nodes[:, 0], network.link_nodes[:, 1]
@@ -187,7 +187,7 @@ def _link_markers(
         x=mid[:, 0],
         y=mid[:, 1],
         mode="markers",
-        hovertext=text,
+        hovertext=np.array(text),  # an array validates faster than a list
         hoverinfo="text",
         name="flow" if flows is not None else "links",
     )
@@ -198,7 +198,7 @@ def _link_markers(
     moving = np.abs(flows) >= STILL_LPS
     return trace | dict(
         marker=dict(
-            symbol=np.where(moving, "triangle-up", "circle"),
+            symbol="triangle-up",  # one symbol: per-point symbols validate slowly
             angle=np.degrees(np.arctan2(direction[:, 0], direction[:, 1])),
             size=np.where(moving, max(11 * scale, 6), 4),
             color=np.abs(flows),
@@ -929,7 +929,7 @@ def compliance_figure(
                 marker=dict(
                     size=np.where(below, 1.3 * size, size),
                     color=np.where(below, BELOW, ABOVE),
-                    symbol=np.where(below, "x", "circle"),
+                    symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
                     line=dict(width=marker_scale(network.n_nodes), color="black"),
                 ),
                 hovertext=node_hover(network, timeline, step),
