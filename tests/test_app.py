@@ -371,6 +371,8 @@ def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl):
     assert any(c.value.startswith(f"{below} of 32 nodes have less than") for c in app.caption)
     node = charts(app)["node_chlorine"]
     assert node["layout"]["shapes"][0]["y0"] == 0.2
+    field = app.number_input(key="minimum")
+    assert (field.min, field.max, field.value) == (0.0, 5.0, 0.2)  # the browser keeps it there
     app.number_input(key="minimum").set_value(0.5).run()
     app.radio(key="map_view").set_value("compliance").run()
     assert not app.exception
