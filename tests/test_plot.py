@@ -440,10 +440,9 @@ def test_compliance_map_and_sentence_count_the_nodes_below(tl, hanoi, minimum):
     (nodes,) = traces(fig, "compliance")
     marked = [i for i, s in enumerate(nodes.marker.symbol) if s == "x"]
     assert marked == below
-    assert f"{len(below)} of 32 nodes" in fig.layout.title.text
-    assert f"chlorine at {tl.times_s[step] // 60:.0f} min below {minimum:g} mg/L" in (
-        fig.layout.title.text
-    )
+    title = fig.layout.title.text
+    assert title.startswith(f"chlorine at {tl.times_s[step] // 60:.0f} min<br>")
+    assert f"below {minimum:g} mg/L: {len(below)} of 32 nodes" in title
     text = compliance_text(tl, step, minimum)
     if below:
         assert text.startswith(f"{len(below)} of 32 nodes have less than the minimum residual")

@@ -939,9 +939,9 @@ def compliance_figure(
             _source_trace(network, timeline, step),
         ]
     )
-    title = (
-        f"chlorine at {minutes(timeline.times_s[step])} below {minimum_mg_l:g} mg/L<br>"
-        f"<sup>{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
+    title = (  # short lines: clear of the toolbar
+        f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
+        f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
     )
     fig.update_layout(_map_layout(network, height, title))
     fig.update_layout(margin=dict(t=50), title_font_size=13)
