@@ -1,7 +1,9 @@
 """One real-browser check of the app as a water engineer uses it: `streamlit run app/main.py`
 (from the repository root, so `.streamlit/config.toml` applies) in headless Chromium with a
 1280x900 viewport. It opens the first view (chlorine on the map, the SI-Graph inside the
-first 900 px), plays the animation (the map stays there), switches every index, runs a new
+first 900 px; flow arrows, a node's hover, the forecast's band, the followed node's chlorine
+chart and the compliance map checked against values computed in the test), plays the
+animation (the map stays there), switches every index, runs a new
 scenario (the followed node moves to its injection node) and an error case, switches to
 L-Town and reads the sidebar, and asserts on what the page shows: the summary sentence and
 every panel's time equal to the map's. Screenshots go to artifacts/ (git-ignored)."""
