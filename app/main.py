@@ -29,6 +29,7 @@ from wdn_explain.narrative import (
     HOW_TO_READ,
     NO_COORDINATES,
     clock_time,
+    compliance_text,
     drivers_table,
     index_name,
     reference_label,
@@ -38,11 +39,14 @@ from wdn_explain.narrative import (
     timeline_label,
 )
 from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, onboard
-from wdn_explain.pipeline import explain_scenario
+from wdn_explain.pipeline import explain_scenario, with_hydraulics
 from wdn_explain.plot import (
     LABELLED_NODES,
+    MINIMUM_RESIDUAL_MG_L,
     chlorine_figure,
+    compliance_figure,
     forecast_figure,
+    node_chlorine_figure,
     opening_step,
     si_graph_figure,
     value_figure,
@@ -109,7 +113,9 @@ def network(model_dir: str, model: str):
 
 @st.cache_resource(max_entries=8)
 def timeline_from(path: str, mtime: float) -> Timeline:
-    return Timeline.load(path)
+    """The timeline file with its flows and pressures (simulated again for a file written
+    before they were stored, see :func:`with_hydraulics`)."""
+    return with_hydraulics(Timeline.load(path))
 
 
 def shown(path: str, mtime: float, reference: str) -> Timeline:
@@ -444,6 +450,17 @@ def main() -> None:
     index = controls.selectbox("index", INDICES, index=1, key="index", format_func=index_name)
     order = 1 if index == "SV" else controls.slider("order", 1, 3, 2, key="order")
     top_k = controls.slider("strongest interactions shown", 0, 30, 8, key="top_k")
+    minimum = controls.number_input(
+        "minimum residual (mg/L)",
+        min_value=0.0,
+        max_value=5.0,
+        value=MINIMUM_RESIDUAL_MG_L,
+        step=0.05,
+        key="minimum",
+        help="the free-chlorine residual every node should keep (regulators commonly ask for "
+        "0.2 mg/L): the followed node's chart draws it, the compliance map marks the nodes "
+        "below it",
+    )
     found = controls.selectbox(
         "find a node",
         list(net.node_ids),
@@ -472,7 +489,7 @@ def main() -> None:
         disabled=not others,
     )
     other = None if compare is None else str(timelines[compare])
-    view = View(str(path), mtime, reference, index, order, top_k, focus, other)
+    view = View(str(path), mtime, reference, index, order, top_k, focus, other, float(minimum))
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
     preload_shapiq()  # exports and new explanations need shapiq: load it after the first page
     downloads(view, net)
@@ -490,6 +507,7 @@ class View:
     top_k: int
     focus: int | None = None  # the node found by id (zoomed onto), else None
     other: str | None = None  # a second timeline file drawn side by side, else None
+    minimum: float = MINIMUM_RESIDUAL_MG_L  # the minimum chlorine residual, mg/L
 
     @property
     def timeline(self) -> Timeline:
@@ -577,10 +595,31 @@ def page(view: View, net) -> None:
             st.dataframe(table, hide_index=True, width="stretch")
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
     with panels[1]:
-        chlorine = chlorine_figure(tl, net, step, focus=view.focus)
-        st.plotly_chart(chlorine, width="stretch", key="chlorine", config=MAP)
+        chlorine_panel(view, net, step)
     with panels[2]:
-        follow_panel(view, net, step)
+        picked = follow_panel(view, net, step)
+        if picked:
+            node = net.node_index(picked[0])
+            fig = node_chlorine_figure(tl, net, node, minimum_mg_l=view.minimum, step=step)
+            st.plotly_chart(fig, width="stretch", key="node_chlorine", config=CHART)
+
+
+MAP_VIEWS = {"chlorine": "chlorine (mg/L)", "compliance": "below the minimum"}
+
+
+def chlorine_panel(view: View, net, step: int) -> None:
+    """The chlorine map or the compliance map (nodes below the minimum residual) at the
+    step, and the count of nodes below the minimum in a sentence."""
+    tl = view.timeline
+    shows = st.radio(
+        "map", list(MAP_VIEWS), format_func=MAP_VIEWS.get, horizontal=True, key="map_view"
+    )
+    if shows == "compliance":
+        fig = compliance_figure(tl, net, step, view.minimum, focus=view.focus)
+    else:
+        fig = chlorine_figure(tl, net, step, focus=view.focus)
+    st.plotly_chart(fig, width="stretch", key="chlorine", config=MAP)
+    st.caption(compliance_text(tl, step, view.minimum))
 
 
 def second_scenario(view: View, net, time_s: int, scale: float) -> None:
@@ -605,9 +644,9 @@ def second_scenario(view: View, net, time_s: int, scale: float) -> None:
     st.markdown(summary(other, net, step, view.index, view.order))
 
 
-def follow_panel(view: View, net, step: int) -> None:
+def follow_panel(view: View, net, step: int) -> list[str]:
     """A node's or pair's value over time, or a message saying why there is none; it opens
-    on the node where chlorine enters."""
+    on the node where chlorine enters. Returns the picked node ids."""
     picked = st.multiselect(
         "node (or pair) to follow",
         list(net.node_ids),
@@ -617,14 +656,14 @@ def follow_panel(view: View, net, step: int) -> None:
     )
     if not picked:
         st.info("Pick a node, or two nodes for their pairwise interaction, to follow over time.")
-        return
+        return picked
     if len(picked) > view.order:
         st.info(
             f"{index_name(view.index)} of order {view.order} has no pair values: choose an "
             "order of 2 or "
             f"more (or an index other than SV) to follow the pair {' and '.join(picked)}."
         )
-        return
+        return picked
     members = tuple(sorted(net.node_index(p) for p in picked))
     values = followed(view.path, view.mtime, view.reference, members, view.index, view.order)
     if not values.any():
@@ -638,11 +677,12 @@ def follow_panel(view: View, net, step: int) -> None:
             f"{reference_label(view.reference)}): the value is 0 at every step. Nodes further "
             "apart than the model's receptive field never interact."
         )
-        return
+        return picked
     fig = value_figure(
         view.timeline, net, members, view.index, view.order, step=step, values=values
     )
     st.plotly_chart(fig, width="stretch", key="value", config=CHART)
+    return picked
 
 
 def downloads(view: View, net) -> None:

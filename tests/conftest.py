@@ -154,6 +154,20 @@ def tiny_model_dir(tmp_path_factory, waq_dir):
     return out
 
 
+def inp_table(path: Path, section: str) -> dict[str, list[str]]:
+    """The rows of one section of an .inp file by id, comments dropped: an oracle for what
+    the network readers return."""
+    rows, inside = {}, False
+    for line in Path(path).read_text().splitlines():
+        text = line.split(";")[0].strip()
+        if text.startswith("["):
+            inside = text.upper() == f"[{section}]"
+        elif inside and text:
+            fields = text.split()
+            rows[fields[0]] = fields[1:]
+    return rows
+
+
 def widget(at, kind: str, name: str):
     """The app's ``kind`` widget keyed ``name``, or ``name@...`` where the app keys it by
     the model or scenario shown (see ``keyed`` in app/main.py)."""

@@ -44,9 +44,16 @@ def trace(spec, name):
     return next(tr for tr in spec["data"] if tr.get("name") == name)
 
 
+def charts(at) -> dict[str, dict]:
+    """Every chart's spec by its widget key."""
+    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
 def panel_minutes(at) -> dict[str, float]:
     """The time each panel shows, read from the panel itself (title, marker, outlined bar)."""
-    si, forecast, chlorine, *value = specs(at)
+    by_key = charts(at)
+    si, forecast, chlorine = by_key["si_graph"], by_key["forecast"], by_key["chlorine"]
+    value = [by_key["value"]] if "value" in by_key else []
     out = {
         "map": int(si["layout"]["title"]["text"].split("forecast made at ")[1].split(" min")[0]),
         "forecast": as_array(trace(forecast, "now")["x"])[0],
@@ -56,6 +63,8 @@ def panel_minutes(at) -> dict[str, float]:
         bar = value[0]["data"][0]
         widths = as_array(bar["marker"]["line"]["width"])
         out["followed"] = as_array(bar["x"])[int(np.argmax(widths))]
+    if "node_chlorine" in by_key:
+        out["node chlorine"] = as_array(trace(by_key["node_chlorine"], "now")["x"])[0]
     return out
 
 
@@ -74,7 +83,8 @@ def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert not app.table and not app.json  # nothing stray on the page
     assert len(app.dataframe) == 1  # the drivers table (test_drivers_table_ranks_the_values)
     assert widget(app, "selectbox", "scenario").value.startswith("default: booster at 20, 1.5 mg/L")
-    assert len(app.get("plotly_chart")) == 4  # SI-Graph, forecast, chlorine map, node value
+    # SI-Graph, forecast, chlorine map, node value, node chlorine
+    assert list(charts(app)) == ["si_graph", "forecast", "chlorine", "value", "node_chlorine"]
     # it opens on the first informative step at which some node carries chlorine (with the
     # dosing plan as input even step 0 can be informative: the booster is planned)
     step = next(
@@ -94,7 +104,7 @@ def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
 
 
 def test_first_chlorine_map_shows_chlorine_labels_and_the_source(app, tl):
-    si, _, chlorine, _ = specs(app)
+    si, _, chlorine, *_ = specs(app)
     step = opening_step(tl)
     colours = as_array(trace(chlorine, "chlorine")["marker"]["color"])
     np.testing.assert_allclose(colours, tl.chlorine[step])
@@ -179,13 +189,14 @@ def test_follow_messages(app):
     widget(app, "multiselect", "follow").set_value(["2", "13"]).run()
     assert "nodes 2 and 13 never interact" in app.info[0].value
     assert "0 at every step" in app.info[0].value
-    assert len(app.get("plotly_chart")) == 3
+    assert list(charts(app)) == ["si_graph", "forecast", "chlorine", "node_chlorine"]
     app.selectbox(key="index").set_value("SV").run()
     assert "SV of order 1 has no pair values" in app.info[0].value
     app.selectbox(key="index").set_value("k-SII").run()
     widget(app, "multiselect", "follow").set_value(["20", "21"]).run()
-    assert not app.info and len(app.get("plotly_chart")) == 4
-    assert specs(app)[3]["layout"]["title"]["text"] == "k-SII of {20, 21} over time"
+    assert not app.info and len(app.get("plotly_chart")) == 5
+    assert charts(app)["value"]["layout"]["title"]["text"] == "k-SII of {20, 21} over time"
+    assert "node 20" in charts(app)["node_chlorine"]["layout"]["title"]["text"]  # the first
 
 
 def test_download_buttons(app):
@@ -254,7 +265,7 @@ def test_runs_from_another_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
 
 
 def test_notice_names_what_is_outside_the_design(tmp_path, monkeypatch, tiny_model_dir):
@@ -335,7 +346,7 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     compare.set_value(default).run()
     assert not app.exception and not app.error
     minute = cursor(app)
-    assert len(app.get("plotly_chart")) == 5  # the four panels and the second SI-Graph
+    assert len(app.get("plotly_chart")) == 6  # the five panels and the second SI-Graph
     other = next(spec for spec in specs(app) if spec["layout"].get("height") == 480)
     first = specs(app)[0]
     assert f"forecast made at {minute} min" in other["layout"]["title"]["text"]
@@ -344,3 +355,37 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     np.testing.assert_allclose(as_array(nodes["marker"]["color"]), tl.node_values("k-SII", 2)[step])
     assert nodes["marker"]["cmax"] == trace(first, "nodes")["marker"]["cmax"]
     assert any(m.value.startswith("**Side by side: booster at 20, 1.5 mg/L") for m in app.markdown)
+
+
+def test_maps_draw_the_scenario_s_flows(app, tl, hanoi):
+    """The shipped timeline holds no flows: the app simulates its scenario again, and the
+    arrows' colours are the |flow| of a simulation run here at the cursor's step."""
+    from wdn_explain.simulation import simulate
+
+    step = list(tl.times_s // 60).index(cursor(app))
+    flow = np.abs(simulate(tl.scenario, hanoi).link_flow_lps[tl.steps[step]])
+    for key in ("si_graph", "chlorine"):
+        arrows = trace(charts(app)[key], "flow")
+        np.testing.assert_allclose(as_array(arrows["marker"]["color"]), flow, rtol=1e-5)
+        assert "L/s" in arrows["marker"]["colorbar"]["title"]["text"]
+
+
+def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl):
+    step = list(tl.times_s // 60).index(cursor(app))
+    below = int((tl.chlorine[step] < 0.2).sum())
+    assert any(c.value.startswith(f"{below} of 32 nodes have less than") for c in app.caption)
+    node = charts(app)["node_chlorine"]
+    assert node["layout"]["shapes"][0]["y0"] == 0.2
+    field = app.number_input(key="minimum")
+    assert (field.min, field.max, field.value) == (0.0, 5.0, 0.2)  # the browser keeps it there
+    app.number_input(key="minimum").set_value(0.5).run()
+    app.radio(key="map_view").set_value("compliance").run()
+    assert not app.exception
+    below = int((tl.chlorine[step] < 0.5).sum())
+    compliance = charts(app)["chlorine"]
+    assert f"{below} of 32 nodes" in compliance["layout"]["title"]["text"]
+    symbols = trace(compliance, "compliance")["marker"]["symbol"]
+    assert symbols.count("x") == below
+    assert charts(app)["node_chlorine"]["layout"]["shapes"][0]["y0"] == 0.5
+    assert any(c.value.startswith(f"{below} of 32 nodes have less than") for c in app.caption)
+    assert len(set(panel_minutes(app).values())) == 1  # the compliance map at the same time

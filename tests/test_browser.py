@@ -1,7 +1,9 @@
 """One real-browser check of the app as a water engineer uses it: `streamlit run app/main.py`
 (from the repository root, so `.streamlit/config.toml` applies) in headless Chromium with a
 1280x900 viewport. It opens the first view (chlorine on the map, the SI-Graph inside the
-first 900 px), plays the animation (the map stays there), switches every index, runs a new
+first 900 px; flow arrows, a node's hover, the forecast's band, the followed node's chlorine
+chart and the compliance map checked against values computed in the test), plays the
+animation (the map stays there), switches every index, runs a new
 scenario (the followed node moves to its injection node) and an error case, switches to
 L-Town and reads the sidebar, and asserts on what the page shows: the summary sentence and
 every panel's time equal to the map's. Screenshots go to artifacts/ (git-ignored)."""
@@ -19,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, inp_table
 
 pytestmark = pytest.mark.browser
 
@@ -56,6 +58,43 @@ const p = [...document.querySelectorAll('.js-plotly-plot')][2];
 const t = p._fullData.find(t => t.name === 'chlorine');
 return Math.max(...Array.from(t.marker.color));
 """
+
+
+# A chart's traces by name (index into the page's charts): the fields the checks read.
+TRACES_JS = """
+const p = [...document.querySelectorAll('.js-plotly-plot')][arguments[0]];
+return Object.fromEntries((p._fullData || []).map(t => [t.name, {
+  x: Array.from(t.x || []), y: Array.from(t.y || []), fill: t.fill || null,
+  color: t.marker && t.marker.color !== undefined ? [].concat(Array.from(t.marker.color)) : null,
+  angle: t.marker && t.marker.angle !== undefined ? [].concat(Array.from(t.marker.angle)) : null,
+  symbol: t.marker && t.marker.symbol !== undefined ? [].concat(t.marker.symbol) : null,
+  colorbar: t.marker && t.marker.colorbar ? t.marker.colorbar.title.text : null,
+}]).concat([['title', p._fullLayout.title.text || '']]));
+"""
+# Where point ``k`` of trace ``name`` of chart ``i`` lies, from the chart's centre (pixels).
+POINT_JS = """
+const p = [...document.querySelectorAll('.js-plotly-plot')][arguments[0]];
+const t = p._fullData.find(t => t.name === arguments[1]); const k = arguments[2];
+const fl = p._fullLayout; const r = p.getBoundingClientRect();
+return [fl.xaxis.l2p(t.x[k]) + fl._size.l - r.width / 2,
+        fl.yaxis.l2p(t.y[k]) + fl._size.t - r.height / 2];
+"""
+HOVER_JS = """
+return [...document.querySelectorAll('.hoverlayer .hovertext text tspan.line')]
+  .map(t => t.textContent);
+"""
+
+
+def hover_lines(driver, chart: int, name: str, point: int) -> list[str]:
+    """Move the pointer onto a point of a chart and read the hover label Plotly draws."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    element = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")[chart]
+    dx, dy = driver.execute_script(POINT_JS, chart, name, point)
+    ActionChains(driver).move_to_element_with_offset(element, int(dx), int(dy)).perform()
+    time.sleep(0.5)
+    return driver.execute_script(HOVER_JS)
 
 
 def free_port() -> int:
@@ -266,6 +305,7 @@ def test_app_in_headless_chromium(server):
         assert driver.execute_script(CHLORINE_JS) > 0  # chlorine on the first map
         assert "source on" in driver.page_source
         driver.save_screenshot(str(SHOTS / "app_first_view.png"))
+        check_flows_hover_band_and_compliance(driver, wait, shipped, step)
 
         # play: every panel moves with the map; pause keeps the time
         click_button(driver, "▶ play")
@@ -320,9 +360,17 @@ def test_app_in_headless_chromium(server):
 
         # another model: the sidebar, the followed node and the map are all L-Town's
         retried(lambda: pick(driver, "model", "l-town (l-town)"))
-        wait.until(lambda d: "n303" in summary_text(d))
+        # (until the run ends: an element of the previous model may stand while the first
+        # L-Town run still draws, e.g. while it simulates the shipped timeline's flows)
+        wait.until(
+            lambda d: (
+                "n303" in summary_text(d)
+                and d.execute_script(SIDEBAR_JS)[0]["scenario"].startswith(
+                    "default: booster at n303"
+                )
+            )
+        )
         boxes, follow = driver.execute_script(SIDEBAR_JS)
-        assert boxes["scenario"].startswith("default: booster at n303")
         from wdn_explain.shipped import model_network
 
         ltown = model_network(ROOT / "models" / "l-town").node_ids
@@ -332,3 +380,83 @@ def test_app_in_headless_chromium(server):
         driver.save_screenshot(str(SHOTS / "app_l_town.png"))
     finally:
         driver.quit()
+
+
+def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> None:
+    """On the first view: the maps' arrows are the scenario's flows (simulated here), a
+    node's hover holds its .inp values, the forecast chart has the calibrated band, the
+    followed node's chlorine chart and the compliance map count what the timeline says."""
+    import numpy as np
+
+    from wdn_explain.shipped import DEFAULT_MODEL, model_network
+    from wdn_explain.simulation import simulate
+
+    hanoi = model_network(DEFAULT_MODEL)
+    flow = simulate(shipped.scenario, hanoi).link_flow_lps[shipped.steps[step]]
+    si = driver.execute_script(TRACES_JS, 0)
+    arrows = si["flow"]
+    np.testing.assert_allclose(arrows["color"], np.abs(flow), rtol=1e-5)
+    assert arrows["colorbar"] == "flow (L/s)"
+    xy = hanoi.map_coordinates
+    theta = np.radians(arrows["angle"])  # clockwise from up: each arrow points downstream
+    for k, (a, b) in enumerate(hanoi.link_nodes):
+        if abs(flow[k]) > 1e-3:
+            down = (xy[b] - xy[a]) * np.sign(flow[k])
+            assert np.sin(theta[k]) * down[0] + np.cos(theta[k]) * down[1] > 0
+    # hover a node: its kind, elevation and base demand as Hanoi.inp writes them (L/s, m)
+    node = "2"
+    elevation, demand = map(float, inp_table(hanoi.inp_path, "JUNCTIONS")[node][:2])
+    lines = hover_lines(driver, 0, "nodes", hanoi.node_index(node))
+    assert lines[:3] == [
+        f"node {node} (junction)",
+        f"elevation {elevation:.1f} m",
+        f"base demand {demand:.2f} L/s",
+    ], lines
+    assert f"chlorine {shipped.chlorine[step, hanoi.node_index(node)]:.3f} mg/L" in lines
+    assert any(line.startswith("pressure ") and line.endswith(" m") for line in lines)
+    driver.save_screenshot(str(SHOTS / "app_node_hover.png"))
+    # the forecast's band: the timeline's calibrated interval, its coverage in the legend
+    forecast = driver.execute_script(TRACES_JS, 1)
+    band = forecast["90% interval (calibrated)"]
+    assert band["fill"] == "tonexty"
+    np.testing.assert_allclose(band["y"], shipped.lower, atol=1e-6)
+    np.testing.assert_allclose(
+        forecast["90% interval (calibrated) upper"]["y"], shipped.upper, atol=1e-6
+    )
+    assert "90% interval" in summary_text(driver)
+    # the followed node (the booster, 20): its simulated chlorine at every step, and the line
+    chart = driver.execute_script(TRACES_JS, 4)
+    np.testing.assert_allclose(
+        chart["simulated"]["y"], shipped.chlorine[:, hanoi.node_index("20")], atol=1e-6
+    )
+    assert "chlorine at node 20 (mg/L)" in chart["title"]
+    assert "minimum 0.2 mg/L" in driver.page_source
+    # the compliance map: the nodes below 0.2 mg/L now, counted from the timeline here
+    below = int((shipped.chlorine[step] < 0.2).sum())
+    click_label(driver, "below the minimum")
+    wait.until(lambda d: "below 0.2 mg/L" in d.execute_script(TRACES_JS, 2)["title"])
+    compliance = driver.execute_script(TRACES_JS, 2)
+    assert f"{below} of 32 nodes" in compliance["title"]
+    assert compliance["compliance"]["symbol"].count("x") == below
+    assert f"{below} of 32 nodes have less than the minimum residual of 0.2 mg/L" in (
+        driver.page_source
+    )
+    driver.execute_script(  # the map's switch, the map, the count and the node chart
+        "[...document.querySelectorAll('[data-testid=\"stRadio\"]')]"
+        ".find(e => e.innerText.startsWith('map')).scrollIntoView()"
+    )
+    time.sleep(1)
+    driver.save_screenshot(str(SHOTS / "app_compliance_and_node_chart.png"))
+    driver.execute_script("document.querySelector('.js-plotly-plot').scrollIntoView()")
+    click_label(driver, "chlorine (mg/L)")
+    wait.until(lambda d: "below" not in d.execute_script(TRACES_JS, 2)["title"])
+
+
+def click_label(driver, text: str) -> None:
+    """Click the radio option labelled ``text``."""
+    clicked = driver.execute_script(
+        "const l = [...document.querySelectorAll('label')]"
+        ".find(l => l.innerText.trim() === arguments[0]); if (l) { l.click(); } return !!l;",
+        text,
+    )
+    assert clicked, f"no option {text!r}"

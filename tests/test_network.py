@@ -4,6 +4,8 @@ import pytest
 from wdn_explain.errors import ConfigError
 from wdn_explain.network import load_network
 
+from conftest import inp_table
+
 
 def test_hanoi_has_published_size(hanoi):
     assert hanoi.n_nodes == 32
@@ -81,3 +83,39 @@ def test_every_epyt_network_by_name(name, n_nodes, n_links):
     links = sum(sections.get(s, 0) for s in ("[PIPES]", "[PUMPS]", "[VALVES]"))
     assert (net.n_nodes, net.n_links) == (nodes, links) == (n_nodes, n_links)
     assert net.name == name.lower()
+
+
+def test_properties_are_the_inp_values_in_si(hanoi):
+    """Hanoi's .inp is in LPS (demand L/s, diameter mm, length m, elevation m): the
+    properties equal its numbers as written; the reservoir's elevation is its head."""
+    props = hanoi.properties
+    junctions = inp_table(hanoi.inp_path, "JUNCTIONS")
+    reservoirs = inp_table(hanoi.inp_path, "RESERVOIRS")
+    pipes = inp_table(hanoi.inp_path, "PIPES")
+    for i, node in enumerate(hanoi.node_ids):
+        if node in junctions:
+            elevation, demand = map(float, junctions[node][:2])
+            assert props.node_base_demand_lps[i] == pytest.approx(demand)
+        else:
+            elevation = float(reservoirs[node][0])
+            assert np.isnan(props.node_base_demand_lps[i])
+        assert props.node_elevation_m[i] == pytest.approx(elevation)
+    for k, link in enumerate(hanoi.link_ids):
+        length, diameter = map(float, pipes[link][2:4])
+        assert props.link_length_m[k] == pytest.approx(length)
+        assert props.link_diameter_mm[k] == pytest.approx(diameter)
+
+
+def test_properties_convert_us_units():
+    """Net3 is in GPM with feet and inches: converted to m, mm and L/s."""
+    net3 = load_network("net3")
+    pipes = inp_table(net3.inp_path, "PIPES")
+    k = net3.link_ids.index("20")
+    length_ft, diameter_in = map(float, pipes["20"][2:4])
+    assert net3.properties.link_length_m[k] == pytest.approx(length_ft * 0.3048)
+    assert net3.properties.link_diameter_mm[k] == pytest.approx(diameter_in * 25.4)
+    demands = inp_table(net3.inp_path, "JUNCTIONS")
+    node = next(n for n, f in demands.items() if len(f) > 1 and float(f[1]) > 0)
+    gpm = float(demands[node][1])
+    i = net3.node_ids.index(node)
+    assert net3.properties.node_base_demand_lps[i] == pytest.approx(gpm * 3.785411784 / 60)

@@ -67,10 +67,12 @@ def test_pairs_are_arcs_off_the_pipes_and_hover_names_the_node(tl, hanoi):
     (mids,) = traces(fig, "pair values")
     label = f"pair {{{hanoi.node_ids[i]}, {hanoi.node_ids[j]}}}<br>k-SII {value:+.4f}"
     assert any(t.startswith(label) for t in mids.hovertext)
-    # a node's hover starts with the node, then chlorine in mg/L, then its value and unit
+    # a node's hover starts with the node and its kind, holds chlorine in mg/L, then its
+    # value and unit
     (nodes,) = traces(fig, "nodes")
     k = hanoi.node_index("20")
-    assert nodes.hovertext[k].startswith("<b>node 20</b> (junction)<br>chlorine ")
+    assert nodes.hovertext[k].startswith("<b>node 20</b> (junction)<br>")
+    assert f"chlorine {tl.chlorine[step, k]:.3f} mg/L" in nodes.hovertext[k]
     assert (
         f"k-SII {tl.node_values('k-SII', 2)[step, k]:+.4f} (share of nodes)" in nodes.hovertext[k]
     )
@@ -107,15 +109,15 @@ def test_titles_units_and_the_time_they_show(tl, hanoi):
     assert f"reference {reference:.2f} (the network average)" in title
     forecast = forecast_figure(tl, step)
     names = [tr.name for tr in forecast.data]
-    assert names[:3] == ["simulated", "forecast", "reference forecast (the network average)"]
-    np.testing.assert_allclose(forecast.data[2].y, [e.empty_prediction for e in tl.explanations])
+    assert names[2:5] == ["simulated", "forecast", "reference forecast (the network average)"]
+    np.testing.assert_allclose(forecast.data[4].y, [e.empty_prediction for e in tl.explanations])
     (now,) = traces(forecast, "now")
     assert now.x == (40.0,) and now.y == (pytest.approx(tl.forecast[step]),)
     assert forecast.layout.title.text == "share of nodes chlorinated, 20 min ahead"
     chlorine = chlorine_figure(tl, hanoi, step)
     title = "chlorine at 40 min<br><sup>chlorinated: at least 0.05 mg/L</sup>"
     assert chlorine.layout.title.text == title
-    assert "mg/L" in chlorine.data[1].marker.colorbar.title.text
+    assert "mg/L" in traces(chlorine, "chlorine")[0].marker.colorbar.title.text
 
 
 def test_value_over_time_and_its_cursor(tl, hanoi):
@@ -288,8 +290,9 @@ def test_large_network_maps_shrink_markers(tl):
     chlorine = np.random.default_rng(0).random((len(tl), town.n_nodes))
     meta = {**tl.meta, "scenario": {**tl.meta["scenario"], "injection_node": "n303"}}
     fig = chlorine_figure(replace(tl, chlorine=chlorine, meta=meta), town, 3)
-    pipes, devices, nodes, source = fig.data
-    assert {pipes.type, devices.type, nodes.type, source.type} == {"scatter"}  # SVG to 1000
+    pipes, links, devices, nodes, source = fig.data
+    assert {pipes.type, links.type, devices.type, nodes.type, source.type} == {"scatter"}
+    assert len(links.x) == town.n_links  # a hover marker per link (SVG up to 1000 nodes)
     # the pump and the three valves, read from the .inp by WNTR (an independent reader)
     import wntr
 
@@ -307,3 +310,141 @@ def test_large_network_maps_shrink_markers(tl):
     sizes = [marker_scale(n) for n in (10, 32, 97, 785, 5000)]
     assert sizes[:2] == [1.0, 1.0] and sizes == sorted(sizes, reverse=True)
     assert sizes[-1] == 0.35  # never smaller: still visible
+
+
+@pytest.fixture(scope="module")
+def flowing(tl, hanoi):
+    """The shipped timeline with the flows and pressures of its scenario, simulated here."""
+    from dataclasses import replace
+
+    from wdn_explain.simulation import simulate
+
+    result = simulate(tl.scenario, hanoi)
+    return replace(
+        tl,
+        link_flow_lps=result.link_flow_lps[tl.steps],
+        node_pressure_m=result.node_pressure_m[tl.steps],
+    )
+
+
+@pytest.mark.parametrize("figure", ["si_graph", "chlorine", "compliance"])
+def test_pipes_by_flow_with_arrows_downstream(flowing, hanoi, figure):
+    """Every map draws the step's simulated flows: each link in the width class of its
+    |flow|, an arrow at its midpoint pointing from the upstream to the downstream node,
+    coloured by |flow| on one scale in L/s; hover names the link, diameter, length, flow."""
+    from wdn_explain.plot import FLOW_WIDTHS, compliance_figure
+
+    step = 10
+    make = {"si_graph": si_graph_figure, "chlorine": chlorine_figure}.get(figure)
+    fig = make(flowing, hanoi, step) if make else compliance_figure(flowing, hanoi, step, 0.2)
+    flow = flowing.link_flow_lps[step]
+    top = np.abs(flowing.link_flow_lps).max()
+    (arrows,) = traces(fig, "flow")
+    np.testing.assert_allclose(arrows.marker.color, np.abs(flow))
+    assert arrows.marker.cmax == pytest.approx(top) and arrows.marker.cmin == 0
+    assert "L/s" in arrows.marker.colorbar.title.text
+    xy = hanoi.coordinates
+    np.testing.assert_allclose(np.column_stack([arrows.x, arrows.y]), xy[hanoi.link_nodes].mean(1))
+    theta = np.radians(np.asarray(arrows.marker.angle))  # clockwise from up
+    pointing = np.column_stack([np.sin(theta), np.cos(theta)])
+    for k, (a, b) in enumerate(hanoi.link_nodes):
+        if abs(flow[k]) > 1e-3:
+            upstream, downstream = (a, b) if flow[k] > 0 else (b, a)
+            assert pointing[k] @ (xy[downstream] - xy[upstream]) > 0, hanoi.link_ids[k]
+    for c in range(len(FLOW_WIDTHS)):  # the links of each class, drawn in that class's trace
+        (line,) = traces(fig, f"flow class {c + 1}")
+        low, high = c * top / len(FLOW_WIDTHS), (c + 1) * top / len(FLOW_WIDTHS)
+        inside = (np.abs(flow) >= low) & ((np.abs(flow) < high) | (c == len(FLOW_WIDTHS) - 1))
+        drawn = np.column_stack([line.x, line.y])
+        drawn = drawn[np.isfinite(drawn[:, 0])].reshape(-1, 2, 2)
+        expected = xy[hanoi.link_nodes[inside]]
+        np.testing.assert_allclose(drawn, expected.reshape(-1, 2, 2))
+    k = hanoi.link_ids.index("1")  # reservoir 1 to junction 2: 100 m, 1016 mm in Hanoi.inp
+    assert arrows.hovertext[k] == (
+        f"<b>pipe 1</b><br>diameter 1016 mm<br>length 100 m<br>flow {abs(flow[k]):.2f} L/s, "
+        + ("1 → 2" if flow[k] > 0 else "2 → 1")
+    )
+
+
+def test_node_hover_holds_the_inp_properties_and_pressure(flowing, hanoi):
+    from wdn_explain.plot import node_hover
+
+    step = 5
+    text = node_hover(hanoi, flowing, step)
+    k = hanoi.node_index("2")  # Hanoi.inp: junction 2, elevation 30, demand 247.22
+    assert text[k] == (
+        f"<b>node 2</b> (junction)<br>elevation 30.0 m<br>base demand 247.22 L/s<br>"
+        f"chlorine {flowing.chlorine[step, k]:.3f} mg/L<br>"
+        f"pressure {flowing.node_pressure_m[step, k]:.1f} m"
+    )
+    r = hanoi.node_index("1")  # the reservoir: its head, no demand
+    assert text[r].startswith("<b>node 1</b> (reservoir)<br>head 100.0 m<br>chlorine ")
+
+
+def test_forecast_band_and_summary_interval(tl, hanoi):
+    """The calibrated interval is a band on the forecast chart named with its coverage,
+    and the summary sentence gives the step's interval."""
+    step = 7
+    fig = forecast_figure(tl, step)
+    (band,) = traces(fig, "90% interval (calibrated)")
+    (edge,) = traces(fig, "90% interval (calibrated) upper")
+    assert band.fill == "tonexty" and fig.data.index(edge) == fig.data.index(band) - 1
+    np.testing.assert_allclose(band.y, tl.lower)
+    np.testing.assert_allclose(edge.y, tl.upper)
+    assert band.showlegend is not False and edge.showlegend is False
+    text = summary(tl, hanoi, step, "k-SII", 2)
+    assert f", 90% interval {tl.lower[step]:.2f}–{tl.upper[step]:.2f} (simulated: " in text
+    from dataclasses import replace
+
+    bare = replace(tl, lower=None, upper=None)
+    assert "interval" not in summary(bare, hanoi, step, "k-SII", 2)
+    assert not [tr for tr in forecast_figure(bare, step).data if "interval" in tr.name]
+
+
+def test_node_chlorine_chart_with_minimum_and_optional_forecast(tl, hanoi):
+    from wdn_explain.plot import node_chlorine_figure
+
+    k, step = hanoi.node_index("17"), 9
+    fig = node_chlorine_figure(tl, hanoi, k, minimum_mg_l=0.3, step=step)
+    (sim,) = traces(fig, "simulated")
+    np.testing.assert_allclose(sim.y, tl.chlorine[:, k])
+    np.testing.assert_allclose(sim.x, tl.times_s / 60)
+    (now,) = traces(fig, "now")
+    assert now.x[0] == tl.times_s[step] / 60 and now.y[0] == tl.chlorine[step, k]
+    (line,) = fig.layout.shapes
+    assert line.y0 == line.y1 == 0.3
+    assert "minimum 0.3 mg/L" in fig.layout.annotations[0].text
+    assert "node 17" in fig.layout.title.text and "mg/L" in fig.layout.title.text
+    assert not traces(fig, "forecast")
+    # a node-level forecast joins in one call: drawn at the time it is made for
+    guess = np.linspace(0, 1, len(tl))
+    fig = node_chlorine_figure(
+        tl, hanoi, k, forecast=guess, lower=guess - 0.1, upper=guess + 0.1, step=step
+    )
+    (forecast,) = traces(fig, "forecast")
+    ahead = (tl.times_s + tl.meta["horizon"] * tl.scenario.reporting_step_s) / 60
+    np.testing.assert_allclose(forecast.x, ahead)
+    np.testing.assert_allclose(forecast.y, guess)
+    (band,) = traces(fig, "forecast interval")
+    np.testing.assert_allclose(band.y, guess - 0.1)
+
+
+@pytest.mark.parametrize("minimum", [0.0, 0.2, 1.0, 2.0])
+def test_compliance_map_and_sentence_count_the_nodes_below(tl, hanoi, minimum):
+    from wdn_explain.narrative import compliance_text
+    from wdn_explain.plot import compliance_figure
+
+    step = 12
+    below = [i for i in range(hanoi.n_nodes) if tl.chlorine[step, i] < minimum]
+    fig = compliance_figure(tl, hanoi, step, minimum)
+    (nodes,) = traces(fig, "compliance")
+    marked = [i for i, s in enumerate(nodes.marker.symbol) if s == "x"]
+    assert marked == below
+    title = fig.layout.title.text
+    assert title.startswith(f"chlorine at {tl.times_s[step] // 60:.0f} min<br>")
+    assert f"below {minimum:g} mg/L: {len(below)} of 32 nodes" in title
+    text = compliance_text(tl, step, minimum)
+    if below:
+        assert text.startswith(f"{len(below)} of 32 nodes have less than the minimum residual")
+    else:
+        assert text.startswith("Every node has at least")

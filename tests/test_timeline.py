@@ -185,3 +185,45 @@ def test_bad_settings_are_one_line():
         ExplainSettings.of(references=("none", "median"))
     with pytest.raises(ConfigError, match="Extra inputs are not permitted"):
         ExplainSettings.of(budget=2)
+
+
+def test_hydraulics_are_the_simulation_s_and_round_trip(computed, hanoi, tmp_path):
+    """The timeline holds the simulated flows and pressures of its explained steps (checked
+    against a simulation run here); the file keeps them; a file without them (written before
+    they were stored) loads, and with_hydraulics simulates them again."""
+    from dataclasses import replace
+
+    from wdn_explain.pipeline import with_hydraulics
+    from wdn_explain.simulation import simulate
+
+    _, tl, _ = computed
+    out = tl.save(tmp_path / "new.npz")  # the module's file may hold another scenario by now
+    result = simulate(SPEC, hanoi)
+    np.testing.assert_allclose(tl.link_flow_lps, result.link_flow_lps[tl.steps], rtol=1e-6)
+    np.testing.assert_allclose(tl.node_pressure_m, result.node_pressure_m[tl.steps], rtol=1e-6)
+    assert tl.link_flow_lps.shape == (len(tl), hanoi.n_links)
+    again = Timeline.load(out)
+    np.testing.assert_array_equal(again.link_flow_lps, tl.link_flow_lps)
+    np.testing.assert_array_equal(again.node_pressure_m, tl.node_pressure_m)
+    old = replace(tl, link_flow_lps=None, node_pressure_m=None).save(tmp_path / "old.npz")
+    with np.load(old) as data:
+        assert "link_flow_lps" not in data.files
+    loaded = Timeline.load(old)
+    assert loaded.link_flow_lps is None and loaded.node_pressure_m is None
+    filled = with_hydraulics(loaded)
+    np.testing.assert_array_equal(filled.link_flow_lps, tl.link_flow_lps)
+    np.testing.assert_array_equal(filled.node_pressure_m, tl.node_pressure_m)
+    other = replace(loaded, chlorine=loaded.chlorine + 1)  # not what its scenario simulates
+    assert with_hydraulics(other, hanoi).link_flow_lps is None
+    scenario = {**loaded.meta["scenario"], "network": str(tmp_path / "gone.inp")}
+    lost = replace(loaded, meta={**loaded.meta, "scenario": scenario})  # network not found
+    assert with_hydraulics(lost).link_flow_lps is None
+
+
+def test_hydraulics_of_the_wrong_shape_are_refused(computed, tmp_path):
+    from dataclasses import replace
+
+    _, tl, _ = computed
+    bad = replace(tl, node_pressure_m=tl.node_pressure_m[:, :3]).save(tmp_path / "bad.npz")
+    with pytest.raises(DataError, match=r"node_pressure_m has shape \(7, 3\), expected \(7, 32\)"):
+        Timeline.load(bad)

@@ -24,8 +24,9 @@ makes when every node is replaced by the reference (the network average, as in t
 or no chlorine at all). Red raises the forecast, blue lowers it; the values add up to the
 forecast minus the reference forecast. **Curved lines** between two nodes are pairwise
 interactions: their joint effect beyond their separate ones (red: reinforce, blue:
-compete), also between nodes that are not directly connected; straight grey lines are the
-pipes. **Shaded shapes with a ▲ marker** are interactions of three or more nodes (hover the
+compete), also between nodes that are not directly connected. **Straight grey lines** are
+the pipes, darker and wider the more water they carry, with an arrow pointing downstream
+(hover it for the pipe's diameter, length and flow). **Shaded shapes with a ▲ marker** are interactions of three or more nodes (hover the
 marker for its members).
 
 **Which index.** All five divide the same forecast difference among nodes and groups of
@@ -157,16 +158,27 @@ def _names(network: Network, items) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
+def interval_text(timeline: Timeline, step: int) -> str:
+    """``, 90% interval 0.55–0.70``: the forecast's calibrated interval at ``step`` with its
+    nominal coverage ("" for a timeline without intervals)."""
+    if timeline.lower is None or timeline.upper is None:
+        return ""
+    confidence = (timeline.meta.get("interval") or {}).get("confidence")
+    level = f"{confidence:.0%} " if confidence else ""
+    return f", {level}interval {timeline.lower[step]:.2f}–{timeline.upper[step]:.2f}"
+
+
 def summary(timeline: Timeline, network: Network, step: int, index: str, order: int | None) -> str:
-    """One paragraph for one step: the forecast (made when, for when), the simulated truth,
+    """One paragraph for one step: the forecast (made when, for when) with its interval
+    (:func:`interval_text`), the simulated truth,
     the reference forecast, the explained difference and the strongest drivers (the two
     largest positive values and the largest negative one, of any size up to ``order``)."""
     order = resolved_order(timeline, index, order)
     e = timeline.explanations[step]
     gap = e.prediction - e.empty_prediction
     head = (
-        f"{_upper_first(forecast_time(timeline, step))}: {e.prediction:.2f} {UNIT} "
-        f"(simulated: {timeline.truth[step]:.2f}). Relative to "
+        f"{_upper_first(forecast_time(timeline, step))}: {e.prediction:.2f} {UNIT}"
+        f"{interval_text(timeline, step)} (simulated: {timeline.truth[step]:.2f}). Relative to "
         f"{reference_label(timeline.reference)} (reference forecast "
         f"{e.empty_prediction:.2f}) that is {gap:+.2f}, which the "
         f"{index_label(index, order)} values divide among the nodes."
@@ -183,6 +195,19 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
     if down:
         parts.append(f"{_names(network, down)} lowers it most")
     return f"{head} {_upper_first('; '.join(parts))}."
+
+
+def compliance_text(timeline: Timeline, step: int, minimum_mg_l: float) -> str:
+    """How many nodes lack the minimum residual at ``step`` (simulated), in one sentence."""
+    below = int((timeline.chlorine[step] < minimum_mg_l).sum())
+    n = timeline.chlorine.shape[1]
+    when = minutes(timeline.times_s[step])
+    if not below:
+        return f"Every node has at least {minimum_mg_l:g} mg/L chlorine at {when} (simulated)."
+    return (
+        f"{below} of {n} nodes have less than the minimum residual of {minimum_mg_l:g} mg/L "
+        f"chlorine at {when} (simulated)."
+    )
 
 
 def timeline_label(path: str | Path) -> str:

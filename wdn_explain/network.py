@@ -60,6 +60,24 @@ def resolve_network_path(network: str | Path) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class NetworkProperties:
+    """What the .inp says about each node and link, in SI units (NaN where a kind has no
+    such property: a pump's length, a tank's demand).
+
+    Attributes:
+        node_elevation_m: Junction and tank elevation, a reservoir's head, in m, (n_nodes,).
+        node_base_demand_lps: Junction base demand in L/s (of its first demand), (n_nodes,).
+        link_diameter_mm: Pipe and valve diameter in mm, shape (n_links,).
+        link_length_m: Pipe length in m, shape (n_links,).
+    """
+
+    node_elevation_m: np.ndarray
+    node_base_demand_lps: np.ndarray
+    link_diameter_mm: np.ndarray
+    link_length_m: np.ndarray
+
+
 KAMADA_KAWAI_MAX_NODES = 300  # larger networks get the (faster) seeded spring layout
 
 
@@ -179,6 +197,31 @@ class Network:
                 f"nodes connected to no reservoir or tank: {shown} (check its [PIPES], "
                 "[PUMPS] and [VALVES] sections)"
             )
+
+    @cached_property
+    def properties(self) -> NetworkProperties:
+        """Elevations, base demands, diameters and lengths of the original .inp, read once
+        by WNTR (which converts the file's units to SI)."""
+        import pandas as pd
+        import wntr
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wn = wntr.network.WaterNetworkModel(str(self.inp_path))
+
+        def per(names, *series: pd.Series) -> np.ndarray:
+            return pd.concat(series).reindex(list(names)).to_numpy(dtype=float)
+
+        return NetworkProperties(
+            node_elevation_m=per(
+                self.node_ids,
+                wn.query_node_attribute("elevation"),
+                wn.query_node_attribute("base_head", node_type=wntr.network.Reservoir),
+            ),
+            node_base_demand_lps=1000 * per(self.node_ids, wn.query_node_attribute("base_demand")),
+            link_diameter_mm=1000 * per(self.link_ids, wn.query_link_attribute("diameter")),
+            link_length_m=per(self.link_ids, wn.query_link_attribute("length")),
+        )
 
     def to_networkx(self):
         """Undirected networkx graph over node ids (link ids on the edges)."""

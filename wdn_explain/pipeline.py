@@ -7,13 +7,14 @@ import hashlib
 import json
 import logging
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
-from .errors import ConfigError, DataError, ExplainError
+from .errors import ConfigError, DataError, ExplainError, WdnExplainError
 from .explain.explanation import Explanation
 from .features import LABEL_RANGE, InputSpec, check_plan, source_plan
 from .progress import ProgressArg, progress_callback
@@ -22,6 +23,7 @@ from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
 from .stepstore import StepStore
 from .timeline import (
+    HYDRAULICS,
     ExplainSettings,
     Timeline,
     TimelineMeta,
@@ -300,11 +302,42 @@ def explain_scenario(
         lower=lower,
         upper=upper,
         **node_arrays,
+        **_hydraulics_at(result, steps),
     )
     if out is not None:
         timeline.save(out)
         store.remove()
     return timeline, status
+
+
+def _hydraulics_at(result: SimulationResult, steps: np.ndarray) -> dict[str, np.ndarray]:
+    """The simulated link flows (L/s) and node pressures (m) at ``steps``, as the
+    :class:`~wdn_explain.timeline.Timeline` fields of the same names."""
+    return {name: getattr(result, name)[steps].astype(np.float32) for name in HYDRAULICS}
+
+
+def with_hydraulics(timeline: Timeline, network: Network | None = None) -> Timeline:
+    """``timeline`` with its link flows and node pressures: its own when it holds them,
+    else simulated again from its scenario (a timeline file written before they were
+    stored). The simulation is deterministic; when it fails or its chlorine differs from the
+    stored one (another simulator version) the timeline is returned without them."""
+    if all(getattr(timeline, name) is not None for name in HYDRAULICS):
+        return timeline
+    from .network import load_network
+
+    scenario = timeline.scenario
+    try:
+        result = simulate(scenario, network or load_network(scenario.network))
+    except WdnExplainError as exc:  # the maps then draw plain pipes
+        logger.warning("timeline of %s: no flows (%s)", scenario.describe(), exc)
+        return timeline
+    steps = np.asarray(timeline.steps)
+    if steps.max() >= result.n_steps or not np.allclose(
+        result.node_chlorine_mg_l[steps], timeline.chlorine, atol=1e-4
+    ):
+        logger.warning("timeline of %s: its simulation is not reproduced", scenario.describe())
+        return timeline
+    return replace(timeline, **_hydraulics_at(result, steps))
 
 
 def _with_deprecated(

@@ -9,7 +9,8 @@ marker naming their members. One colour scale is fixed across all frames so that
 compare.
 
 Maps stay readable at utility scale (hundreds to thousands of nodes): every map trace is
-SVG up to 1000 nodes and WebGL (``scattergl``) beyond (:func:`trace_type`), the pipes are one line trace, markers shrink with the network's size
+SVG up to 1000 nodes and WebGL (``scattergl``) beyond (:func:`trace_type`), the pipes are
+four line traces by |flow| with one trace of arrows at their midpoints, markers shrink with the network's size
 (:func:`marker_scale`), node labels are written only on small networks (hover names every
 node), only the ``top_k`` strongest interactions are drawn, and the axes keep an equal
 aspect under Plotly's own zoom. Nodes are drawn at
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 from .explain.indices import check_index
 from .narrative import (
@@ -113,6 +115,113 @@ def _pipe_trace(network: Network) -> dict:
 
 
 PIPE = "#d4d4d4"
+# Pipes by flow: |flow| in four classes of the timeline's largest |flow|, drawn on a grey
+# scale (the SI-Graph's reds and blues stay the values') and wider as the flow grows.
+FLOW_SCALE = [[0.0, "#d9d9d9"], [1.0, "#252525"]]
+FLOW_WIDTHS = (1.0, 2.0, 3.5, 5.0)
+STILL_LPS = 1e-3  # a link carrying less than this (L/s) gets no arrow
+
+
+def flow_scale(timeline: Timeline) -> float:
+    """The largest |flow| (L/s) of the timeline: one scale for every frame."""
+    return float(np.abs(timeline.link_flow_lps).max()) or 1.0
+
+
+def _pipe_traces(network: Network, timeline: Timeline, step: int) -> list[dict]:
+    """The links at ``step``: coloured and widened by |flow| (four line traces) with an arrow
+    at each midpoint pointing downstream, coloured by |flow| (with a colour bar in L/s);
+    plain grey pipes when the timeline holds no flows. The midpoint markers carry each
+    link's hover (id, diameter, length, flow)."""
+    flows = None if timeline.link_flow_lps is None else timeline.link_flow_lps[step]
+    xy = network.map_coordinates
+    ends = xy[network.link_nodes]  # (n_links, 2 ends, 2)
+    mid = ends.mean(axis=1)
+    scale = marker_scale(network.n_nodes)
+    if flows is None:
+        return [_pipe_trace(network), _link_markers(network, mid, None, 0.0, scale)]
+    top = flow_scale(timeline)
+    level = np.minimum((len(FLOW_WIDTHS) * np.abs(flows) / top).astype(int), len(FLOW_WIDTHS) - 1)
+    colours = sample_colorscale(FLOW_SCALE, (np.arange(len(FLOW_WIDTHS)) + 0.5) / len(FLOW_WIDTHS))
+    traces = []
+    for c, (colour, width) in enumerate(zip(colours, FLOW_WIDTHS)):
+        keep = ends[level == c]
+        gaps = np.full((len(keep), 1, 2), np.nan)
+        segments = np.concatenate([keep, gaps], axis=1).reshape(-1, 2)
+        traces.append(
+            dict(
+                type=trace_type(network),
+                x=segments[:, 0] if len(keep) else np.array([np.nan]),
+                y=segments[:, 1] if len(keep) else np.array([np.nan]),
+                mode="lines",
+                line=dict(color=colour, width=width * scale**0.5),
+                hoverinfo="skip",
+                name=f"flow class {c + 1}",
+            )
+        )
+    return [*traces, _link_markers(network, mid, flows, top, scale)]
+
+
+def _link_markers(
+    network: Network, mid: np.ndarray, flows: np.ndarray | None, top: float, scale: float
+) -> dict:
+    """One marker per link at its midpoint: a triangle pointing downstream coloured by
+    |flow| (small where nothing flows), or, without flows, an invisible dot; hover
+    names the link, its diameter, length and flow."""
+    props = network.properties
+    start, end = network.link_nodes[:, 0], network.link_nodes[:, 1]
+    text = []
+    for k, link in enumerate(network.link_ids):
+        lines = [f"<b>{network.link_types[k]} {link}</b>"]
+        if np.isfinite(props.link_diameter_mm[k]):
+            lines.append(f"diameter {props.link_diameter_mm[k]:.0f} mm")
+        if np.isfinite(props.link_length_m[k]):
+            lines.append(f"length {props.link_length_m[k]:.0f} m")
+        if flows is not None:
+            a, b = (start[k], end[k]) if flows[k] >= 0 else (end[k], start[k])
+            lines.append(
+                f"flow {abs(flows[k]):.2f} L/s, {network.node_ids[a]} → {network.node_ids[b]}"
+            )
+        text.append("<br>".join(lines))
+    trace = dict(
+        type=trace_type(network),
+        x=mid[:, 0],
+        y=mid[:, 1],
+        mode="markers",
+        hovertext=np.array(text),  # an array validates faster than a list
+        hoverinfo="text",
+        name="flow" if flows is not None else "links",
+    )
+    if flows is None:
+        return trace | dict(marker=dict(size=8 * scale, color="rgba(0,0,0,0)"))
+    xy = network.map_coordinates
+    direction = (xy[end] - xy[start]) * np.sign(flows)[:, None]
+    moving = np.abs(flows) >= STILL_LPS
+    return trace | dict(
+        marker=dict(
+            symbol="triangle-up",  # one symbol: per-point symbols validate slowly
+            angle=np.degrees(np.arctan2(direction[:, 0], direction[:, 1])),
+            size=np.where(moving, max(11 * scale, 6), 4),
+            color=np.abs(flows),
+            colorscale=FLOW_SCALE,
+            cmin=0,
+            cmax=top,
+            line=dict(width=0),
+            colorbar=dict(
+                title=dict(text="flow (L/s)", side="top"),
+                orientation="h",
+                x=0.0,
+                xanchor="left",
+                y=0.0,
+                yanchor="bottom",
+                len=110,
+                lenmode="pixels",
+                nticks=4,
+                thickness=8,
+            ),
+        )
+    )
+
+
 DEVICES = {"pump": "triangle-right", "valve": "bowtie"}  # link types drawn as a marker
 
 
@@ -255,6 +364,24 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
     return traces
 
 
+def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
+    """Every node's hover text at ``step``: id, kind, elevation (a reservoir's head), base
+    demand, chlorine now and, when the timeline holds it, pressure."""
+    props = network.properties
+    pressure = None if timeline.node_pressure_m is None else timeline.node_pressure_m[step]
+    out = []
+    for i, (node, role) in enumerate(zip(network.node_ids, network.node_roles)):
+        height = "head" if role == "reservoir" else "elevation"
+        lines = [f"<b>node {node}</b> ({role})", f"{height} {props.node_elevation_m[i]:.1f} m"]
+        if np.isfinite(props.node_base_demand_lps[i]):
+            lines.append(f"base demand {props.node_base_demand_lps[i]:.2f} L/s")
+        lines.append(f"chlorine {timeline.chlorine[step, i]:.3f} mg/L")
+        if pressure is not None:
+            lines.append(f"pressure {pressure[i]:.1f} m")
+        out.append("<br>".join(lines))
+    return out
+
+
 def _node_trace(
     network: Network, timeline: Timeline, step: int, values: np.ndarray, scale: float, index: str
 ) -> dict:
@@ -264,8 +391,8 @@ def _node_trace(
     size = marker_scale(network.n_nodes)
     labelled = network.n_nodes <= LABELLED_NODES
     hover = [
-        f"<b>node {nid}</b> ({role})<br>chlorine {c:.3f} mg/L<br>{index} {v:+.4f} (share of nodes)"
-        for nid, role, c, v in zip(network.node_ids, roles, timeline.chlorine[step], values)
+        f"{text}<br>{index} {v:+.4f} (share of nodes)"
+        for text, v in zip(node_hover(network, timeline, step), values)
     ]
     return dict(
         type=trace_type(network),
@@ -300,12 +427,12 @@ def _node_trace(
 def frame_traces(
     network: Network, timeline: Timeline, step: int, data: FrameData, scale: float, index: str
 ) -> list[dict]:
-    """The traces of one frame, nodes and the source last (on top): pipes, pumps and valves
-    (if any), six pair classes and the pair values, two hyperedge signs and the group
+    """The traces of one frame, nodes and the source last (on top): pipes by flow with
+    their arrows (:func:`_pipe_traces`), pumps and valves (if any), six pair classes and the pair values, two hyperedge signs and the group
     values, nodes, the source."""
     name = index_name(index)
     return [
-        _pipe_trace(network),
+        *_pipe_traces(network, timeline, step),
         *_device_traces(network),
         *_pair_traces(network, data.pairs, name),
         *_hyperedge_traces(network, data.higher, name),
@@ -529,12 +656,54 @@ def timeline_figure(
     return go.Figure(dict(data=frames[start]["data"], layout=layout, frames=frames))
 
 
+def interval_name(timeline: Timeline) -> str:
+    """The legend name of the forecast's interval, e.g. ``90% interval (calibrated)``."""
+    confidence = (timeline.meta.get("interval") or {}).get("confidence")
+    return f"{confidence:.0%} interval (calibrated)" if confidence else "interval"
+
+
+BAND = "rgba(214,39,40,0.18)"  # the forecast's interval: the forecast's red, translucent
+
+
+def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[go.Scatter]:
+    """A shaded band between ``lower`` and ``upper`` over ``x`` (nothing when either is
+    None): the upper edge, then the lower edge filled up to it, one legend entry."""
+    if lower is None or upper is None:
+        return []
+    edge = dict(width=0, color=fill)
+    return [
+        go.Scatter(
+            x=x,
+            y=upper,
+            mode="lines",
+            line=edge,
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup="band",
+            name=f"{name} upper",
+        ),
+        go.Scatter(
+            x=x,
+            y=lower,
+            mode="lines",
+            line=edge,
+            fill="tonexty",
+            fillcolor=fill,
+            legendgroup="band",
+            name=name,
+            hoverinfo="skip",
+        ),
+    ]
+
+
 def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
-    """Forecast, simulated truth and reference forecast (share of nodes chlorinated at
-    t + horizon) over the time the forecast is made; a marker at ``step``."""
+    """Forecast with its calibrated interval (a band, when the timeline holds one),
+    simulated truth and reference forecast (share of nodes chlorinated at t + horizon) over
+    the time the forecast is made; a marker at ``step``."""
     made = timeline.times_s / 60
     ref = reference_label(timeline.reference)
     traces = [
+        *_band_traces(made, timeline.lower, timeline.upper, interval_name(timeline)),
         go.Scatter(x=made, y=timeline.truth, name="simulated", line=dict(color="#444")),
         go.Scatter(x=made, y=timeline.forecast, name="forecast", line=dict(color=POSITIVE)),
         go.Scatter(
@@ -583,7 +752,7 @@ def chlorine_figure(
     labelled = network.n_nodes <= LABELLED_NODES
     fig = go.Figure(
         [
-            _pipe_trace(network),
+            *_pipe_traces(network, timeline, step),
             *_device_traces(network),
             dict(
                 type=trace_type(network),
@@ -602,10 +771,7 @@ def chlorine_figure(
                     line=dict(width=marker_scale(network.n_nodes), color="black"),
                     colorbar=dict(title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10),
                 ),
-                hovertext=[
-                    f"<b>node {n}</b><br>chlorine {c:.3f} mg/L"
-                    for n, c in zip(network.node_ids, timeline.chlorine[step])
-                ],
+                hovertext=node_hover(network, timeline, step),
                 hoverinfo="text",
                 name="chlorine",
             ),
@@ -672,3 +838,111 @@ def value_figure(
         yaxis_title="share of nodes",
     )
     return fig
+
+
+MINIMUM_RESIDUAL_MG_L = 0.2  # the free-chlorine residual regulators commonly ask for
+BELOW, ABOVE = "#e6550d", "#31a354"  # compliance map: below the minimum, at or above it
+
+
+def node_chlorine_figure(
+    timeline: Timeline,
+    network: Network,
+    node: int,
+    *,
+    minimum_mg_l: float = MINIMUM_RESIDUAL_MG_L,
+    step: int | None = None,
+    forecast: np.ndarray | None = None,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    height: int = 260,
+) -> go.Figure:
+    """The simulated chlorine (mg/L) at node index ``node`` at every step of the timeline,
+    the minimum residual as a line and a marker at ``step``. A node-level forecast joins
+    with ``forecast`` (and its interval ``lower``/``upper``): mg/L, shape (T,), made at the
+    timeline's times for one horizon later, so drawn at times + horizon."""
+    made = timeline.times_s / 60
+    ahead = made + horizon_s(timeline) / 60
+    simulated = timeline.chlorine[:, node]
+    traces = [
+        *_band_traces(ahead, lower, upper, "forecast interval"),
+        go.Scatter(x=made, y=simulated, name="simulated", line=dict(color="#444")),
+    ]
+    if forecast is not None:
+        traces.append(
+            go.Scatter(x=ahead, y=forecast, name="forecast", line=dict(color=POSITIVE, dash="dot"))
+        )
+    if step is not None:
+        traces.append(
+            go.Scatter(
+                x=[made[step]],
+                y=[simulated[step]],
+                name="now",
+                mode="markers",
+                marker=dict(size=11, color="#444", line=dict(width=2, color="black")),
+                showlegend=False,
+            )
+        )
+    fig = go.Figure(traces)
+    fig.add_hline(
+        y=minimum_mg_l,
+        line=dict(color=BELOW, dash="dash"),
+        annotation_text=f"minimum {minimum_mg_l:g} mg/L",
+        annotation_position="top left",
+    )
+    fig.update_layout(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(
+            text=f"chlorine at node {network.node_ids[node]} (mg/L)", x=0.01, xanchor="left"
+        ),
+        xaxis_title="time (min)",
+        yaxis=dict(title="mg/L", rangemode="tozero"),
+        legend=dict(orientation="h", y=-0.35),
+    )
+    return fig
+
+
+def compliance_figure(
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    minimum_mg_l: float = MINIMUM_RESIDUAL_MG_L,
+    *,
+    height: int = 320,
+    focus: int | None = None,
+) -> go.Figure:
+    """The compliance map at ``step``: nodes whose simulated chlorine is below
+    ``minimum_mg_l`` drawn as orange crosses, the others green, the count in the title;
+    pipes, source and ``focus`` as in :func:`chlorine_figure`."""
+    xy = network.map_coordinates
+    below = timeline.chlorine[step] < minimum_mg_l
+    size = 12 * marker_scale(network.n_nodes)
+    fig = go.Figure(
+        [
+            *_pipe_traces(network, timeline, step),
+            *_device_traces(network),
+            dict(
+                type=trace_type(network),
+                x=xy[:, 0],
+                y=xy[:, 1],
+                mode="markers",
+                marker=dict(
+                    size=np.where(below, 1.3 * size, size),
+                    color=np.where(below, BELOW, ABOVE),
+                    symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
+                    line=dict(width=marker_scale(network.n_nodes), color="black"),
+                ),
+                hovertext=node_hover(network, timeline, step),
+                hoverinfo="text",
+                name="compliance",
+            ),
+            _source_trace(network, timeline, step),
+        ]
+    )
+    title = (  # short lines: clear of the toolbar
+        f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
+        f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
+    )
+    fig.update_layout(_map_layout(network, height, title))
+    fig.update_layout(margin=dict(t=50), title_font_size=13)
+    return _focused(fig, network, focus)

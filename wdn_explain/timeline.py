@@ -177,6 +177,10 @@ def settings_of(meta: dict[str, Any]) -> ExplainSettings:
     )
 
 
+# The optional simulated hydraulics a timeline may hold (the maps' flows and hover), by name.
+HYDRAULICS = ("link_flow_lps", "node_pressure_m")
+
+
 @dataclass
 class Timeline:
     """Explanations of one scenario's forecasts, step by step.
@@ -203,6 +207,11 @@ class Timeline:
             for a model without a ``conformal`` record); ``meta["interval"]`` names its
             nominal coverage and method, ``meta["uncertainty"]`` is a plain sentence when
             some interval is wide (even inside the design), else None.
+        link_flow_lps: Simulated link flow in L/s at each step, signed (positive from a
+            link's start node to its end node), shape (T, n_links); None in files written
+            before flows were stored (see :func:`~wdn_explain.pipeline.with_hydraulics`).
+        node_pressure_m: Simulated node pressure in m at each step, shape (T, n); None
+            like ``link_flow_lps``.
 
     A node-level model's timeline also holds (None / empty for a share model):
 
@@ -237,6 +246,8 @@ class Timeline:
     compliance_forecast: np.ndarray | None = None
     compliance_truth: np.ndarray | None = None
     targets: dict[str, dict[str, list[Explanation]]] = field(default_factory=dict)
+    link_flow_lps: np.ndarray | None = None
+    node_pressure_m: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -424,6 +435,9 @@ class Timeline:
         arrays |= {
             name: getattr(self, name) for name in NODE_ARRAYS if getattr(self, name) is not None
         }
+        for name in HYDRAULICS:
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
         series = {"s": self.explanations} | {f"r_{k}_": v for k, v in self.alternatives.items()}
         for i, node in enumerate(self.meta.get("target_nodes") or []):
             if node != self.node:  # the shown target is stored as s / r_
@@ -471,6 +485,7 @@ class Timeline:
                     upper=data["upper"] if "upper" in data.files else None,
                     targets=targets,
                     **{name: data[name] for name in NODE_ARRAYS if name in data.files},
+                    **{k: data[k] for k in HYDRAULICS if k in data.files},
                 )
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None
@@ -496,6 +511,15 @@ class Timeline:
                 for name in NODE_ARRAYS
                 if name not in ("node_lower", "node_upper") or self.node_lower is not None
             }
+        if self.node_pressure_m is not None:
+            expected["node_pressure_m"] = (n_steps, n)
+        if self.link_flow_lps is not None and (
+            self.link_flow_lps.ndim != 2 or len(self.link_flow_lps) != n_steps
+        ):
+            raise DataError(
+                f"timeline file '{path}' is corrupt: link_flow_lps has shape "
+                f"{self.link_flow_lps.shape}, expected ({n_steps}, n_links)"
+            )
         for name, shape in expected.items():
             if getattr(self, name) is None or getattr(self, name).shape != shape:
                 got = getattr(getattr(self, name), "shape", None)
