@@ -233,10 +233,10 @@ def test_fit_equals_a_plain_loop_over_dataloader_batches(
             _loss_and_grads(oracle, b.x, b.edge_index, b.edge_attr, b.batch, b.y)
             optimiser.step()
             with torch.no_grad():
+                # the decay rises as min(decay, k / (9 + k)) at the k-th update; the first copies
+                decay = 0.0 if ema_decay is None else min(ema_decay, step / (9 + step))
                 for a, p in zip(average.parameters(), oracle.parameters()):
-                    a.copy_(
-                        p if step == 1 or ema_decay is None else ema_decay * a + (1 - ema_decay) * p
-                    )
+                    a.copy_(p if step == 1 else decay * a + (1 - decay) * p)
     for p, q in zip(model.parameters(), oracle.parameters()):
         torch.testing.assert_close(p, q)
     # the validation MAE of the last epoch is the plain MAE of the kept model's predictions

@@ -14,4 +14,5 @@ SCHEDULE = "cosine"
 """Learning-rate schedule after the warm-up (see :data:`~wdn_explain.training.SCHEDULES`)."""
 EMA_DECAY: float | None = 0.999
 """Per-step decay of the weights' moving average that is validated and saved (None: the raw
-weights); 0.999 averages over about 1000 steps, three epochs of the default data at batch 64."""
+weights); 0.999 averages over about 1000 steps, three epochs of the default data at batch 64
+(the decay rises to it over the first steps, see :func:`~wdn_explain.training.fit`)."""

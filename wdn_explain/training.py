@@ -13,7 +13,7 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -249,9 +249,7 @@ def fit(
         )
     kept = model  # the model validated and saved: the weights' moving average if any
     if cfg.ema_decay is not None:
-        kept = swa_utils.AveragedModel(
-            model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(cfg.ema_decay), use_buffers=True
-        )
+        kept = swa_utils.AveragedModel(model, avg_fn=_ema(cfg.ema_decay), use_buffers=True)
     step, best, best_state, stale, history, interrupted = 0, float("inf"), None, 0, [], False
     bar = None
     if progress is True:
@@ -313,6 +311,18 @@ def fit(
         if bar is not None:
             bar.close()
     return FitResult(best_state, history, interrupted)
+
+
+def _ema(decay: float) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``AveragedModel``'s update for an exponential moving average whose decay rises as
+    min(decay, (1 + n) / (10 + n)) after n updates: a short run averages its late steps
+    instead of staying near the initial weights."""
+
+    def average(averaged: torch.Tensor, current: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        weight = 1 - min(decay, (1 + float(n)) / (10 + float(n)))
+        return averaged + weight * (current - averaged)
+
+    return average
 
 
 def _weights(kept: torch.nn.Module) -> dict[str, torch.Tensor]:
