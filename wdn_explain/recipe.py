@@ -9,7 +9,7 @@ from __future__ import annotations
 
 HIDDEN_CHANNELS = 32
 NUM_LAYERS = 3
-EPOCHS = 60
+EPOCHS = 80
 SCHEDULE = "cosine"
 """Learning-rate schedule after the warm-up (see :data:`~wdn_explain.training.SCHEDULES`)."""
 EMA_DECAY: float | None = 0.999
