@@ -183,36 +183,64 @@ def test_stacked_batches_give_the_dataloader_loss_and_gradients(waq_dir):
             torch.testing.assert_close(ga, gb)
 
 
-@pytest.mark.parametrize("warmup_epochs", [0, 1])
-def test_fit_equals_a_plain_loop_over_dataloader_batches(waq_dir, warmup_epochs):
+@pytest.mark.parametrize(
+    ("warmup_epochs", "schedule", "ema_decay"),
+    [(0, "plateau", None), (1, "plateau", None), (0, "cosine", 0.9), (1, "cosine", 0.9)],
+)
+def test_fit_equals_a_plain_loop_over_dataloader_batches(
+    waq_dir, warmup_epochs, schedule, ema_decay
+):
     """fit() trains exactly like a plain Adam loop over DataLoader batches drawn with the
-    same seeded permutation per epoch (and the documented linear warm-up)."""
+    same seeded permutation per epoch, with the documented linear warm-up, the cosine decay
+    written out, and the weights' moving average kept by hand."""
+    import math
+
     from torch_geometric.loader import DataLoader
 
     from wdn_explain.training import fit
 
     sets = _splits(waq_dir)
-    config = TrainConfig(epochs=2, batch_size=8, lr=1e-2, warmup_epochs=warmup_epochs)
+    config = TrainConfig(
+        epochs=2,
+        batch_size=8,
+        lr=1e-2,
+        warmup_epochs=warmup_epochs,
+        schedule=schedule,
+        final_lr_fraction=0.1,
+        ema_decay=ema_decay,
+    )
     model = _model()
     result = fit(model, sets["train"].stacked(), sets["val"].stacked(), config, torch.device("cpu"))
 
     oracle = _model()
+    average = _model()
     optimiser = torch.optim.Adam(oracle.parameters(), lr=1e-2)
     generator = torch.Generator().manual_seed(config.seed)
     n_batches = -(-len(sets["train"]) // 8)
+    warmup, cosine_steps = warmup_epochs * n_batches, (2 - warmup_epochs) * n_batches
     step = 0
     for _ in range(2):
         order = torch.randperm(len(sets["train"]), generator=generator)
         for b in DataLoader([sets["train"][int(i)] for i in order], batch_size=8):
-            if step < warmup_epochs * n_batches:
-                optimiser.param_groups[0]["lr"] = 1e-2 * (step + 1) / (warmup_epochs * n_batches)
+            if step < warmup:
+                optimiser.param_groups[0]["lr"] = 1e-2 * (step + 1) / warmup
+            elif schedule == "cosine":
+                k = step - warmup
+                optimiser.param_groups[0]["lr"] = (
+                    1e-3 + 9e-3 * (1 + math.cos(math.pi * k / cosine_steps)) / 2
+                )
             step += 1
             _loss_and_grads(oracle, b.x, b.edge_index, b.edge_attr, b.batch, b.y)
             optimiser.step()
+            with torch.no_grad():
+                # the decay rises as min(decay, k / (9 + k)) at the k-th update; the first copies
+                decay = 0.0 if ema_decay is None else min(ema_decay, step / (9 + step))
+                for a, p in zip(average.parameters(), oracle.parameters()):
+                    a.copy_(p if step == 1 else decay * a + (1 - decay) * p)
     for p, q in zip(model.parameters(), oracle.parameters()):
         torch.testing.assert_close(p, q)
-    # the validation MAE of the last epoch is the plain MAE of that epoch's predictions
-    val_mae = np.abs(predict(oracle, sets["val"]) - sets["val"].targets()).mean()
+    # the validation MAE of the last epoch is the plain MAE of the kept model's predictions
+    val_mae = np.abs(predict(average, sets["val"]) - sets["val"].targets()).mean()
     assert result.history[-1]["val_mae"] == pytest.approx(val_mae, rel=1e-5)
 
 
@@ -248,6 +276,12 @@ def test_auto_batch_size_learning_rate_and_warmup():
         TrainConfig(warmup_epochs=-1)
     with pytest.raises(ConfigError, match="batch_size must be >= 1 \\(got 0\\)"):
         TrainConfig(batch_size=0)
+    with pytest.raises(
+        ConfigError, match="schedule must be one of cosine, plateau \\(got 'step'\\)"
+    ):
+        TrainConfig(schedule="step")
+    with pytest.raises(ConfigError, match="ema_decay must be between 0 and 1.*\\(got 1.0\\)"):
+        TrainConfig(ema_decay=1.0)
 
 
 def test_fit_refuses_an_unresolved_config(waq_dir):

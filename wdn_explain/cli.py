@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import typer
 
+from . import recipe
 from .chem.cli import app as chem_app
 from .errors import ConfigError, DataError, WdnExplainError
+from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
 
 app = typer.Typer(
     help="Exact Shapley-interaction explanations of GNNs on water distribution networks.",
@@ -188,13 +190,23 @@ def _auto(value: str, name: str, kind: type[int] | type[float]) -> int | float |
         ) from None
 
 
+def _optional(value: str, name: str) -> float | None:
+    """None for ``none``, else ``value`` as a number; ConfigError names the bad value."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be 'none' or a number (got '{value}')") from None
+
+
 @app.command()
 def train(
     data: Path = typer.Option(..., help="WAQ folder (from `simulate`)"),
     out: Path = typer.Option(..., help="model folder to write (model.pt, card.json)"),
-    epochs: int = typer.Option(60, help="maximum epochs (early stopping on validation)"),
-    hidden: int = typer.Option(32, help="hidden channels"),
-    layers: int = typer.Option(3, help="message-passing layers"),
+    epochs: int = typer.Option(recipe.EPOCHS, help="maximum epochs (early stopping on validation)"),
+    hidden: int = typer.Option(recipe.HIDDEN_CHANNELS, help="hidden channels"),
+    layers: int = typer.Option(recipe.NUM_LAYERS, help="message-passing layers"),
     batch_size: str = typer.Option(
         "auto", help="graphs per batch, or auto: 2048 on a GPU, 64 on a CPU"
     ),
@@ -202,12 +214,21 @@ def train(
     warmup_epochs: str = typer.Option(
         "auto", help="epochs of linear learning-rate warm-up, or auto: 2 above batch 64, else 0"
     ),
-    horizon: int = typer.Option(4, help="forecast lead in reported steps"),
+    schedule: str = typer.Option(
+        recipe.SCHEDULE,
+        help="learning-rate schedule after the warm-up: cosine (down to 1 % of the peak) or "
+        "plateau (halved when the validation MAE stalls)",
+    ),
+    ema_decay: str = typer.Option(
+        str(recipe.EMA_DECAY),
+        help="decay of the weights' moving average that is validated and saved, or none",
+    ),
+    horizon: int = typer.Option(DEFAULT_HORIZON, help="forecast lead in reported steps"),
     threshold: float = typer.Option(
-        0.05, help="chlorine that counts as chlorinated, in the first feature's unit"
+        DEFAULT_THRESHOLD, help="chlorine that counts as chlorinated, in the first feature's unit"
     ),
     features: str = typer.Option(
-        "chlorine_mg_l,source_mg_l,source_plan_mg_l",
+        ",".join(DEFAULT_NODE_FEATURES),
         help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
         "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
         "chlorine_fraction)",
@@ -255,6 +276,8 @@ def train(
                 batch_size=_auto(batch_size, "batch size", int),
                 lr=_auto(lr, "lr", float),
                 warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
+                schedule=schedule,
+                ema_decay=_optional(ema_decay, "ema decay"),
                 horizon=horizon,
                 threshold=threshold,
                 node_features=node_features,

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing, global_mean_pool
 
+from . import recipe
 from .errors import ConfigError
 
 
@@ -27,8 +28,8 @@ class ModelConfig:
 
     in_channels: int = 1
     edge_channels: int = 1
-    hidden_channels: int = 32
-    num_layers: int = 3
+    hidden_channels: int = recipe.HIDDEN_CHANNELS
+    num_layers: int = recipe.NUM_LAYERS
     out_channels: int = 1
 
     def __post_init__(self) -> None:

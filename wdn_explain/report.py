@@ -1,6 +1,7 @@
 """Reports of a timeline for people who were not at the app: a self-contained HTML page
-(title, how to read it, the animated SI-Graph, forecast against simulated truth) and an
-animated GIF (node labels, markers, legend, forecast and simulated truth per frame)."""
+(title, how to read it, the animated SI-Graph, forecast against simulated truth with its
+interval) and an animated GIF (node labels, markers, legend, forecast with its interval and
+simulated truth per frame)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import hex_to_rgb
 
 from .files import atomic_write
 from .narrative import (
@@ -50,6 +53,55 @@ def _markdown(text: str) -> str:
     return "\n".join(f"<p>{p}</p>" for p in bold)
 
 
+def interval_text(timeline: Timeline) -> str | None:
+    """The sentence naming the forecast interval's nominal coverage and method (None for a
+    timeline without intervals)."""
+    if timeline.lower is None:
+        return None
+    interval = timeline.meta["interval"]
+    return (
+        f"The shaded band around the forecast is its {interval['confidence']:.0%} interval "
+        f"({interval['method']}): for forecasts like these the simulated share falls inside "
+        f"it {interval['confidence']:.0%} of the time."
+    )
+
+
+def forecast_chart(timeline: Timeline, step: int | None = None) -> go.Figure:
+    """:func:`~.plot.forecast_figure` with the timeline's forecast interval drawn as a band
+    under the lines (when the timeline stores one)."""
+    fig = forecast_figure(timeline, step)
+    if timeline.lower is None:
+        return fig
+    made = (timeline.times_s / 60).tolist()
+    name = f"{timeline.meta['interval']['confidence']:.0%} interval"
+    edge = dict(width=0, color=POSITIVE)
+    band = [
+        go.Scatter(
+            x=made,
+            y=timeline.upper.tolist(),
+            name=f"{name} (upper)",
+            line=edge,
+            showlegend=False,
+            hoverinfo="skip",
+        ),
+        go.Scatter(
+            x=made,
+            y=timeline.lower.tolist(),
+            name=name,
+            line=edge,
+            fill="tonexty",
+            fillcolor=_translucent(POSITIVE, 0.2),
+        ),
+    ]
+    return go.Figure([*band, *fig.data], layout=fig.layout)
+
+
+def _translucent(colour: str, alpha: float) -> str:
+    """``#rrggbb`` as a CSS ``rgba(...)`` of opacity ``alpha``."""
+    r, g, b = hex_to_rgb(colour)
+    return f"rgba({r},{g},{b},{alpha})"
+
+
 def report_html(
     timeline: Timeline,
     network: Network,
@@ -72,6 +124,7 @@ def report_html(
         "minutes": (timeline.times_s / 60).tolist(),
         "forecast": timeline.forecast.tolist(),
     }
+    notes = (interval_text(timeline), timeline.meta.get("uncertainty"))
     title = f"Why the model expects chlorine there: {scenario}"
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
@@ -89,9 +142,10 @@ def report_html(
         f"<p><i id='summary'>{html.escape(sentences[start])}</i></p>",
         "" if network.has_coordinates else f"<p><b>Note:</b> {html.escape(NO_COORDINATES)}</p>",
         si.to_html(full_html=False, include_plotlyjs=True, auto_play=False, div_id="si-graph"),
-        forecast_figure(timeline, start).to_html(
+        forecast_chart(timeline, start).to_html(
             full_html=False, include_plotlyjs=False, div_id="forecast"
         ),
+        *(f"<p>{html.escape(text)}</p>" for text in notes if text),
         f"<script>const FOLLOW = {json.dumps(follow)};\n{_FOLLOW_JS}</script>",
         "<h2>How to read this</h2>",
         _markdown(HOW_TO_READ),
@@ -246,9 +300,13 @@ def gif_frame(
     )
     e = timeline.explanations[t]
     drawn = ", nodes and strongest pairs" if order >= 2 else ""
+    interval = ""
+    if timeline.lower is not None:
+        level = timeline.meta["interval"]["confidence"]
+        interval = f" ({level:.0%} interval {timeline.lower[t]:.2f}–{timeline.upper[t]:.2f})"
     fig.suptitle(
         f"{index_label(index, order)}{drawn}: {forecast_time(timeline, t)}\n"
-        f"forecast {e.prediction:.2f}, simulated {timeline.truth[t]:.2f}, reference "
+        f"forecast {e.prediction:.2f}{interval}, simulated {timeline.truth[t]:.2f}, reference "
         f"({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — {UNIT}",
         fontsize=10,
     )

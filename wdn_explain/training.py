@@ -2,8 +2,9 @@
 
 A model folder holds ``model.pt`` (a state_dict, loaded with ``weights_only=True``) and
 ``card.json`` (architecture, training config, data manifest hash and network, feature
-scales, metrics, code version, date). Training uses L1 loss, Adam, a plateau learning-rate
-schedule and early stopping on the validation split, all seeded.
+scales, metrics, code version, date). Training uses L1 loss, Adam, a cosine (or plateau)
+learning-rate schedule, an exponential moving average of the weights and early stopping on
+the validation split, all seeded.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -21,9 +22,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.optim import swa_utils
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
+from . import recipe
 from .conformal import NODE_GROUPS, SHARE_GROUPS, calibrate, intervals, node_bins
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
@@ -63,6 +66,9 @@ the cost follows the samples, and batch 64 reached the best test MAE per wall se
 sizes measured (README, "Training")."""
 AUTO_WARMUP_EPOCHS = 2
 """``warmup_epochs=None``: this many epochs above batch 64, none at 64 or below."""
+SCHEDULES = ("cosine", "plateau")
+"""Learning-rate schedules after the warm-up: ``cosine`` decays to ``final_lr_fraction`` of
+the peak over the remaining steps; ``plateau`` halves it when the validation MAE stalls."""
 RESIDENT_FRACTION = 0.5
 """A split is kept on a CUDA device when it takes at most this fraction of its free memory;
 a larger split stays on the host and each batch is copied over (streamed)."""
@@ -75,13 +81,20 @@ class TrainConfig:
     ``batch_size=None`` picks :data:`AUTO_BATCH_SIZE` for the device, ``lr=None`` scales
     :data:`BASE_LR` (tuned at batch 64) by the square root of ``batch_size / 64``, and the
     learning rate rises linearly from zero over the first ``warmup_epochs``
-    (``None``: :data:`AUTO_WARMUP_EPOCHS` above batch 64, else none).
+    (``None``: :data:`AUTO_WARMUP_EPOCHS` above batch 64, else none). Then ``schedule``
+    (:data:`SCHEDULES`) takes over. With ``ema_decay`` the model validated, kept and saved
+    is the exponential moving average of the weights (updated after every step; ``None``:
+    the raw weights): still one model of the same architecture, smoother than any single
+    step's weights.
     """
 
-    epochs: int = 60
+    epochs: int = recipe.EPOCHS
     batch_size: int | None = None
     lr: float | None = None
     warmup_epochs: int | None = None
+    schedule: str = recipe.SCHEDULE
+    final_lr_fraction: float = 0.01
+    ema_decay: float | None = recipe.EMA_DECAY
     lr_factor: float = 0.5
     lr_patience: int = 3
     patience: int = 8
@@ -104,6 +117,18 @@ class TrainConfig:
             raise ConfigError(f"warmup_epochs must be >= 0 (got {self.warmup_epochs})")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
             raise ConfigError(f"lr must be a positive finite number (got {self.lr})")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(
+                f"schedule must be one of {', '.join(SCHEDULES)} (got '{self.schedule}')"
+            )
+        if not 0 <= self.final_lr_fraction <= 1:
+            raise ConfigError(
+                f"final_lr_fraction must be between 0 and 1 (got {self.final_lr_fraction})"
+            )
+        if self.ema_decay is not None and not 0 < self.ema_decay < 1:
+            raise ConfigError(
+                f"ema_decay must be between 0 and 1, exclusive, or None (got {self.ema_decay})"
+            )
 
     @property
     def inputs(self) -> InputSpec:
@@ -211,9 +236,11 @@ def fit(
     *,
     progress: ProgressArg = False,
 ) -> FitResult:
-    """Train ``model`` (already on ``device``) in place: L1 loss, Adam, linear warm-up, a
-    plateau schedule and early stopping on the validation MAE; the same loop on every device
-    and target (a node-level model's loss and MAE run over every node's forecast, in mg/L).
+    """Train ``model`` (already on ``device``) in place: L1 loss, Adam, linear warm-up, the
+    config's schedule, an optional moving average of the weights (torch's ``AveragedModel``)
+    and early stopping on the validation MAE of the model kept (the average when there is
+    one); the same loop on every device and target (a node-level model's loss and MAE run
+    over every node's forecast, in mg/L).
 
     Both splits are moved to the device once (:func:`place`). Each epoch draws its seeded
     permutation on the host (so CPU and GPU see the same batches) and copies it over in one
@@ -233,10 +260,21 @@ def fit(
     train_on, val_on = place(train_set, device), place(val_set, device)
     val_y = val_on.y.to(device).reshape(-1)
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimiser, factor=cfg.lr_factor, patience=cfg.lr_patience
-    )
-    warmup_steps = cfg.warmup_epochs * math.ceil(len(train_set) / cfg.batch_size)
+    steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
+    warmup_steps = cfg.warmup_epochs * steps_per_epoch
+    if cfg.schedule == "cosine":
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(
+            optimiser,
+            T_max=max(1, cfg.epochs * steps_per_epoch - warmup_steps),
+            eta_min=cfg.lr * cfg.final_lr_fraction,
+        )
+    else:
+        schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimiser, factor=cfg.lr_factor, patience=cfg.lr_patience
+        )
+    kept = model  # the model validated and saved: the weights' moving average if any
+    if cfg.ema_decay is not None:
+        kept = swa_utils.AveragedModel(model, avg_fn=_ema(cfg.ema_decay), use_buffers=True)
     step, best, best_state, stale, history, interrupted = 0, float("inf"), None, 0, [], False
     bar = None
     if progress is True:
@@ -260,11 +298,15 @@ def fit(
                 )
                 loss.backward()
                 optimiser.step()
+                if step > warmup_steps and cfg.schedule == "cosine":
+                    schedule.step()
+                if kept is not model:
+                    kept.update_parameters(model)
                 total += loss.detach() * batch.y.numel()
-            pred = _outputs(model, val_on.batches(eval_batch_size(val_on), device=device))
+            pred = _outputs(kept, val_on.batches(eval_batch_size(val_on), device=device))
             val = (pred - val_y).abs().mean()
             train_mae, val_mae = torch.stack([total / train_set.y.numel(), val]).tolist()
-            if epoch >= cfg.warmup_epochs:
+            if epoch >= cfg.warmup_epochs and cfg.schedule == "plateau":
                 schedule.step(val_mae)
             seconds = time.perf_counter() - start
             history.append(
@@ -272,7 +314,7 @@ def fit(
             )
             if val_mae < best - 1e-6:
                 best, stale = val_mae, 0
-                best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+                best_state = {k: v.detach().cpu().clone() for k, v in _weights(kept).items()}
             else:
                 stale += 1
             if bar is not None:
@@ -294,6 +336,25 @@ def fit(
         if bar is not None:
             bar.close()
     return FitResult(best_state, history, interrupted)
+
+
+def _ema(decay: float) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``AveragedModel``'s update for an exponential moving average whose decay rises as
+    min(decay, (1 + n) / (10 + n)) after n updates: a short run averages its late steps
+    instead of staying near the initial weights."""
+
+    def average(averaged: torch.Tensor, current: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        weight = 1 - min(decay, (1 + float(n)) / (10 + float(n)))
+        return averaged + weight * (current - averaged)
+
+    return average
+
+
+def _weights(kept: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict of the model itself (an ``AveragedModel``'s averaged copy)."""
+    if isinstance(kept, swa_utils.AveragedModel):
+        return kept.module.state_dict()
+    return kept.state_dict()
 
 
 def train(

@@ -1,0 +1,61 @@
+"""The report's forecast interval: the band in the HTML chart and the GIF's title, checked
+against the arrays the shipped default timeline stores."""
+
+import json
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from wdn_explain.plot import frame_data
+from wdn_explain.report import gif_frame, report_html
+from wdn_explain.shipped import DEFAULT_TIMELINE
+from wdn_explain.timeline import Timeline
+
+
+@pytest.fixture(scope="module")
+def tl():
+    return Timeline.load(DEFAULT_TIMELINE)
+
+
+def forecast_traces(page: str) -> list[dict]:
+    """The traces of the page's forecast chart, read back from its Plotly.newPlot call."""
+    start = re.search(r'Plotly\.newPlot\(\s*"forecast",\s*', page).end()
+    traces, _ = json.JSONDecoder().raw_decode(page[start:])
+    return traces
+
+
+def test_report_draws_the_stored_interval_as_a_band_and_names_its_coverage(tl, hanoi):
+    assert tl.lower is not None and tl.meta["interval"]["confidence"] == 0.9
+    page = report_html(tl, hanoi, index="SV")
+    traces = forecast_traces(page)
+    names = [t.get("name") for t in traces]
+    lower = names.index("90% interval")
+    # the band fills from the lower edge up to the trace drawn just before it: the upper edge
+    assert traces[lower]["fill"] == "tonexty"
+    assert names[lower - 1] == "90% interval (upper)"
+    np.testing.assert_allclose(traces[lower]["y"], tl.lower, rtol=1e-6)
+    np.testing.assert_allclose(traces[lower - 1]["y"], tl.upper, rtol=1e-6)
+    np.testing.assert_allclose(traces[lower]["x"], tl.times_s / 60)
+    assert np.all(tl.lower <= tl.forecast) and np.all(tl.forecast <= tl.upper)
+    # drawn under the forecast line, which keeps its own trace and the moving marker
+    assert lower < names.index("forecast") and "now" in names
+    assert "its 90% interval (split conformal" in page
+
+
+def test_report_without_intervals_has_no_band_and_no_coverage_sentence(tl, hanoi):
+    page = report_html(replace(tl, lower=None, upper=None), hanoi, index="SV")
+    names = [t.get("name") for t in forecast_traces(page)]
+    assert not any("interval" in str(n) for n in names)
+    assert "shaded band" not in page
+
+
+def test_gif_title_names_the_interval_of_its_step(tl, hanoi):
+    import matplotlib.pyplot as plt
+
+    t = 12
+    fig = gif_frame(tl, hanoi, t, frame_data(tl, t, "SV", 1, 10), "SV", 1, scale=1.0, top=1.0)
+    title = fig._suptitle.get_text()
+    plt.close(fig)
+    assert f"(90% interval {tl.lower[t]:.2f}–{tl.upper[t]:.2f})" in title
