@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from wdn_explain.errors import DataError
+from wdn_explain.network import load_network
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.timeline import Timeline, cache_path
@@ -218,6 +219,24 @@ def test_hydraulics_are_the_simulation_s_and_round_trip(computed, hanoi, tmp_pat
     scenario = {**loaded.meta["scenario"], "network": str(tmp_path / "gone.inp")}
     lost = replace(loaded, meta={**loaded.meta, "scenario": scenario})  # network not found
     assert with_hydraulics(lost).link_flow_lps is None
+
+
+def test_a_cached_file_without_hydraulics_gets_them_once(computed, tiny_model_dir, tmp_path):
+    """A current timeline file written before flows were stored is reused (not recomputed)
+    and completed in place with the flows a simulation run here gives."""
+    from dataclasses import replace
+
+    from wdn_explain.simulation import simulate
+
+    _, tl, _ = computed
+    old = replace(tl, link_flow_lps=None, node_pressure_m=None).save(tmp_path / "old.npz")
+    again, status = explain_scenario(SPEC, tiny_model_dir, out=old)
+    assert status == "cached; flows and pressures added"
+    flows = simulate(SPEC, load_network(SPEC.network)).link_flow_lps[tl.steps]
+    np.testing.assert_allclose(again.link_flow_lps, flows, rtol=1e-6)
+    np.testing.assert_allclose(Timeline.load(old).link_flow_lps, flows, rtol=1e-6)
+    np.testing.assert_array_equal(again.forecast, tl.forecast)
+    assert explain_scenario(SPEC, tiny_model_dir, out=old)[1] == "cached"
 
 
 def test_hydraulics_of_the_wrong_shape_are_refused(computed, tmp_path):

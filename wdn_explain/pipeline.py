@@ -197,6 +197,11 @@ def explain_scenario(
     }
     cached, status = _cached(out, identity)
     if cached is not None:
+        if cached.link_flow_lps is None:  # written before flows and pressures were stored
+            cached = with_hydraulics(cached, network)
+            if cached.link_flow_lps is not None:
+                cached.save(out)
+                status = "cached; flows and pressures added"
         return cached, status
     _check_size(
         scenario,
