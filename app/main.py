@@ -124,8 +124,15 @@ def followed(path: str, mtime: float, reference: str, members, index: str, order
     return value_over_time(shown(path, mtime, reference), members, index, order)
 
 
-# The molecule page's libraries (torch, PyG, RDKit): ~15 s of imports on 2 busy cores.
-MOLECULE_MODULES = ("wdn_explain.chem.datasets", "wdn_explain.chem.explain")
+# What a new scenario (EPyT-Flow, the model: torch and PyG, the engine) and the molecule
+# page (RDKit) import on first use: 10-20 s on 2 busy cores, paid by the warm-up instead.
+WARM_MODULES = (
+    "epyt_flow.simulation",
+    "wdn_explain.model",
+    "wdn_explain.explain.graphshapiq",
+    "wdn_explain.chem.datasets",
+    "wdn_explain.chem.explain",
+)
 
 
 WARM_UP = "wdn-explain-warm-up"
@@ -136,7 +143,8 @@ CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 def warm_up() -> threading.Thread:
     """Start, once per server process, a daemon thread that loads what a later request
     would otherwise wait for: every shipped water model's network, current timeline and
-    colour scale (a model switch then only draws) and the molecule page's libraries."""
+    colour scale (a model switch then only draws) and the libraries of a new scenario and
+    of the molecule page (:data:`WARM_MODULES`)."""
     thread = threading.Thread(target=_warm, name=WARM_UP, daemon=True)
     # its cache spinners have no page to draw on: Streamlit's warning about that is noise
     logging.getLogger(CONTEXT_LOGGER).addFilter(lambda r: r.threadName != WARM_UP)
@@ -151,7 +159,7 @@ def _warm() -> None:
             shipped = default_timeline(model_dir)
             if shipped is not None and usable(shipped, model_dir):
                 scale_of(str(shipped), shipped.stat().st_mtime, DEFAULT_REFERENCE, INDICES[1], 2)
-        for module in MOLECULE_MODULES:
+        for module in WARM_MODULES:
             importlib.import_module(module)
     except Exception:  # a later request meets the same failure and shows it
         logger.warning("warming up failed", exc_info=True)
