@@ -133,9 +133,7 @@ WARM_MODULES = (
     "wdn_explain.chem.datasets",
     "wdn_explain.chem.explain",
 )
-
-
-WARM_UP = "wdn-explain-warm-up"
+WARM_UP = "wdn-explain-warm-up"  # the thread's name
 CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 
 
