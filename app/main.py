@@ -348,7 +348,7 @@ def design_notice(tl: Timeline) -> None:
 
 # The time and play state, forgotten when another model is chosen (the model's widgets
 # have keys of their own, see keyed()).
-PER_MODEL_KEYS = ("time_min", "playing", "played_min")
+PER_MODEL_KEYS = ("time_min", "playing")
 
 
 def _forget_model_state() -> None:
@@ -478,22 +478,17 @@ def time_cursor(tl: Timeline) -> None:
 
 def _set_playing(on: bool) -> None:
     st.session_state["playing"] = on
-    st.session_state["played_min"] = st.session_state.get("time_min")
 
 
 def _advance(times: list[int]) -> None:
-    """While playing, move the cursor one step on from the step play showed last (session
-    state ``played_min``), not from the slider's value: a browser still drawing an earlier
-    frame sends that frame's time with its next rerun request, which held play back to
-    tens of seconds per step on L-Town. Stop at the last step."""
+    """While playing, move the cursor one step on; stop at the last step."""
     if not st.session_state.get("playing"):
         return
-    last = st.session_state.get("played_min")
-    i = times.index(last if last in times else st.session_state["time_min"])
+    i = times.index(st.session_state["time_min"])
     if i + 1 >= len(times):
         st.session_state["playing"] = False
         st.rerun()
-    st.session_state["time_min"] = st.session_state["played_min"] = times[i + 1]
+    st.session_state["time_min"] = times[i + 1]
 
 
 def page(view: View, net) -> None:

@@ -168,17 +168,6 @@ def test_play_moves_every_panel_together_and_stops_at_the_end(app, tl):
     assert cursor(app) == last
 
 
-def test_play_goes_on_from_its_last_frame_not_from_a_late_browser_value(app):
-    start = cursor(app)
-    app.button(key="play").click().run()
-    assert cursor(app) == start + 5
-    # a browser still drawing the previous frame sends the slider's old value with the tick
-    app.select_slider(key="time_min").set_value(start).run()
-    assert cursor(app) == start + 10
-    assert set(panel_minutes(app).values()) == {start + 10}
-    app.button(key="pause").click().run()
-
-
 def test_follow_messages(app):
     widget(app, "multiselect", "follow").set_value([]).run()
     assert "Pick a node" in app.info[0].value
