@@ -10,10 +10,12 @@ forecast -> explain, cached per scenario/model).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import re
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,6 +133,45 @@ def scale_of(path: str, mtime: float, reference: str, index: str, order: int) ->
 @st.cache_resource(max_entries=64, show_spinner=False)
 def followed(path: str, mtime: float, reference: str, members, index: str, order: int):
     return value_over_time(shown(path, mtime, reference), members, index, order)
+
+
+# What a new scenario (EPyT-Flow, the model: torch and PyG, the engine) and the molecule
+# page (RDKit) import on first use: 10-20 s on 2 busy cores, paid by the warm-up instead.
+WARM_MODULES = (
+    "epyt_flow.simulation",
+    "wdn_explain.model",
+    "wdn_explain.explain.graphshapiq",
+    "wdn_explain.chem.datasets",
+    "wdn_explain.chem.explain",
+)
+WARM_UP = "wdn-explain-warm-up"  # the thread's name
+CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up() -> threading.Thread:
+    """Start, once per server process, a daemon thread that loads what a later request
+    would otherwise wait for: every shipped water model's network, current timeline and
+    colour scale (a model switch then only draws) and the libraries of a new scenario and
+    of the molecule page (:data:`WARM_MODULES`)."""
+    thread = threading.Thread(target=_warm, name=WARM_UP, daemon=True)
+    # its cache spinners have no page to draw on: Streamlit's warning about that is noise
+    logging.getLogger(CONTEXT_LOGGER).addFilter(lambda r: r.threadName != WARM_UP)
+    thread.start()
+    return thread
+
+
+def _warm() -> None:
+    try:
+        for model_dir in water_models().values():
+            network(str(model_dir), model_hash(model_dir))
+            shipped = default_timeline(model_dir)
+            if shipped is not None and usable(shipped, model_dir):
+                scale_of(str(shipped), shipped.stat().st_mtime, DEFAULT_REFERENCE, INDICES[1], 2)
+        for module in WARM_MODULES:
+            importlib.import_module(module)
+    except Exception:  # a later request meets the same failure and shows it
+        logger.warning("warming up failed", exc_info=True)
 
 
 def scenario_name(path: Path) -> str:
@@ -492,6 +533,7 @@ def main() -> None:
     view = View(str(path), mtime, reference, index, order, top_k, focus, other, float(minimum))
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
     preload_shapiq()  # exports and new explanations need shapiq: load it after the first page
+    warm_up()
     downloads(view, net)
 
 

@@ -6,9 +6,13 @@ second visitor waits for), then every control change: time cursor, play tick, in
 top-k, reference. Compared in the same run with a rerun without any change (the cost of the
 script itself) and with the straightforward way of drawing a control change: rebuilding the
 animated figure of every step (the report's ``timeline_figure``) instead of the one step the
-cursor shows. Then switching to every shipped model (against computing the published WAQ
-model's default timeline, what a switch to it cost before its timeline shipped), a time step
-on L-Town, and the Molecules page's first render on the MUTAG model it opens on (against the
+cursor shows (all after the background warm-up has finished: how long it still ran after
+the first render is printed). Then what the browser redraws per time step, in counts that
+do not depend on the machine's load (bytes of figure JSON and traces, against the animation
+frame's every trace slot), what loading each shipped model costs without the warm-up (what
+a first switch to it added before), switching to every shipped model (against computing
+the published WAQ model's default timeline, what a switch to it cost before its timeline
+shipped), a time step on L-Town, and the Molecules page's first render on the MUTAG model it opens on (against the
 Benzene model it opened on before, which reads 12 000 molecules). Run it on an otherwise
 idle machine; torch is held to one thread, as the app's work here is NumPy and Plotly, not
 torch. What the browser adds (transfer, drawing): ``bench_app_browser.py``.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +48,9 @@ def main() -> None:
 
     torch.set_num_threads(1)
     print(f"torch threads: {torch.get_num_threads()} (of {os.cpu_count()} cores)")
+    for thread in threading.enumerate():  # the figures below are for a warmed-up server
+        if thread.name == "wdn-explain-warm-up":
+            print(f"background warm-up, still running after that: {timed(thread.join):.2f} s")
     second = AppTest.from_file(APP, default_timeout=300)
     print(f"first render, second session (warm process): {timed(second.run):.2f} s")
     print(f"rerun without change (baseline): {timed(at.run):.2f} s")
@@ -74,8 +82,44 @@ def main() -> None:
     every = timed(lambda: timeline_figure(tl, net, index="k-SII", order=2, top_k=8))
     print(f"SI-Graph of the cursor's step: {one:.3f} s")
     print(f"animated SI-Graph of all {len(tl)} steps (straightforward): {every:.3f} s")
+    payload()
     models(at)
     molecules()
+
+
+def payload() -> None:
+    """What the browser redraws per time step (load-independent counts): bytes of figure
+    JSON and traces of the SI-Graph against its animation frame (every trace slot, also the
+    empty ones: what the app drew before), on Hanoi and L-Town."""
+    import plotly.graph_objects as go
+
+    from wdn_explain.plot import (
+        chlorine_figure,
+        frame_data,
+        frame_traces,
+        opening_step,
+        si_graph_figure,
+        value_scale,
+    )
+    from wdn_explain.shipped import default_timeline, model_network
+    from wdn_explain.timeline import Timeline
+
+    for name in ("default", "l-town"):
+        folder = ROOT / "models" / name
+        net = model_network(folder)
+        tl = Timeline.load(default_timeline(folder)).relative_to("none")
+        step, scale = opening_step(tl) + 1, value_scale(tl, "k-SII", 2)
+        fig = si_graph_figure(tl, net, step, index="k-SII", order=2, top_k=8, scale=scale)
+        data = frame_data(tl, step, "k-SII", 2, 8)
+        slots = go.Figure(
+            dict(data=frame_traces(net, tl, step, data, scale, "k-SII"), layout=fig.layout)
+        )
+        chlorine = chlorine_figure(tl, net, step)
+        print(
+            f"{name} SI-Graph per step: {len(fig.to_json())} bytes, {len(fig.data)} traces "
+            f"(every slot: {len(slots.to_json())} bytes, {len(slots.data)} traces); "
+            f"chlorine map {len(chlorine.to_json())} bytes"
+        )
 
 
 def models(at) -> None:
@@ -83,6 +127,20 @@ def models(at) -> None:
     switch to waq-paper: explaining its default scenario into a cache."""
     import tempfile
 
+    from wdn_explain.plot import value_scale
+    from wdn_explain.shipped import default_timeline, model_network, water_models
+    from wdn_explain.timeline import Timeline
+
+    for name, folder in water_models().items():
+        seconds = timed(
+            lambda f=folder: (
+                value_scale(Timeline.load(default_timeline(f)).relative_to("none"), "k-SII", 2)
+                + model_network(f).n_nodes
+            )
+        )
+        print(
+            f"loading {name} (network, timeline, scale; a cold switch before the warm-up): {seconds:.2f} s"
+        )
     for name in ("waq-paper", "l-town", "default", "l-town"):
         seconds = timed(lambda name=name: at.selectbox(key="model").select(name).run())
         print(f"switch to {name}: {seconds:.2f} s")

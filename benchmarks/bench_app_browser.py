@@ -1,18 +1,23 @@
 """App responsiveness in a real browser (headless Chromium at 1280x900), one figure per line.
 
 What a user waits for, measured from the action to the page showing its result (read from
-Plotly's own data in the page): the first view from a fresh server and from a warm one, a
-time step (arrow key on the time slider), an index change, switching to every shipped
-model, the Molecules page's first view, and play on L-Town (seconds per step over a few
-steps). Compared in the same run with the server's own time for the same views (AppTest,
-``benchmarks/bench_app.py``): the rest is transfer and drawing in the browser.
+Plotly's own data in the page): the first view from a fresh server and from a warm one (a
+server that has served a page and gone idle again), a time step (arrow key on the time
+slider, mean of three), an index change, a new 2-hour Hanoi scenario (simulated, forecast,
+explained, drawn), switching to every shipped model, play on L-Town from its first step
+(seconds per step over five steps) and the Molecules page's first view. The server's own share of these:
+``benchmarks/bench_app.py``; the rest is transfer and drawing in the browser.
 
-Run from the repository root on an otherwise idle machine:
-``OMP_NUM_THREADS=1 python benchmarks/bench_app_browser.py``.
+With ``--old PATH`` (another checkout, e.g. the main branch before a change) the same
+sequence runs on both apps, old then new, ``--repeats`` times, so that both meet the same
+machine load; each line gives every run's figure. The machine's load is printed at the start
+and the end. Run from the repository root:
+``OMP_NUM_THREADS=1 python benchmarks/bench_app_browser.py --old ../main``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import socket
@@ -21,6 +26,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,13 +50,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _server(cache: str) -> tuple[subprocess.Popen, str]:
+def _server(root: Path, cache: str) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     env = {**os.environ, "WDN_EXPLAIN_CACHE": cache, "OMP_NUM_THREADS": "1"}
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env.pop("WDN_EXPLAIN_MODEL", None)
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"
     cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py", f"--server.port={port}"]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+        cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
     )
     url = f"http://127.0.0.1:{port}"
     for _ in range(240):
@@ -60,6 +67,23 @@ def _server(cache: str) -> tuple[subprocess.Popen, str]:
         except OSError:
             time.sleep(0.25)
     raise RuntimeError("the server did not start")
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process has used (user + system, from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _settle(proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until the server has used under 0.05 CPU s in each of two seconds (whatever it
+    loads in the background after its first page is done)."""
+    quiet, last, start = 0, _cpu_s(proc.pid), time.perf_counter()
+    while quiet < 2 and time.perf_counter() - start < timeout:
+        time.sleep(1)
+        now = _cpu_s(proc.pid)
+        quiet = quiet + 1 if now - last < 0.05 else 0
+        last = now
 
 
 def _driver():
@@ -118,62 +142,106 @@ def _pick(driver, label: str, option: str) -> None:
     raise LookupError(f"no option {option!r} in {label!r}")
 
 
-def _step_right(driver) -> None:
+def _step_right(driver, key: str = "\ue014") -> None:
+    """Press ``key`` (default: arrow right) on the time slider."""
     from selenium.webdriver.common.by import By
 
     thumb = driver.find_element(
         By.CSS_SELECTOR, 'input[type="range"][aria-label="forecast made at (min)"]'
     )
-    thumb.send_keys("\ue014")  # arrow right
+    thumb.send_keys(key)
 
 
-def main() -> None:
-    sys.stdout.reconfigure(line_buffering=True)
-    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+def _click(driver, text: str) -> None:
+    driver.execute_script(
+        "[...document.querySelectorAll('button')].find(b => b.innerText.includes(arguments[0]))"
+        ".click()",
+        text,
+    )
+
+
+def _set_duration(driver, minutes: int) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    field = next(
+        e
+        for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stNumberInput"]')
+        if e.text.startswith("duration (min)")
+    )
+    box = field.find_element(By.CSS_SELECTOR, "input")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(str(minutes), Keys.TAB)
+    time.sleep(0.5)
+
+
+def _nodes(driver):
+    return driver.execute_script(NODES_JS)
+
+
+def sequence(root: Path) -> dict[str, float]:
+    """Seconds of every measured view on the app of checkout ``root`` (a server of its own,
+    an empty scenario cache)."""
+    out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as cache:
-        proc, url = _server(cache)
+        proc, url = _server(root, cache)
         driver = _driver()
         try:
             start = time.perf_counter()
             driver.get(url)
             _until(driver, lambda d: "forecast made at" in _title(d))
-            print(f"first view, fresh server: {time.perf_counter() - start:.2f} s")
+            out["first view, fresh server"] = time.perf_counter() - start
+            _settle(proc)
             start = time.perf_counter()
             driver.get(url)
             _until(driver, lambda d: "forecast made at" in _title(d))
-            print(f"first view, warm server: {time.perf_counter() - start:.2f} s")
-            before = _title(driver)
-            _step_right(driver)
-            seconds = _until(driver, lambda d: _title(d) != before and "forecast made" in _title(d))
-            print(f"time step (arrow key): {seconds:.2f} s")
-            _pick(driver, "index", "FSII")
-            seconds = _until(driver, lambda d: "FSII of order" in _title(d))
-            print(f"index k-SII -> FSII: {seconds:.2f} s")
-            for model, n_nodes in (("waq-paper", 32), ("l-town", 785), ("default", 32)):
-                before = driver.execute_script(NODES_JS)
-                _pick(driver, "model", model)
-                seconds = _until(
-                    driver,
-                    lambda d, n=n_nodes, b=before: (
-                        (now := d.execute_script(NODES_JS)) != b and now and now[0] == n
-                    ),
+            out["first view, warm server"] = time.perf_counter() - start
+            steps = []
+            for _ in range(3):
+                time.sleep(1)
+                before = _title(driver)
+                _step_right(driver)
+                steps.append(
+                    _until(
+                        driver, lambda d, b=before: _title(d) != b and "forecast made" in _title(d)
+                    )
                 )
-                print(f"switch to {model}: {seconds:.2f} s")
-            _pick(driver, "model", "l-town")
-            _until(driver, lambda d: "785 nodes" in d.page_source and "forecast made" in _title(d))
-            time.sleep(1)
-            first = _title(driver)
-            driver.execute_script(
-                "[...document.querySelectorAll('button')].find(b => b.innerText.includes('play')).click()"
+            out["time step (arrow key, mean of 3)"] = sum(steps) / len(steps)
+            _pick(driver, "index", "FSII")
+            out["index k-SII -> FSII"] = _until(driver, lambda d: "FSII of order" in _title(d))
+            _pick(driver, "index", "k-SII")
+            _until(driver, lambda d: "k-SII of order" in _title(d))
+            _set_duration(driver, 120)
+            before, start = _nodes(driver), time.perf_counter()
+            _click(driver, "simulate, forecast, explain")
+            _until(driver, lambda d: "done (" in d.page_source and _nodes(d) != before)
+            out["new Hanoi scenario, 2 h (simulated, forecast, explained, drawn)"] = (
+                time.perf_counter() - start
             )
-            _until(driver, lambda d: _title(d) != first)
-            seen, t0 = [_title(driver)], time.perf_counter()
-            while len(seen) < 5 and time.perf_counter() - t0 < 90:
+            for model, n_nodes in (("waq-paper", 32), ("l-town", 785), ("default", 32)):
+                before = _nodes(driver)
+                _pick(driver, "model", model)
+                out[f"switch to {model}"] = _until(
+                    driver,
+                    lambda d, n=n_nodes, b=before: (now := _nodes(d)) != b and now and now[0] == n,
+                )
+            _pick(driver, "model", "l-town")
+            _until(driver, lambda d: (now := _nodes(d)) and now[0] == 785)
+            time.sleep(1)
+            _step_right(driver, "\ue011")  # Home: play from the first step, 8 steps to go
+            _until(driver, lambda d: "made at 0 min" in _title(d))
+            time.sleep(1)
+            seen, at = [_title(driver)], []
+            _click(driver, "play")
+            t0 = time.perf_counter()
+            while len(at) < 5 and time.perf_counter() - t0 < 90:
                 if _title(driver) != seen[-1]:
                     seen.append(_title(driver))
+                    at.append(round(time.perf_counter() - t0, 1))
                 time.sleep(0.1)  # polling the page slows its drawing: not too often
-            per_step = (time.perf_counter() - t0) / (len(seen) - 1)
-            print(f"L-Town play: {per_step:.2f} s per step over {len(seen) - 1} steps")
+            out["L-Town play, per step"] = at[-1] / len(at) if at else float("nan")
+            print(f"  L-Town play: new steps seen at {at} s")
+            _click(driver, "pause")
             start = time.perf_counter()
             driver.get(f"{url}/Molecules")
             _until(
@@ -185,11 +253,47 @@ def main() -> None:
                     )
                 ),
             )
-            print(f"Molecules page, first view: {time.perf_counter() - start:.2f} s")
+            out["Molecules page, first view"] = time.perf_counter() - start
+        except TimeoutError:  # a busy machine: keep what was measured, say where it stopped
+            print(f"  {root}: stopped after {list(out)[-1:]}: a view took over 120 s")
         finally:
             driver.quit()
             proc.terminate()
             proc.wait(timeout=20)
+    return out
+
+
+def main() -> None:
+    sys.stdout.reconfigure(line_buffering=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", type=Path, help="another checkout to compare with")
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    apps = [("old", args.old.resolve()), ("new", ROOT)] if args.old else [("new", ROOT)]
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+    for label, root in apps:
+        print(f"{label}: {root} ({_commit(root)})")
+    figures: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for _ in range(args.repeats):
+        for label, root in apps:
+            for name, seconds in sequence(root).items():
+                figures[name][label].append(seconds)
+            print(f"  ({label} run done, load {os.getloadavg()[0]:.2f})")
+    for name, runs in figures.items():
+        print(
+            f"{name}: "
+            + "; ".join(
+                f"{label} " + ", ".join(f"{s:.2f}" for s in v) + " s" for label, v in runs.items()
+            )
+        )
+    print(f"load at the end: {os.getloadavg()[0]:.2f}")
+
+
+def _commit(root: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), "log", "-1", "--format=%h"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or "not a git checkout"
 
 
 if __name__ == "__main__":
