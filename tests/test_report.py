@@ -1,6 +1,7 @@
 """The report's forecast interval: the band in the HTML chart and the GIF's title, checked
 against the arrays the shipped default timeline stores."""
 
+import base64
 import json
 import re
 from dataclasses import replace
@@ -26,18 +27,25 @@ def forecast_traces(page: str) -> list[dict]:
     return traces
 
 
+def values(v) -> np.ndarray:
+    """A trace's numbers: a list, or Plotly's typed array (base64 bytes and a dtype)."""
+    if isinstance(v, dict):
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+    return np.asarray(v)
+
+
 def test_report_draws_the_stored_interval_as_a_band_and_names_its_coverage(tl, hanoi):
     assert tl.lower is not None and tl.meta["interval"]["confidence"] == 0.9
     page = report_html(tl, hanoi, index="SV")
     traces = forecast_traces(page)
     names = [t.get("name") for t in traces]
-    lower = names.index("90% interval")
+    lower = names.index("90% interval (calibrated)")
     # the band fills from the lower edge up to the trace drawn just before it: the upper edge
     assert traces[lower]["fill"] == "tonexty"
-    assert names[lower - 1] == "90% interval (upper)"
-    np.testing.assert_allclose(traces[lower]["y"], tl.lower, rtol=1e-6)
-    np.testing.assert_allclose(traces[lower - 1]["y"], tl.upper, rtol=1e-6)
-    np.testing.assert_allclose(traces[lower]["x"], tl.times_s / 60)
+    assert names[lower - 1] == "90% interval (calibrated) upper"
+    np.testing.assert_allclose(values(traces[lower]["y"]), tl.lower, rtol=1e-6)
+    np.testing.assert_allclose(values(traces[lower - 1]["y"]), tl.upper, rtol=1e-6)
+    np.testing.assert_allclose(values(traces[lower]["x"]), tl.times_s / 60)
     assert np.all(tl.lower <= tl.forecast) and np.all(tl.forecast <= tl.upper)
     # drawn under the forecast line, which keeps its own trace and the moving marker
     assert lower < names.index("forecast") and "now" in names

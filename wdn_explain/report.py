@@ -14,8 +14,6 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
-from plotly.colors import hex_to_rgb
 
 from .files import atomic_write
 from .narrative import (
@@ -66,42 +64,6 @@ def interval_text(timeline: Timeline) -> str | None:
     )
 
 
-def forecast_chart(timeline: Timeline, step: int | None = None) -> go.Figure:
-    """:func:`~.plot.forecast_figure` with the timeline's forecast interval drawn as a band
-    under the lines (when the timeline stores one)."""
-    fig = forecast_figure(timeline, step)
-    if timeline.lower is None:
-        return fig
-    made = (timeline.times_s / 60).tolist()
-    name = f"{timeline.meta['interval']['confidence']:.0%} interval"
-    edge = dict(width=0, color=POSITIVE)
-    band = [
-        go.Scatter(
-            x=made,
-            y=timeline.upper.tolist(),
-            name=f"{name} (upper)",
-            line=edge,
-            showlegend=False,
-            hoverinfo="skip",
-        ),
-        go.Scatter(
-            x=made,
-            y=timeline.lower.tolist(),
-            name=name,
-            line=edge,
-            fill="tonexty",
-            fillcolor=_translucent(POSITIVE, 0.2),
-        ),
-    ]
-    return go.Figure([*band, *fig.data], layout=fig.layout)
-
-
-def _translucent(colour: str, alpha: float) -> str:
-    """``#rrggbb`` as a CSS ``rgba(...)`` of opacity ``alpha``."""
-    r, g, b = hex_to_rgb(colour)
-    return f"rgba({r},{g},{b},{alpha})"
-
-
 def report_html(
     timeline: Timeline,
     network: Network,
@@ -142,7 +104,7 @@ def report_html(
         f"<p><i id='summary'>{html.escape(sentences[start])}</i></p>",
         "" if network.has_coordinates else f"<p><b>Note:</b> {html.escape(NO_COORDINATES)}</p>",
         si.to_html(full_html=False, include_plotlyjs=True, auto_play=False, div_id="si-graph"),
-        forecast_chart(timeline, start).to_html(
+        forecast_figure(timeline, start).to_html(
             full_html=False, include_plotlyjs=False, div_id="forecast"
         ),
         *(f"<p>{html.escape(text)}</p>" for text in notes if text),
