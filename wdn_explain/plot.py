@@ -28,7 +28,6 @@ from plotly.colors import sample_colorscale
 
 from .explain.indices import check_index
 from .narrative import (
-    UNIT,
     forecast_time,
     horizon_s,
     index_label,
@@ -37,6 +36,7 @@ from .narrative import (
     reference_label,
     resolved_order,
     threshold_text,
+    unit,
 )
 from .network import Network
 from .simulation import injection_node
@@ -523,7 +523,7 @@ def frame_title(timeline: Timeline, step: int, index: str, order: int | None) ->
     return (
         f"{index_label(index, order)}, {forecast_time(timeline, step)}<br><sup>"
         f"forecast {e.prediction:.2f}, simulated {timeline.truth[step]:.2f}, reference "
-        f"{e.empty_prediction:.2f} ({reference_label(timeline.reference)}) — {UNIT}</sup>"
+        f"{e.empty_prediction:.2f} ({reference_label(timeline.reference)}) — {unit(timeline)}</sup>"
     )
 
 
@@ -698,8 +698,9 @@ def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[go.Scatte
 
 def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
     """Forecast with its calibrated interval (a band, when the timeline holds one),
-    simulated truth and reference forecast (share of nodes chlorinated at t + horizon) over
-    the time the forecast is made; a marker at ``step``."""
+    simulated truth and reference forecast (share of nodes chlorinated at t + horizon, or a
+    node-level model's mg/L at its target node) over the time the forecast is made; a
+    marker at ``step``."""
     made = timeline.times_s / 60
     ref = reference_label(timeline.reference)
     traces = [
@@ -730,9 +731,13 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
     fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=f"{UNIT}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"),
+        title=dict(
+            text=f"{unit(timeline)}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"
+        ),
         xaxis_title="forecast made at (min)",
-        yaxis=dict(range=[-0.05, 1.05], title="share of nodes"),
+        yaxis=dict(rangemode="tozero", title="mg/L")
+        if timeline.node_level
+        else dict(range=[-0.05, 1.05], title="share of nodes"),
         legend=dict(orientation="h", y=-0.3),
     )
     return fig
@@ -835,7 +840,7 @@ def value_figure(
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
         xaxis_title="forecast made at (min)",
-        yaxis_title="share of nodes",
+        yaxis_title="mg/L" if timeline.node_level else "share of nodes",
     )
     return fig
 
