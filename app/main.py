@@ -739,7 +739,7 @@ def follow_panel(view: View, net, step: int) -> list[str]:
 
 def downloads(view: View, net) -> None:
     """Downloads of what is shown (all steps): CSV, shapiq JSON files with node ids, the HTML
-    report; each is made only when its button is pressed."""
+    report (share models only); each is made only when its button is pressed."""
     tl = view.timeline
     stem = f"{Path(view.path).stem}_{view.index}_{view.order}_{view.reference}"
     with st.expander("download what is shown (all time steps)"):
@@ -764,6 +764,11 @@ def downloads(view: View, net) -> None:
             file_name=f"{stem}.html",
             mime="text/html",
             key="download_html",
+            disabled=tl.node_level,
+            help="reports draw share models' timelines only (as `wdn-explain report`); a "
+            "node-level model's values are in the CSV and shapiq downloads"
+            if tl.node_level
+            else None,
         )
 
 

@@ -58,6 +58,8 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
     forecast = charts(app)["forecast"]
     assert np.allclose(as_array(trace(forecast, "forecast")["y"]), expected, atol=1e-6)
     assert forecast["layout"]["yaxis"]["title"]["text"] == "mg/L"
+    html = next(b for b in app.get("download_button") if b.proto.label == "HTML report")
+    assert html.proto.disabled  # reports draw share timelines only (as the CLI)
     followed = widget(app, "multiselect", "follow").value[0]  # the injection node
     node = charts(app)["node_chlorine"]
     for name, key in (
