@@ -71,16 +71,21 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
         assert np.allclose(drawn, column(arrays, key, followed), atol=1e-6)
 
 
-def test_the_forecast_counts_nodes_below_the_minimum(app):
+def test_the_forecast_counts_and_rings_nodes_below_the_minimum(app, hanoi):
     arrays = raw(NODES / "default_timeline.npz")
     step = list(arrays["times_s"] // 60).index(cursor(app))
+    app.radio(key="map_view").set_value("compliance").run()
     for minimum in (0.2, 0.6):
         app.number_input(key="minimum").set_value(minimum).run()
-        forecast = int((arrays["node_forecast"][step] < minimum).sum())
+        below = arrays["node_forecast"][step] < minimum
         truth = int((arrays["node_truth"][step] < minimum).sum())
         sentence = f"below it (simulated: {truth})."
         caption = next(c.value for c in app.caption if c.value.endswith(sentence))
-        assert f": {forecast} of 32 below it" in caption
+        assert f": {int(below.sum())} of 32 below it" in caption
+        rings = trace(charts(app)["chlorine"], "forecast below")
+        xy = hanoi.map_coordinates[below]
+        assert np.allclose(as_array(rings["x"]), xy[:, 0]) and len(as_array(rings["x"])) > 0
+        assert np.allclose(as_array(rings["y"]), xy[:, 1])
 
 
 def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, tmp_path):

@@ -918,7 +918,9 @@ def compliance_figure(
 ) -> go.Figure:
     """The compliance map at ``step``: nodes whose simulated chlorine is below
     ``minimum_mg_l`` drawn as orange crosses, the others green, the count in the title;
-    pipes, source and ``focus`` as in :func:`chlorine_figure`."""
+    pipes, source and ``focus`` as in :func:`chlorine_figure`. A node-level model's timeline
+    adds an orange ring at every node its forecast puts below the minimum one horizon later
+    (trace ``forecast below``), their count in the title."""
     xy = network.map_coordinates
     below = timeline.chlorine[step] < minimum_mg_l
     size = 12 * marker_scale(network.n_nodes)
@@ -948,6 +950,25 @@ def compliance_figure(
         f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
         f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
     )
+    if timeline.node_level:
+        ahead = timeline.node_forecast[step] < minimum_mg_l
+        fig.add_trace(
+            dict(
+                type=trace_type(network),
+                x=xy[ahead, 0],
+                y=xy[ahead, 1],
+                mode="markers",
+                marker=dict(
+                    size=2.2 * size, color="rgba(0,0,0,0)", line=dict(width=2, color=BELOW)
+                ),
+                hoverinfo="skip",
+                name="forecast below",
+            )
+        )
+        title += (
+            f"<br><sup>forecast for {minutes(timeline.times_s[step] + horizon_s(timeline))}: "
+            f"{int(ahead.sum())} below (orange rings)</sup>"
+        )
     fig.update_layout(_map_layout(network, height, title))
-    fig.update_layout(margin=dict(t=50), title_font_size=13)
+    fig.update_layout(margin=dict(t=70 if timeline.node_level else 50), title_font_size=13)
     return _focused(fig, network, focus)
