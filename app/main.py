@@ -454,6 +454,9 @@ def main() -> None:
     timelines = available_timelines(default, model_dir)
     choice = controls.selectbox("scenario", list(timelines), key=keyed("scenario"))
     controls.caption(choice)  # the whole name, which the box may cut
+    path = timelines[choice]
+    mtime = path.stat().st_mtime
+    target = target_picker(controls, timeline_from(str(path), mtime))
     reference = controls.radio(
         "values relative to",
         list(REFERENCES),
@@ -487,10 +490,7 @@ def main() -> None:
     )
     with controls.expander("how to read this", expanded=False):
         st.markdown(HOW_TO_READ)
-    path = timelines[choice]
-    mtime = path.stat().st_mtime
     tl = shown(str(path), mtime, reference)
-    target = target_picker(controls, tl)
     if not net.has_coordinates:
         st.info(NO_COORDINATES)
     design_notice(tl)

@@ -55,6 +55,9 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
     assert shown_forecast(app) == pytest.approx(expected[step], abs=0.005)
     text = next(m.value for m in app.markdown if m.value.startswith("Forecast made at"))
     assert f"mg/L chlorine at node {target}" in text and "share of nodes" not in text
+    nodes = trace(charts(app)["si_graph"], "nodes")
+    assert nodes["marker"]["colorbar"]["title"]["text"].endswith("(mg/L)")
+    assert all(text.endswith("(mg/L)") for text in nodes["hovertext"])
     forecast = charts(app)["forecast"]
     assert np.allclose(as_array(trace(forecast, "forecast")["y"]), expected, atol=1e-6)
     assert forecast["layout"]["yaxis"]["title"]["text"] == "mg/L"

@@ -21,6 +21,12 @@ def unit(timeline: Timeline) -> str:
     return f"mg/L chlorine at node {timeline.node}" if timeline.node_level else UNIT
 
 
+def value_unit(timeline: Timeline) -> str:
+    """The short unit of the timeline's values on axes, colour bars and hovers: ``share of
+    nodes``, or ``mg/L`` for a node-level model."""
+    return "mg/L" if timeline.node_level else "share of nodes"
+
+
 HOW_TO_READ = """
 **What the model forecasts.** The share of the network's nodes that will carry chlorine
 (at least the threshold) a fixed time ahead: "forecast made at 40 min for 60 min" uses the
@@ -154,7 +160,7 @@ def drivers_table(
     return [
         {
             "driver": driver_name(network, members),
-            f"value ({'mg/L' if timeline.node_level else 'share of nodes'})": round(value, 4),
+            f"value ({value_unit(timeline)})": round(value, 4),
             "of the difference": f"{value / gap:+.0%}" if abs(gap) > 1e-9 else "",
         }
         for members, value in strongest(timeline, step, index, order)[:k]

@@ -37,6 +37,7 @@ from .narrative import (
     resolved_order,
     threshold_text,
     unit,
+    value_unit,
 )
 from .network import Network
 from .simulation import injection_node
@@ -264,7 +265,7 @@ def _arc(a: np.ndarray, b: np.ndarray, n: int = 16) -> np.ndarray:
     return (1 - u) ** 2 * a + 2 * u * (1 - u) * control + u**2 * b
 
 
-def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
+def _pair_traces(network: Network, pairs, index: str, unit: str) -> list[dict]:
     """Six line traces (sign x width class) of curved arcs, hover-free so that hovering a
     node shows the node, plus one trace of arc midpoints carrying each pair's hover text."""
     xy = network.map_coordinates
@@ -284,7 +285,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
                 colours.append(colour)
                 text.append(
                     f"pair {{{network.node_ids[i]}, {network.node_ids[j]}}}<br>"
-                    f"{index} {value:+.4f} (share of nodes)"
+                    f"{index} {value:+.4f} ({unit})"
                 )
             traces.append(
                 dict(
@@ -314,7 +315,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
     return traces
 
 
-def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
+def _hyperedge_traces(network: Network, higher, index: str, unit: str) -> list[dict]:
     """Two filled traces (sign) of translucent hulls with dashed outlines around each set of
     three or more nodes, and one trace of ▲ markers at their centres naming the members."""
     xy = network.map_coordinates
@@ -333,7 +334,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
             centres.append(centre)
             colours.append(colour)
             ids = ", ".join(network.node_ids[m] for m in members)
-            text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} (share of nodes)")
+            text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} ({unit})")
         traces.append(
             dict(
                 type=trace_type(network),
@@ -391,7 +392,7 @@ def _node_trace(
     size = marker_scale(network.n_nodes)
     labelled = network.n_nodes <= LABELLED_NODES
     hover = [
-        f"{text}<br>{index} {v:+.4f} (share of nodes)"
+        f"{text}<br>{index} {v:+.4f} ({value_unit(timeline)})"
         for text, v in zip(node_hover(network, timeline, step), values)
     ]
     return dict(
@@ -412,7 +413,11 @@ def _node_trace(
             cmin=-scale,
             cmax=scale,
             colorbar=dict(
-                title=dict(text=f"{index}<br>(share of<br>nodes)", side="top"), thickness=14
+                title=dict(
+                    text=f"{index}<br>({value_unit(timeline).replace(' of ', ' of<br>')})",
+                    side="top",
+                ),
+                thickness=14,
             ),
             symbol=np.where(
                 roles == "reservoir", "square", np.where(roles == "tank", "diamond", "circle")
@@ -434,8 +439,8 @@ def frame_traces(
     return [
         *_pipe_traces(network, timeline, step),
         *_device_traces(network),
-        *_pair_traces(network, data.pairs, name),
-        *_hyperedge_traces(network, data.higher, name),
+        *_pair_traces(network, data.pairs, name, value_unit(timeline)),
+        *_hyperedge_traces(network, data.higher, name, value_unit(timeline)),
         _node_trace(network, timeline, step, data.node_values, scale, name),
         _source_trace(network, timeline, step),
     ]
@@ -735,9 +740,9 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
             text=f"{unit(timeline)}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"
         ),
         xaxis_title="forecast made at (min)",
-        yaxis=dict(rangemode="tozero", title="mg/L")
+        yaxis=dict(rangemode="tozero", title=value_unit(timeline))
         if timeline.node_level
-        else dict(range=[-0.05, 1.05], title="share of nodes"),
+        else dict(range=[-0.05, 1.05], title=value_unit(timeline)),
         legend=dict(orientation="h", y=-0.3),
     )
     return fig
@@ -840,7 +845,7 @@ def value_figure(
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
         xaxis_title="forecast made at (min)",
-        yaxis_title="mg/L" if timeline.node_level else "share of nodes",
+        yaxis_title=value_unit(timeline),
     )
     return fig
 
