@@ -91,7 +91,7 @@ def test_the_forecast_counts_and_rings_nodes_below_the_minimum(app, hanoi):
         assert np.allclose(as_array(rings["y"]), xy[:, 1])
 
 
-def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, tmp_path):
+def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, tmp_path, hanoi):
     """The form's nodes are the new timeline's targets; picking another one shows that
     node's forecast (read from the cached file) and keeps the time."""
     widget(app, "multiselect", "new_targets").set_value(["12", "27"])
@@ -110,3 +110,6 @@ def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, t
         assert shown_forecast(app) == pytest.approx(forecast, abs=0.005)
         title = charts(app)["forecast"]["layout"]["title"]["text"]
         assert title.startswith(f"mg/L chlorine at node {node}")
+        square = trace(charts(app)["si_graph"], "explained node")
+        xy = hanoi.map_coordinates[hanoi.node_index(node)]
+        assert np.allclose([as_array(square["x"])[0], as_array(square["y"])[0]], xy)

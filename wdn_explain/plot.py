@@ -434,7 +434,7 @@ def frame_traces(
 ) -> list[dict]:
     """The traces of one frame, nodes and the source last (on top): pipes by flow with
     their arrows (:func:`_pipe_traces`), pumps and valves (if any), six pair classes and the pair values, two hyperedge signs and the group
-    values, nodes, the source."""
+    values, nodes, the source, and a node-level model's explained node."""
     name = index_name(index)
     return [
         *_pipe_traces(network, timeline, step),
@@ -443,7 +443,30 @@ def frame_traces(
         *_hyperedge_traces(network, data.higher, name, value_unit(timeline)),
         _node_trace(network, timeline, step, data.node_values, scale, name),
         _source_trace(network, timeline, step),
+        *([_explained_trace(network, timeline)] if timeline.node_level else []),
     ]
+
+
+def _explained_trace(network: Network, timeline: Timeline) -> dict:
+    """A node-level model's explained node (:attr:`Timeline.node`): a dashed square around
+    it, with its hover, on top of every other trace."""
+    node = network.node_index(timeline.node)
+    x, y = network.map_coordinates[node]
+    return dict(
+        type=trace_type(network),
+        x=[x],
+        y=[y],
+        mode="markers",
+        marker=dict(
+            symbol="square-open",
+            size=30 * marker_scale(network.n_nodes),
+            color="#000",
+            line=dict(width=2),
+        ),
+        hoverinfo="text",
+        hovertext=[f"<b>node {timeline.node}</b>: its forecast (mg/L) is the one explained"],
+        name="explained node",
+    )
 
 
 def source_state(timeline: Timeline, step: int) -> str:
