@@ -448,7 +448,7 @@ def frame_traces(
 
 
 def _explained_trace(network: Network, timeline: Timeline) -> dict:
-    """A node-level model's explained node (:attr:`Timeline.node`): a dashed square around
+    """A node-level model's explained node (:attr:`Timeline.node`): an open square around
     it, with its hover, on top of every other trace."""
     node = network.node_index(timeline.node)
     x, y = network.map_coordinates[node]
