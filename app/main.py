@@ -39,6 +39,7 @@ from wdn_explain.narrative import (
     summary,
     threshold_text,
     timeline_label,
+    unit,
 )
 from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, onboard
 from wdn_explain.pipeline import explain_scenario, with_hydraulics
@@ -120,19 +121,21 @@ def timeline_from(path: str, mtime: float) -> Timeline:
     return with_hydraulics(Timeline.load(path))
 
 
-def shown(path: str, mtime: float, reference: str) -> Timeline:
-    """The timeline with its values relative to ``reference``."""
-    return timeline_from(path, mtime).relative_to(reference)
+def shown(path: str, mtime: float, reference: str, target: str | None = None) -> Timeline:
+    """The timeline with its values relative to ``reference``; a node-level model's with
+    the forecast and explanations of its target node ``target`` (None: the file's own)."""
+    tl = timeline_from(path, mtime).relative_to(reference)
+    return tl if target is None or target == tl.node else tl.for_node(target)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def scale_of(path: str, mtime: float, reference: str, index: str, order: int) -> float:
-    return value_scale(shown(path, mtime, reference), index, order)
+def scale_of(path: str, mtime: float, reference: str, target, index: str, order: int) -> float:
+    return value_scale(shown(path, mtime, reference, target), index, order)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def followed(path: str, mtime: float, reference: str, members, index: str, order: int):
-    return value_over_time(shown(path, mtime, reference), members, index, order)
+def followed(path: str, mtime: float, reference: str, target, members, index: str, order: int):
+    return value_over_time(shown(path, mtime, reference, target), members, index, order)
 
 
 # What a new scenario (EPyT-Flow, the model: torch and PyG, the engine) and the molecule
@@ -281,6 +284,17 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
             help="0 explains exactly; lambda >= 1 runs the lambda-approximation (interactions up "
             "to lambda nodes evaluated), for networks too large for exact values",
         )
+        targets = []
+        if read_card(model_dir).input_spec.node_level:
+            targets = st.multiselect(
+                "nodes to explain",
+                list(net.node_ids),
+                key=keyed("new_targets"),
+                placeholder="the node most at risk",
+                help="this model forecasts chlorine at every node; its forecasts at these "
+                "nodes are explained (none picked: the node that reaches the minimum residual "
+                "with the lowest mean forecast)",
+            )
         submitted = st.form_submit_button("simulate, forecast, explain")
     if not submitted:
         return
@@ -315,7 +329,9 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
         return
     bar = st.sidebar.progress(0.0, text="simulating and explaining...")
     try:
-        settings = ExplainSettings.of(approximation_lambda=int(budget) or None)
+        settings = ExplainSettings.of(
+            approximation_lambda=int(budget) or None, target_nodes=tuple(targets) or None
+        )
         out = cache_path(spec, model_dir, CACHE_DIR, settings)
         _, status = explain_scenario(
             spec,
@@ -479,6 +495,9 @@ def main() -> None:
     timelines = available_timelines(default, model_dir)
     choice = controls.selectbox("scenario", list(timelines), key=keyed("scenario"))
     controls.caption(choice)  # the whole name, which the box may cut
+    path = timelines[choice]
+    mtime = path.stat().st_mtime
+    target = target_picker(controls, timeline_from(str(path), mtime))
     reference = controls.radio(
         "values relative to",
         list(REFERENCES),
@@ -512,8 +531,6 @@ def main() -> None:
     )
     with controls.expander("how to read this", expanded=False):
         st.markdown(HOW_TO_READ)
-    path = timelines[choice]
-    mtime = path.stat().st_mtime
     tl = shown(str(path), mtime, reference)
     if not net.has_coordinates:
         st.info(NO_COORDINATES)
@@ -530,11 +547,29 @@ def main() -> None:
         disabled=not others,
     )
     other = None if compare is None else str(timelines[compare])
-    view = View(str(path), mtime, reference, index, order, top_k, focus, other, float(minimum))
+    view = View(
+        str(path), mtime, reference, index, order, top_k, focus, other, float(minimum), target
+    )
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
     preload_shapiq()  # exports and new explanations need shapiq: load it after the first page
     warm_up()
     downloads(view, net)
+
+
+def target_picker(controls, tl: Timeline) -> str | None:
+    """For a node-level model's timeline, the picker of the explained node (the timeline's
+    target nodes; it opens on the file's own); None for a share model's."""
+    if not tl.node_level:
+        return None
+    return controls.selectbox(
+        "explained node",
+        list(tl.targets),
+        index=list(tl.targets).index(tl.node),
+        key=keyed(f"target@{tl.meta.get('scenario_hash', '')}"),
+        help="this model forecasts chlorine (mg/L) at every node; the map explains the "
+        "forecast at this node (the nodes explained for this scenario; a new scenario "
+        "explains the ones picked in its form)",
+    )
 
 
 @dataclass(frozen=True)
@@ -550,15 +585,17 @@ class View:
     focus: int | None = None  # the node found by id (zoomed onto), else None
     other: str | None = None  # a second timeline file drawn side by side, else None
     minimum: float = MINIMUM_RESIDUAL_MG_L  # the minimum chlorine residual, mg/L
+    target: str | None = None  # a node-level model's explained node, else None
 
     @property
     def timeline(self) -> Timeline:
-        return shown(self.path, self.mtime, self.reference)
+        return shown(self.path, self.mtime, self.reference, self.target)
 
     @property
     def other_timeline(self) -> Timeline:
         path = Path(self.other)
-        return shown(self.other, path.stat().st_mtime, self.reference)
+        other = shown(self.other, path.stat().st_mtime, self.reference)
+        return other.for_node(self.target) if self.target in other.targets else other
 
 
 def time_cursor(tl: Timeline) -> None:
@@ -608,7 +645,7 @@ def page(view: View, net) -> None:
     large = net.n_nodes > LABELLED_NODES
     left, right = (st.container(), st.columns(3)) if large else st.columns([3, 2])
     with left:
-        scale = scale_of(view.path, view.mtime, view.reference, view.index, view.order)
+        scale = scale_of(view.path, view.mtime, view.reference, view.target, view.index, view.order)
         fig = si_graph_figure(
             tl,
             net,
@@ -622,9 +659,10 @@ def page(view: View, net) -> None:
         )
         st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
         s = tl.scenario
+        what = f"forecast: {unit(tl)}" if tl.node_level else f"chlorinated: {threshold_text(tl)}"
         st.caption(
             f"{ZOOM_HINT}. {scenario_text(s)}; a forecast every {s.reporting_step_s // 60} "
-            f"min; chlorinated: {threshold_text(tl)}; values relative to "
+            f"min; {what}; values relative to "
             f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, {tl.engine_label}"
         )
     if view.other:
@@ -642,7 +680,19 @@ def page(view: View, net) -> None:
         picked = follow_panel(view, net, step)
         if picked:
             node = net.node_index(picked[0])
-            fig = node_chlorine_figure(tl, net, node, minimum_mg_l=view.minimum, step=step)
+            forecast = {}  # a node-level model's forecast at the node, with its interval
+            if tl.node_level:
+                forecast = {
+                    key: None if values is None else values[:, node]
+                    for key, values in (
+                        ("forecast", tl.node_forecast),
+                        ("lower", tl.node_lower),
+                        ("upper", tl.node_upper),
+                    )
+                }
+            fig = node_chlorine_figure(
+                tl, net, node, minimum_mg_l=view.minimum, step=step, **forecast
+            )
             st.plotly_chart(fig, width="stretch", key="node_chlorine", config=CHART)
 
 
@@ -707,7 +757,9 @@ def follow_panel(view: View, net, step: int) -> list[str]:
         )
         return picked
     members = tuple(sorted(net.node_index(p) for p in picked))
-    values = followed(view.path, view.mtime, view.reference, members, view.index, view.order)
+    values = followed(
+        view.path, view.mtime, view.reference, view.target, members, view.index, view.order
+    )
     if not values.any():
         what = (
             f"nodes {' and '.join(picked)} never interact"
@@ -729,7 +781,7 @@ def follow_panel(view: View, net, step: int) -> list[str]:
 
 def downloads(view: View, net) -> None:
     """Downloads of what is shown (all steps): CSV, shapiq JSON files with node ids, the HTML
-    report; each is made only when its button is pressed."""
+    report (share models only); each is made only when its button is pressed."""
     tl = view.timeline
     stem = f"{Path(view.path).stem}_{view.index}_{view.order}_{view.reference}"
     with st.expander("download what is shown (all time steps)"):
@@ -754,6 +806,11 @@ def downloads(view: View, net) -> None:
             file_name=f"{stem}.html",
             mime="text/html",
             key="download_html",
+            disabled=tl.node_level,
+            help="reports draw share models' timelines only (as `wdn-explain report`); a "
+            "node-level model's values are in the CSV and shapiq downloads"
+            if tl.node_level
+            else None,
         )
 
 

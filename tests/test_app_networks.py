@@ -265,9 +265,9 @@ def test_water_models_skip_chemistry_and_put_the_override_first(net1_model, monk
         name
         for name in water
         if '"node_chlorine_mg_l"' not in (ROOT / "models" / name / "card.json").read_text()
-    }  # the app draws share models only (models/hanoi-nodes is node-level)
-    assert set(shipped) == share and {p.parent for p in shipped.values()} == {ROOT / "models"}
-    assert set(water_models(targets=None)) == water
+    }  # models/hanoi-nodes is node-level: the app lists it, a share filter leaves it out
+    assert set(shipped) == water and {p.parent for p in shipped.values()} == {ROOT / "models"}
+    assert set(water_models(targets=("share",))) == share < water
     monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(net1_model))
     assert list(water_models()) == [str(net1_model), *shipped]
 

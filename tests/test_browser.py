@@ -378,6 +378,13 @@ def test_app_in_headless_chromium(server):
         assert follow == ["node (or pair) to follow\n\nn303"]
         assert driver.execute_script(RECT_JS)[1] <= 900
         driver.save_screenshot(str(SHOTS / "app_l_town.png"))
+
+        # a node-level model: the sentence speaks mg/L at its explained node
+        retried(lambda: pick(driver, "model", "hanoi-nodes (hanoi)"))
+        wait.until(lambda d: "mg/L chlorine at node 27" in summary_text(d))
+        boxes, _ = driver.execute_script(SIDEBAR_JS)
+        assert boxes["explained node"] == "27"
+        driver.save_screenshot(str(SHOTS / "app_hanoi_nodes.png"))
     finally:
         driver.quit()
 

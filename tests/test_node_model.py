@@ -268,16 +268,17 @@ def test_target_nodes_are_refused_for_share_models_and_unknown_ids(tmp_path, nod
     assert "node '99' is not in network 'hanoi'" in result.output and not out.exists()
 
 
-def test_the_app_is_offered_share_models_only(node_model, monkeypatch):
+def test_the_app_is_offered_node_models_and_targets_filter_them(node_model, monkeypatch):
     from wdn_explain.shipped import model_target, water_models
 
     monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(node_model))
     assert model_target(node_model) == "node_chlorine_mg_l"
-    offered = water_models()
-    assert str(node_model) not in offered and "default" in offered
-    assert all(model_target(path) == "share" for path in offered.values())
-    every = water_models(targets=None)
-    assert list(every)[0] == str(node_model) and set(offered) < set(every)
+    offered = water_models()  # what the app lists: the override first, node models too
+    assert list(offered)[0] == str(node_model) and "hanoi-nodes" in offered
+    share = water_models(targets=("share",))
+    assert str(node_model) not in share and "hanoi-nodes" not in share and "default" in share
+    assert all(model_target(path) == "share" for path in share.values())
+    assert set(share) < set(offered)
 
 
 def test_shipped_node_timeline_is_current_and_reports_refuse_it(tmp_path):

@@ -7,19 +7,37 @@ from __future__ import annotations
 from pathlib import Path
 
 from .explain.indices import check_index
+from .features import share_below_residual
 from .network import Network
 from .scenario import ScenarioConfig
 from .timeline import REFERENCES, Timeline, read_meta
 
 UNIT = "share of nodes chlorinated"
 
+
+def unit(timeline: Timeline) -> str:
+    """What the timeline's forecast and values measure: :data:`UNIT` for a share model,
+    ``mg/L chlorine at node 27`` for a node-level model's target (:attr:`Timeline.node`)."""
+    return f"mg/L chlorine at node {timeline.node}" if timeline.node_level else UNIT
+
+
+def value_unit(timeline: Timeline) -> str:
+    """The short unit of the timeline's values on axes, colour bars and hovers: ``share of
+    nodes``, or ``mg/L`` for a node-level model."""
+    return "mg/L" if timeline.node_level else "share of nodes"
+
+
 HOW_TO_READ = """
 **What the model forecasts.** The share of the network's nodes that will carry chlorine
 (at least the threshold) a fixed time ahead: "forecast made at 40 min for 60 min" uses the
-network's state at 40 min to forecast the share at 60 min.
+network's state at 40 min to forecast the share at 60 min. A **node-level** model (such as
+`hanoi-nodes`) forecasts chlorine in mg/L at every node instead: the page explains its
+forecast at the **explained node** (sidebar), every value is in mg/L at that node, the
+followed node's chart draws that node's forecast with its interval, and the sentence under
+the chlorine map counts the nodes the forecast puts below the minimum residual.
 
 **What the map says.** Each node's **colour and size** is how much it moves that forecast,
-in the same unit (share of nodes), compared with the **reference**: the forecast the model
+in the same unit (share of nodes, or mg/L), compared with the **reference**: the forecast the model
 makes when every node is replaced by the reference (the network average, as in the paper,
 or no chlorine at all). Red raises the forecast, blue lowers it; the values add up to the
 forecast minus the reference forecast. **Curved lines** between two nodes are pairwise
@@ -142,7 +160,7 @@ def drivers_table(
     return [
         {
             "driver": driver_name(network, members),
-            "value (share of nodes)": round(value, 4),
+            f"value ({value_unit(timeline)})": round(value, 4),
             "of the difference": f"{value / gap:+.0%}" if abs(gap) > 1e-9 else "",
         }
         for members, value in strongest(timeline, step, index, order)[:k]
@@ -177,7 +195,7 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
     e = timeline.explanations[step]
     gap = e.prediction - e.empty_prediction
     head = (
-        f"{_upper_first(forecast_time(timeline, step))}: {e.prediction:.2f} {UNIT}"
+        f"{_upper_first(forecast_time(timeline, step))}: {e.prediction:.2f} {unit(timeline)}"
         f"{interval_text(timeline, step)} (simulated: {timeline.truth[step]:.2f}). Relative to "
         f"{reference_label(timeline.reference)} (reference forecast "
         f"{e.empty_prediction:.2f}) that is {gap:+.2f}, which the "
@@ -198,16 +216,27 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
 
 
 def compliance_text(timeline: Timeline, step: int, minimum_mg_l: float) -> str:
-    """How many nodes lack the minimum residual at ``step`` (simulated), in one sentence."""
+    """How many nodes lack the minimum residual at ``step`` (simulated), in one sentence; a
+    node-level model's timeline adds how many its forecast puts below it one horizon later,
+    beside the simulated count then."""
     below = int((timeline.chlorine[step] < minimum_mg_l).sum())
     n = timeline.chlorine.shape[1]
     when = minutes(timeline.times_s[step])
     if not below:
-        return f"Every node has at least {minimum_mg_l:g} mg/L chlorine at {when} (simulated)."
-    return (
-        f"{below} of {n} nodes have less than the minimum residual of {minimum_mg_l:g} mg/L "
-        f"chlorine at {when} (simulated)."
+        now = f"Every node has at least {minimum_mg_l:g} mg/L chlorine at {when} (simulated)."
+    else:
+        now = (
+            f"{below} of {n} nodes have less than the minimum residual of {minimum_mg_l:g} "
+            f"mg/L chlorine at {when} (simulated)."
+        )
+    if not timeline.node_level:
+        return now
+    ahead = minutes(timeline.times_s[step] + horizon_s(timeline))
+    forecast, truth = (
+        round(n * float(share_below_residual(values[step], minimum_mg_l)))
+        for values in (timeline.node_forecast, timeline.node_truth)
     )
+    return f"{now} Forecast for {ahead}: {forecast} of {n} below it (simulated: {truth})."
 
 
 def timeline_label(path: str | Path) -> str:

@@ -28,7 +28,6 @@ from plotly.colors import sample_colorscale
 
 from .explain.indices import check_index
 from .narrative import (
-    UNIT,
     forecast_time,
     horizon_s,
     index_label,
@@ -37,6 +36,8 @@ from .narrative import (
     reference_label,
     resolved_order,
     threshold_text,
+    unit,
+    value_unit,
 )
 from .network import Network
 from .simulation import injection_node
@@ -264,7 +265,7 @@ def _arc(a: np.ndarray, b: np.ndarray, n: int = 16) -> np.ndarray:
     return (1 - u) ** 2 * a + 2 * u * (1 - u) * control + u**2 * b
 
 
-def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
+def _pair_traces(network: Network, pairs, index: str, unit: str) -> list[dict]:
     """Six line traces (sign x width class) of curved arcs, hover-free so that hovering a
     node shows the node, plus one trace of arc midpoints carrying each pair's hover text."""
     xy = network.map_coordinates
@@ -284,7 +285,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
                 colours.append(colour)
                 text.append(
                     f"pair {{{network.node_ids[i]}, {network.node_ids[j]}}}<br>"
-                    f"{index} {value:+.4f} (share of nodes)"
+                    f"{index} {value:+.4f} ({unit})"
                 )
             traces.append(
                 dict(
@@ -314,7 +315,7 @@ def _pair_traces(network: Network, pairs, index: str) -> list[dict]:
     return traces
 
 
-def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
+def _hyperedge_traces(network: Network, higher, index: str, unit: str) -> list[dict]:
     """Two filled traces (sign) of translucent hulls with dashed outlines around each set of
     three or more nodes, and one trace of ▲ markers at their centres naming the members."""
     xy = network.map_coordinates
@@ -333,7 +334,7 @@ def _hyperedge_traces(network: Network, higher, index: str) -> list[dict]:
             centres.append(centre)
             colours.append(colour)
             ids = ", ".join(network.node_ids[m] for m in members)
-            text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} (share of nodes)")
+            text.append(f"order {len(members)}: {{{ids}}}<br>{index} {value:+.4f} ({unit})")
         traces.append(
             dict(
                 type=trace_type(network),
@@ -391,7 +392,7 @@ def _node_trace(
     size = marker_scale(network.n_nodes)
     labelled = network.n_nodes <= LABELLED_NODES
     hover = [
-        f"{text}<br>{index} {v:+.4f} (share of nodes)"
+        f"{text}<br>{index} {v:+.4f} ({value_unit(timeline)})"
         for text, v in zip(node_hover(network, timeline, step), values)
     ]
     return dict(
@@ -412,7 +413,11 @@ def _node_trace(
             cmin=-scale,
             cmax=scale,
             colorbar=dict(
-                title=dict(text=f"{index}<br>(share of<br>nodes)", side="top"), thickness=14
+                title=dict(
+                    text=f"{index}<br>({value_unit(timeline).replace(' of ', ' of<br>')})",
+                    side="top",
+                ),
+                thickness=14,
             ),
             symbol=np.where(
                 roles == "reservoir", "square", np.where(roles == "tank", "diamond", "circle")
@@ -429,16 +434,39 @@ def frame_traces(
 ) -> list[dict]:
     """The traces of one frame, nodes and the source last (on top): pipes by flow with
     their arrows (:func:`_pipe_traces`), pumps and valves (if any), six pair classes and the pair values, two hyperedge signs and the group
-    values, nodes, the source."""
+    values, nodes, the source, and a node-level model's explained node."""
     name = index_name(index)
     return [
         *_pipe_traces(network, timeline, step),
         *_device_traces(network),
-        *_pair_traces(network, data.pairs, name),
-        *_hyperedge_traces(network, data.higher, name),
+        *_pair_traces(network, data.pairs, name, value_unit(timeline)),
+        *_hyperedge_traces(network, data.higher, name, value_unit(timeline)),
         _node_trace(network, timeline, step, data.node_values, scale, name),
         _source_trace(network, timeline, step),
+        *([_explained_trace(network, timeline)] if timeline.node_level else []),
     ]
+
+
+def _explained_trace(network: Network, timeline: Timeline) -> dict:
+    """A node-level model's explained node (:attr:`Timeline.node`): an open square around
+    it, with its hover, on top of every other trace."""
+    node = network.node_index(timeline.node)
+    x, y = network.map_coordinates[node]
+    return dict(
+        type=trace_type(network),
+        x=[x],
+        y=[y],
+        mode="markers",
+        marker=dict(
+            symbol="square-open",
+            size=30 * marker_scale(network.n_nodes),
+            color="#000",
+            line=dict(width=2),
+        ),
+        hoverinfo="text",
+        hovertext=[f"<b>node {timeline.node}</b>: its forecast (mg/L) is the one explained"],
+        name="explained node",
+    )
 
 
 def source_state(timeline: Timeline, step: int) -> str:
@@ -523,7 +551,7 @@ def frame_title(timeline: Timeline, step: int, index: str, order: int | None) ->
     return (
         f"{index_label(index, order)}, {forecast_time(timeline, step)}<br><sup>"
         f"forecast {e.prediction:.2f}, simulated {timeline.truth[step]:.2f}, reference "
-        f"{e.empty_prediction:.2f} ({reference_label(timeline.reference)}) — {UNIT}</sup>"
+        f"{e.empty_prediction:.2f} ({reference_label(timeline.reference)}) — {unit(timeline)}</sup>"
     )
 
 
@@ -705,8 +733,9 @@ def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[go.Scatte
 
 def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
     """Forecast with its calibrated interval (a band, when the timeline holds one),
-    simulated truth and reference forecast (share of nodes chlorinated at t + horizon) over
-    the time the forecast is made; a marker at ``step``."""
+    simulated truth and reference forecast (share of nodes chlorinated at t + horizon, or a
+    node-level model's mg/L at its target node) over the time the forecast is made; a
+    marker at ``step``."""
     made = timeline.times_s / 60
     ref = reference_label(timeline.reference)
     traces = [
@@ -737,9 +766,13 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
     fig.update_layout(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=f"{UNIT}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"),
+        title=dict(
+            text=f"{unit(timeline)}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"
+        ),
         xaxis_title="forecast made at (min)",
-        yaxis=dict(range=[-0.05, 1.05], title="share of nodes"),
+        yaxis=dict(rangemode="tozero", title=value_unit(timeline))
+        if timeline.node_level
+        else dict(range=[-0.05, 1.05], title=value_unit(timeline)),
         legend=dict(orientation="h", y=-0.3),
     )
     return fig
@@ -842,7 +875,7 @@ def value_figure(
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
         xaxis_title="forecast made at (min)",
-        yaxis_title="share of nodes",
+        yaxis_title=value_unit(timeline),
     )
     return fig
 
@@ -920,7 +953,9 @@ def compliance_figure(
 ) -> go.Figure:
     """The compliance map at ``step``: nodes whose simulated chlorine is below
     ``minimum_mg_l`` drawn as orange crosses, the others green, the count in the title;
-    pipes, source and ``focus`` as in :func:`chlorine_figure`."""
+    pipes, source and ``focus`` as in :func:`chlorine_figure`. A node-level model's timeline
+    adds an orange ring at every node its forecast puts below the minimum one horizon later
+    (trace ``forecast below``), their count in the title."""
     xy = network.map_coordinates
     below = timeline.chlorine[step] < minimum_mg_l
     size = 12 * marker_scale(network.n_nodes)
@@ -950,6 +985,25 @@ def compliance_figure(
         f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
         f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
     )
+    if timeline.node_level:
+        ahead = timeline.node_forecast[step] < minimum_mg_l
+        fig.add_trace(
+            dict(
+                type=trace_type(network),
+                x=xy[ahead, 0],
+                y=xy[ahead, 1],
+                mode="markers",
+                marker=dict(
+                    size=2.2 * size, color="rgba(0,0,0,0)", line=dict(width=2, color=BELOW)
+                ),
+                hoverinfo="skip",
+                name="forecast below",
+            )
+        )
+        title += (
+            f"<br><sup>forecast for {minutes(timeline.times_s[step] + horizon_s(timeline))}: "
+            f"{int(ahead.sum())} below (orange rings)</sup>"
+        )
     fig.update_layout(_map_layout(network, height, title))
-    fig.update_layout(margin=dict(t=50), title_font_size=13)
+    fig.update_layout(margin=dict(t=70 if timeline.node_level else 50), title_font_size=13)
     return _focused(fig, network, focus)

@@ -62,7 +62,7 @@ def model_target(model_dir: str | Path) -> str:
     return read_card(model_dir).input_spec.target
 
 
-def water_models(targets: Collection[str] | None = ("share",)) -> dict[str, Path]:
+def water_models(targets: Collection[str] | None = None) -> dict[str, Path]:
     """The models the app offers, by name: :func:`default_model` first (its folder name, or
     its path when it lies outside ``models/``), then every water model folder under the
     shipped ``models/`` (a card with ``data.network``; ``models/chem`` is skipped), then
@@ -70,9 +70,9 @@ def water_models(targets: Collection[str] | None = ("share",)) -> dict[str, Path
     model has that name).
 
     Args:
-        targets: Keep only models of these targets (:func:`model_target`); the default keeps
-            the share models the app draws (a node-level model such as ``models/hanoi-nodes``
-            is left out); None keeps every water model.
+        targets: Keep only models of these targets (:func:`model_target`); None (the
+            default, what the app offers) keeps every water model: the share models and the
+            node-level ones such as ``models/hanoi-nodes``.
     """
     root = SHIPPED_ROOT / "models"
     first: Path | None = default_model()

@@ -1,0 +1,115 @@
+"""The app on a node-level model (``models/hanoi-nodes``: chlorine at every node), driven
+with AppTest; every expected number is read from the timeline files with ``np.load``."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_app import as_array, charts, cursor, simulate_new, trace
+
+from conftest import ROOT, widget
+
+APP = str(ROOT / "app" / "main.py")
+NODES = ROOT / "models" / "hanoi-nodes"
+
+
+def raw(path) -> dict:
+    """The timeline file's node arrays and meta, read without the code under test."""
+    with np.load(path, allow_pickle=False) as data:
+        out = {k: data[k] for k in data.files if k.startswith(("node_", "times_s"))}
+        out["meta"] = json.loads(str(data["meta"]))
+    return out
+
+
+def column(arrays: dict, name: str, node: str) -> np.ndarray:
+    """``arrays[name]`` at node id ``node``, shape (T,)."""
+    return arrays[name][:, [str(v) for v in arrays["node_ids"]].index(node)]
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(NODES))
+    return AppTest.from_file(APP, default_timeout=240).run()
+
+
+def shown_forecast(at) -> float:
+    """The forecast the summary paragraph states, in mg/L at the explained node."""
+    text = next(m.value for m in at.markdown if m.value.startswith("Forecast made at"))
+    return float(re.search(r": (-?[\d.]+) mg/L chlorine at node", text).group(1))
+
+
+def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
+    """The model chooser offers it; summary, forecast chart and drivers speak mg/L at the
+    explained node; the followed node's chart draws its forecast and interval."""
+    assert not app.exception and not app.error
+    assert app.selectbox(key="model").value == "hanoi-nodes"
+    arrays = raw(NODES / "default_timeline.npz")
+    target = arrays["meta"]["node"]
+    picker = widget(app, "selectbox", "target")
+    assert picker.options == arrays["meta"]["target_nodes"] and picker.value == target
+    step = list(arrays["times_s"] // 60).index(cursor(app))
+    expected = column(arrays, "node_forecast", target)
+    assert shown_forecast(app) == pytest.approx(expected[step], abs=0.005)
+    text = next(m.value for m in app.markdown if m.value.startswith("Forecast made at"))
+    assert f"mg/L chlorine at node {target}" in text and "share of nodes" not in text
+    nodes = trace(charts(app)["si_graph"], "nodes")
+    assert nodes["marker"]["colorbar"]["title"]["text"].endswith("(mg/L)")
+    assert all(text.endswith("(mg/L)") for text in nodes["hovertext"])
+    forecast = charts(app)["forecast"]
+    assert np.allclose(as_array(trace(forecast, "forecast")["y"]), expected, atol=1e-6)
+    assert forecast["layout"]["yaxis"]["title"]["text"] == "mg/L"
+    html = next(b for b in app.get("download_button") if b.proto.label == "HTML report")
+    assert html.proto.disabled  # reports draw share timelines only (as the CLI)
+    followed = widget(app, "multiselect", "follow").value[0]  # the injection node
+    node = charts(app)["node_chlorine"]
+    for name, key in (
+        ("forecast", "node_forecast"),
+        ("forecast interval", "node_lower"),
+        ("forecast interval upper", "node_upper"),
+    ):
+        drawn = as_array(trace(node, name)["y"])
+        assert np.allclose(drawn, column(arrays, key, followed), atol=1e-6)
+
+
+def test_the_forecast_counts_and_rings_nodes_below_the_minimum(app, hanoi):
+    arrays = raw(NODES / "default_timeline.npz")
+    step = list(arrays["times_s"] // 60).index(cursor(app))
+    app.radio(key="map_view").set_value("compliance").run()
+    for minimum in (0.2, 0.6):
+        app.number_input(key="minimum").set_value(minimum).run()
+        below = arrays["node_forecast"][step] < minimum
+        truth = int((arrays["node_truth"][step] < minimum).sum())
+        sentence = f"below it (simulated: {truth})."
+        caption = next(c.value for c in app.caption if c.value.endswith(sentence))
+        assert f": {int(below.sum())} of 32 below it" in caption
+        rings = trace(charts(app)["chlorine"], "forecast below")
+        xy = hanoi.map_coordinates[below]
+        assert np.allclose(as_array(rings["x"]), xy[:, 0]) and len(as_array(rings["x"])) > 0
+        assert np.allclose(as_array(rings["y"]), xy[:, 1])
+
+
+def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, tmp_path, hanoi):
+    """The form's nodes are the new timeline's targets; picking another one shows that
+    node's forecast (read from the cached file) and keeps the time."""
+    widget(app, "multiselect", "new_targets").set_value(["12", "27"])
+    widget(app, "number_input", "new_duration").set_value(45)
+    simulate_new(app)
+    assert not app.exception and not app.error
+    picker = widget(app, "selectbox", "target")
+    assert picker.options == ["12", "27"]
+    (path,) = (tmp_path / "cache").glob("timeline_*.npz")
+    arrays = raw(path)
+    for node in ("27", "12"):
+        widget(app, "selectbox", "target").set_value(node).run()
+        assert not app.exception
+        step = list(arrays["times_s"] // 60).index(cursor(app))
+        forecast = column(arrays, "node_forecast", node)[step]
+        assert shown_forecast(app) == pytest.approx(forecast, abs=0.005)
+        title = charts(app)["forecast"]["layout"]["title"]["text"]
+        assert title.startswith(f"mg/L chlorine at node {node}")
+        square = trace(charts(app)["si_graph"], "explained node")
+        xy = hanoi.map_coordinates[hanoi.node_index(node)]
+        assert np.allclose([as_array(square["x"])[0], as_array(square["y"])[0]], xy)
