@@ -4,6 +4,7 @@ accident, damaged weights and cards named on load."""
 import json
 import shutil
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -316,3 +317,19 @@ def test_range_warning_of_a_share(forecast, flagged):
 
     warning = InputSpec().range_warning(forecast)
     assert warning == flagged if flagged is None else warning.startswith(flagged)
+
+
+def test_a_rare_small_overshoot_is_not_called_damage():
+    """3 of 1000 node forecasts at -0.18 mg/L read as a regression's error near 0; 3 of 100,
+    or one at -4 mg/L, still point at damaged weights."""
+    from wdn_explain.features import InputSpec
+
+    spec = InputSpec(target="node_chlorine_mg_l")
+    rare = np.r_[np.full(3, -0.18), np.full(997, 0.5)]
+    assert spec.range_warning(rare).endswith(
+        "(from -0.18 to 0.5): a regression's error near the bound (read them as the bound)"
+    )
+    often = np.r_[np.full(3, -0.18), np.full(97, 0.5)]
+    far = np.r_[-4.0, np.full(999, 0.5)]
+    for forecast in (often, far):
+        assert "weights may be damaged" in spec.range_warning(forecast)
