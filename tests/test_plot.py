@@ -19,7 +19,11 @@ from wdn_explain.timeline import Timeline
 
 @pytest.fixture(scope="module")
 def tl():
-    return Timeline.load(DEFAULT_TIMELINE)
+    """The shipped default timeline without its flows: the maps' plain-pipe drawing (the
+    flow drawing is tested on ``flowing``)."""
+    from dataclasses import replace
+
+    return replace(Timeline.load(DEFAULT_TIMELINE), link_flow_lps=None, node_pressure_m=None)
 
 
 def traces(fig, name):
