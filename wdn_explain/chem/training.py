@@ -3,10 +3,10 @@
 Training: a stratified train/val/test split (80/10/10 unless set; seeded), optionally on a
 pool that keeps every positive and a seeded sample of negatives (the paper's AlkaneCarbonyl:
 two per positive, :data:`PAPER_TRAINING`), Adam on cross-entropy, early stopping on the
-validation accuracy (ties: lower validation loss), the best epoch's weights kept, GPU when
-present. A model folder holds ``model.pt`` (a state_dict, loaded with ``weights_only=True``)
-and ``card.json`` (a typed :class:`ChemCard`: dataset and its features, architecture,
-training config, split sizes, accuracies, history).
+validation accuracy (ties: lower validation loss, or the later epoch), the best epoch's
+weights kept, GPU when present. A model folder holds ``model.pt`` (a state_dict, loaded with
+``weights_only=True``) and ``card.json`` (a typed :class:`ChemCard`: dataset and its
+features, architecture, training config, split sizes, accuracies, history).
 """
 
 from __future__ import annotations
@@ -50,8 +50,13 @@ class ChemTrainConfig(BaseModel):
     lr: float = Field(3e-3, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     # learning rate schedule: constant, cosine decay to 0 over ``epochs``, or halved after
-    # ``patience // 4`` epochs without a lower validation loss
+    # ``plateau_patience`` (None: ``patience // 4``) epochs without a lower validation loss
     schedule: Literal["constant", "cosine", "plateau"] = "constant"
+    plateau_patience: int | None = Field(None, ge=1)
+    # which epoch of equal best validation accuracy is kept: the one with the lower validation
+    # loss, or the later one (the paper's train_gnn.py keeps ``val_acc >= best``); early
+    # stopping counts the epochs since the kept one
+    ties: Literal["lower_loss", "later"] = "lower_loss"
     # weight the cross-entropy by inverse class frequency of the training split
     balanced: bool = False
     seed: int = 0
@@ -247,10 +252,12 @@ def _fit(
                     "train_loss": train_loss,
                     "train_acc": train_acc,
                     "val_acc": val_acc,
+                    "val_loss": val_loss,
                     "lr": lr,
                 }
             )
-            if val_acc > best[0] or (val_acc == best[0] and val_loss < best[1]):
+            tie = config.ties == "later" or val_loss < best[1]
+            if val_acc > best[0] or (val_acc == best[0] and tie):
                 best, best_epoch = (val_acc, val_loss), epoch
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if cb:
@@ -290,7 +297,7 @@ def _scheduler(optimiser: torch.optim.Optimizer, config: ChemTrainConfig):
         return torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=config.epochs)
     if config.schedule == "plateau":
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimiser, factor=0.5, patience=max(config.patience // 4, 1)
+            optimiser, factor=0.5, patience=config.plateau_patience or max(config.patience // 4, 1)
         )
     return None
 
