@@ -35,6 +35,23 @@ SETTINGS = {
         {"dropout": 0.1},
         {"lr": 1e-2, "weight_decay": 5e-4, "schedule": "plateau", "epochs": 500, "patience": 200},
     ),
+    # the paper's model and training as its code has them (graph_prediction.py, train_gnn.py):
+    # dropout 0.5, learning rate halved after 50 epochs, up to 500 epochs, the last epoch of the
+    # best validation accuracy kept, stopped 100 epochs after the later of it and the lowest
+    # validation loss (its EarlyStopper)
+    "the paper's code (dropout 0.5, later ties, its early stopping)": (
+        {"dropout": 0.5},
+        {
+            "lr": 1e-2,
+            "weight_decay": 5e-4,
+            "schedule": "plateau",
+            "plateau_patience": 50,
+            "epochs": 500,
+            "patience": 100,
+            "ties": "later",
+            "patience_on_loss": True,
+        },
+    ),
 }
 
 

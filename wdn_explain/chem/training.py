@@ -57,6 +57,10 @@ class ChemTrainConfig(BaseModel):
     # loss, or the later one (the paper's train_gnn.py keeps ``val_acc >= best``); early
     # stopping counts the epochs since the kept one
     ties: Literal["lower_loss", "later"] = "lower_loss"
+    # early stopping also waits while the validation loss reaches new lows: stop ``patience``
+    # epochs after the later of the kept epoch and the lowest validation loss (the paper's
+    # EarlyStopper), not after the kept epoch alone
+    patience_on_loss: bool = False
     # weight the cross-entropy by inverse class frequency of the training split
     balanced: bool = False
     seed: int = 0
@@ -224,6 +228,7 @@ def _fit(
     if config.balanced:
         class_weight = balanced_weights(labels[split["train"]], model_config.n_classes).to(dev)
     best, best_state, best_epoch, history = (-1.0, np.inf), None, 0, []
+    lowest_loss, lowest_epoch = np.inf, 0
     start = time.perf_counter()
     with progress_callback(progress, f"train {model_config.architecture}") as cb:
         for epoch in range(1, config.epochs + 1):
@@ -262,7 +267,10 @@ def _fit(
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if cb:
                 cb(epoch, config.epochs)
-            if epoch - best_epoch >= config.patience:
+            if val_loss < lowest_loss:
+                lowest_loss, lowest_epoch = val_loss, epoch
+            waited_since = max(best_epoch, lowest_epoch if config.patience_on_loss else 0)
+            if epoch - waited_since >= config.patience:
                 break
     model.load_state_dict(best_state)
     accuracy = {k: accuracy_and_loss(model, loader, dev)[0] for k, loader in loaders.items()}
