@@ -203,6 +203,21 @@ def test_early_stopping_counts_from_the_later_tie(mutag):
     assert card.best_epoch == max(e for e, a in enumerate(accs, 1) if a == max(accs))
 
 
+def test_patience_on_loss_also_waits_on_new_validation_loss_lows(mutag):
+    """With ``patience_on_loss`` training stops ``patience`` epochs after the later of the kept
+    epoch and the lowest validation loss (the paper's EarlyStopper); without, after the kept
+    epoch; both read off the history."""
+    runs = {
+        on: _mutag_gcn(mutag, epochs=40, patience=3, patience_on_loss=on)[1] for on in (False, True)
+    }
+    history = runs[True].history
+    lowest = min(history, key=lambda h: h["val_loss"])["epoch"]
+    assert lowest > runs[True].best_epoch  # the loss kept falling after the kept epoch
+    assert runs[True].epochs_run == lowest + 3
+    assert runs[False].epochs_run == runs[False].best_epoch + 3 < runs[True].epochs_run
+    assert runs[False].history == history[: runs[False].epochs_run]
+
+
 def test_plateau_patience_sets_when_the_learning_rate_halves(mutag):
     """The learning rates of the history against ReduceLROnPlateau's rule written out: halve
     after more than ``plateau_patience`` epochs without a validation loss below the best
