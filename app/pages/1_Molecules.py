@@ -43,6 +43,14 @@ are pairwise interactions (their joint effect beyond the separate ones; width by
 against the strongest pair), also along bonds; **shaded shapes** join three or more atoms
 (e.g. the six atoms of a benzene ring). Values are exact (GraphSHAP-IQ): the model sees L bonds far,
 so only interactions inside such neighbourhoods can be non-zero.
+
+**A task "A AND B"** (AlkaneCarbonyl, paper version: a fluoride AND a carbonyl) need not show
+as a line between A and B: the model adds up one term per atom neighbourhood before its
+threshold, so a model that has learnt both groups gives **both** red halos (each alone does
+not lift the log-odds above 0), and the pair's own interaction is about zero when they sit
+far apart. A model that leans on one group alone shows that group only: in this data every
+molecule with a fluorine and a carbonyl is positive and only about one negative in twelve has
+a fluorine without one, so "has F" alone already scores about 94.5 %.
 """
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,3 +212,28 @@ def test_cli_trains_and_explains_on_the_paper_version(chem_root, tmp_path):
         result = run("train", "--root", chem_root, "--out", tmp_path / "x", *args)
         assert result.exit_code == 1, result.output
         assert message in result.output and "Traceback" not in result.output
+
+
+def test_shipped_paper_model_needs_more_than_the_fluorine(chem_root):
+    """What the README and the Molecules page say of the shipped paper-version model: on a
+    positive, the fluorine and the carbonyl atoms (found here with SMARTS) both raise the
+    log-odds (the SVs sum to the prediction minus the all-masked value); a fluoride without a
+    carbonyl (#2973) is predicted negative although its fluorine raises the log-odds most."""
+    from wdn_explain.chem.explain import explain_molecule
+
+    model, _ = load_classifier(
+        Path(__file__).resolve().parents[2] / "models" / "chem" / "alkanecarbonyl-paper-gcn3"
+    )
+    data = load_dataset("AlkaneCarbonyl", chem_root, version="paper")
+    for index, label in ((3595, 1), (2973, 0)):
+        mol = Chem.MolFromSmiles(data.smiles[index])
+        fluorines = [i for (i,) in mol.GetSubstructMatches(FLUORIDE)]
+        carbonyl = [i for match in mol.GetSubstructMatches(CARBONYL) for i in match]
+        result = explain_molecule(model, data.graphs[index])
+        sv = result.interaction_values("SV", 1)
+        values = [sv[(i,)] for i in range(mol.GetNumAtoms())]
+        assert sum(values) == pytest.approx(result.prediction - result.empty_prediction, abs=1e-4)
+        assert (result.prediction > 0) == bool(label) == bool(carbonyl)
+        assert fluorines and max(values) == max(values[i] for i in fluorines) > 0
+        if label:
+            assert sum(values[i] for i in carbonyl) > 0.5

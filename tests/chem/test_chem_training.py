@@ -168,3 +168,69 @@ def test_damaged_weights_of_a_shipped_model_are_refused(tmp_path):
     (folder / "model.pt").write_bytes(bytes(weights))
     with pytest.raises(DataError, match=r"model.pt' do not match the SHA-256 recorded in its card"):
         load_classifier(folder)
+
+
+def _mutag_gcn(mutag, seed: int = 1, **train) -> tuple[MoleculeGNN, object]:
+    config = ChemModelConfig(architecture="GCN", in_channels=len(mutag.feature_names), hidden=4)
+    return train_classifier(mutag, config, ChemTrainConfig(seed=seed, **train), device="cpu")
+
+
+def test_ties_keep_the_later_or_the_lower_loss_epoch(mutag):
+    """Among epochs of equal best validation accuracy, ``ties`` picks the later one (the
+    paper's ``val_acc >= best``) or the lowest validation loss; the kept weights are that
+    epoch's (their validation accuracy is the recorded one)."""
+    cards = {
+        ties: _mutag_gcn(mutag, 5, epochs=10, patience=10, ties=ties)[1]
+        for ties in ("later", "lower_loss")
+    }
+    history = cards["later"].history
+    assert history == cards["lower_loss"].history  # same training, another choice only
+    best = max(h["val_acc"] for h in history)
+    tied = [h for h in history if h["val_acc"] == best]
+    assert len(tied) > 1
+    later = tied[-1]["epoch"]
+    lowest = min(tied, key=lambda h: h["val_loss"])["epoch"]
+    assert later != lowest
+    assert (cards["later"].best_epoch, cards["lower_loss"].best_epoch) == (later, lowest)
+    for card in cards.values():
+        assert card.accuracy["val"] == best
+
+
+def test_early_stopping_counts_from_the_later_tie(mutag):
+    _, card = _mutag_gcn(mutag, epochs=40, patience=3, ties="later")
+    accs = [h["val_acc"] for h in card.history]
+    assert card.epochs_run - card.best_epoch == 3 < 40 - card.best_epoch
+    assert card.best_epoch == max(e for e, a in enumerate(accs, 1) if a == max(accs))
+
+
+def test_patience_on_loss_also_waits_on_new_validation_loss_lows(mutag):
+    """With ``patience_on_loss`` training stops ``patience`` epochs after the later of the kept
+    epoch and the lowest validation loss (the paper's EarlyStopper); without, after the kept
+    epoch; both read off the history."""
+    runs = {
+        on: _mutag_gcn(mutag, epochs=40, patience=3, patience_on_loss=on)[1] for on in (False, True)
+    }
+    history = runs[True].history
+    lowest = min(history, key=lambda h: h["val_loss"])["epoch"]
+    assert lowest > runs[True].best_epoch  # the loss kept falling after the kept epoch
+    assert runs[True].epochs_run == lowest + 3
+    assert runs[False].epochs_run == runs[False].best_epoch + 3 < runs[True].epochs_run
+    assert runs[False].history == history[: runs[False].epochs_run]
+
+
+def test_plateau_patience_sets_when_the_learning_rate_halves(mutag):
+    """The learning rates of the history against ReduceLROnPlateau's rule written out: halve
+    after more than ``plateau_patience`` epochs without a validation loss below the best
+    by a relative 1e-4."""
+    _, card = _mutag_gcn(mutag, epochs=30, patience=30, schedule="plateau", plateau_patience=1)
+    expected, lr, best, bad = [], 3e-3, np.inf, 0
+    for h in card.history:
+        expected.append(lr)
+        if h["val_loss"] < best * (1 - 1e-4):
+            best, bad = h["val_loss"], 0
+        else:
+            bad += 1
+        if bad > 1:
+            lr, bad = lr / 2, 0
+    np.testing.assert_allclose([h["lr"] for h in card.history], expected)
+    assert expected[-1] < 3e-3  # the rule fired at least once

@@ -3,10 +3,10 @@
 Training: a stratified train/val/test split (80/10/10 unless set; seeded), optionally on a
 pool that keeps every positive and a seeded sample of negatives (the paper's AlkaneCarbonyl:
 two per positive, :data:`PAPER_TRAINING`), Adam on cross-entropy, early stopping on the
-validation accuracy (ties: lower validation loss), the best epoch's weights kept, GPU when
-present. A model folder holds ``model.pt`` (a state_dict, loaded with ``weights_only=True``)
-and ``card.json`` (a typed :class:`ChemCard`: dataset and its features, architecture,
-training config, split sizes, accuracies, history).
+validation accuracy (ties: lower validation loss, or the later epoch), the best epoch's
+weights kept, GPU when present. A model folder holds ``model.pt`` (a state_dict, loaded with
+``weights_only=True``) and ``card.json`` (a typed :class:`ChemCard`: dataset and its
+features, architecture, training config, split sizes, accuracies, history).
 """
 
 from __future__ import annotations
@@ -50,8 +50,17 @@ class ChemTrainConfig(BaseModel):
     lr: float = Field(3e-3, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     # learning rate schedule: constant, cosine decay to 0 over ``epochs``, or halved after
-    # ``patience // 4`` epochs without a lower validation loss
+    # ``plateau_patience`` (None: ``patience // 4``) epochs without a lower validation loss
     schedule: Literal["constant", "cosine", "plateau"] = "constant"
+    plateau_patience: int | None = Field(None, ge=1)
+    # which epoch of equal best validation accuracy is kept: the one with the lower validation
+    # loss, or the later one (the paper's train_gnn.py keeps ``val_acc >= best``); early
+    # stopping counts the epochs since the kept one
+    ties: Literal["lower_loss", "later"] = "lower_loss"
+    # early stopping also waits while the validation loss reaches new lows: stop ``patience``
+    # epochs after the later of the kept epoch and the lowest validation loss (the paper's
+    # EarlyStopper), not after the kept epoch alone
+    patience_on_loss: bool = False
     # weight the cross-entropy by inverse class frequency of the training split
     balanced: bool = False
     seed: int = 0
@@ -219,6 +228,7 @@ def _fit(
     if config.balanced:
         class_weight = balanced_weights(labels[split["train"]], model_config.n_classes).to(dev)
     best, best_state, best_epoch, history = (-1.0, np.inf), None, 0, []
+    lowest_loss, lowest_epoch = np.inf, 0
     start = time.perf_counter()
     with progress_callback(progress, f"train {model_config.architecture}") as cb:
         for epoch in range(1, config.epochs + 1):
@@ -247,15 +257,20 @@ def _fit(
                     "train_loss": train_loss,
                     "train_acc": train_acc,
                     "val_acc": val_acc,
+                    "val_loss": val_loss,
                     "lr": lr,
                 }
             )
-            if val_acc > best[0] or (val_acc == best[0] and val_loss < best[1]):
+            tie = config.ties == "later" or val_loss < best[1]
+            if val_acc > best[0] or (val_acc == best[0] and tie):
                 best, best_epoch = (val_acc, val_loss), epoch
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if cb:
                 cb(epoch, config.epochs)
-            if epoch - best_epoch >= config.patience:
+            if val_loss < lowest_loss:
+                lowest_loss, lowest_epoch = val_loss, epoch
+            waited_since = max(best_epoch, lowest_epoch if config.patience_on_loss else 0)
+            if epoch - waited_since >= config.patience:
                 break
     model.load_state_dict(best_state)
     accuracy = {k: accuracy_and_loss(model, loader, dev)[0] for k, loader in loaders.items()}
@@ -290,7 +305,7 @@ def _scheduler(optimiser: torch.optim.Optimizer, config: ChemTrainConfig):
         return torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=config.epochs)
     if config.schedule == "plateau":
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimiser, factor=0.5, patience=max(config.patience // 4, 1)
+            optimiser, factor=0.5, patience=config.plateau_patience or max(config.patience // 4, 1)
         )
     return None
 
