@@ -111,6 +111,7 @@ def network(model_dir: str, model: str):
     computed once (:attr:`~wdn_explain.network.Network.map_coordinates`)."""
     net = model_network(model_dir)
     _ = net.map_coordinates  # a layout for a network without coordinates, computed once here
+    _ = net.properties  # the hover's .inp properties (WNTR reads L-Town in ~1 s), once here
     return net
 
 
@@ -170,7 +171,8 @@ def _warm() -> None:
             network(str(model_dir), model_hash(model_dir))
             shipped = default_timeline(model_dir)
             if shipped is not None and usable(shipped, model_dir):
-                scale_of(str(shipped), shipped.stat().st_mtime, DEFAULT_REFERENCE, INDICES[1], 2)
+                mtime = shipped.stat().st_mtime
+                scale_of(str(shipped), mtime, DEFAULT_REFERENCE, None, INDICES[1], 2)
         for module in WARM_MODULES:
             importlib.import_module(module)
     except Exception:  # a later request meets the same failure and shows it

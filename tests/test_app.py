@@ -389,3 +389,23 @@ def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl):
     assert charts(app)["node_chlorine"]["layout"]["shapes"][0]["y0"] == 0.5
     assert any(c.value.startswith(f"{below} of 32 nodes have less than") for c in app.caption)
     assert len(set(panel_minutes(app).values())) == 1  # the compliance map at the same time
+
+
+def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeypatch, caplog):
+    """The server's background warm-up (a model switch then only draws) runs to its end:
+    it logs nothing when every shipped model's network, properties, timeline and scale load."""
+    import logging
+    import threading
+
+    import streamlit as st
+
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path))
+    st.cache_resource.clear()  # so that this server process starts its warm-up again
+    with caplog.at_level(logging.WARNING):
+        AppTest.from_file(APP, default_timeout=180).run()
+        warm = [t for t in threading.enumerate() if t.name == "wdn-explain-warm-up"]
+        assert warm, "the first page starts the warm-up"
+        for thread in warm:
+            thread.join(timeout=300)
+            assert not thread.is_alive()
+    assert not [r.getMessage() for r in caplog.records if "warming up" in r.getMessage()]
