@@ -648,17 +648,7 @@ def page(view: View, net) -> None:
     left, right = (st.container(), st.columns(3)) if large else st.columns([3, 2])
     with left:
         scale = scale_of(view.path, view.mtime, view.reference, view.target, view.index, view.order)
-        fig = si_graph_figure(
-            tl,
-            net,
-            step,
-            index=view.index,
-            order=view.order,
-            top_k=view.top_k,
-            scale=scale,
-            height=540,
-            focus=view.focus,
-        )
+        fig = view_si_graph(view, tl, net, step, scale, height=540)
         st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
         s = tl.scenario
         what = f"forecast: {unit(tl)}" if tl.node_level else f"chlorinated: {threshold_text(tl)}"
@@ -716,23 +706,28 @@ def chlorine_panel(view: View, net, step: int) -> None:
     st.caption(compliance_text(tl, step, view.minimum))
 
 
-def second_scenario(view: View, net, time_s: int, scale: float) -> None:
-    """The second scenario's SI-Graph and sentence at the cursor's time (its last step before
-    it when it has none there), on the first one's colour scale so that colours compare."""
-    other = view.other_timeline
-    step = int(np.searchsorted(other.times_s, time_s, side="right")) - 1
-    step = min(max(step, 0), len(other) - 1)
-    fig = si_graph_figure(
-        other,
+def view_si_graph(view: View, tl: Timeline, net, step: int, scale: float, height: int):
+    """The SI-Graph of ``tl``'s ``step`` with the view's index, order, top-k and focus."""
+    return si_graph_figure(
+        tl,
         net,
         step,
         index=view.index,
         order=view.order,
         top_k=view.top_k,
         scale=scale,
-        height=480,
+        height=height,
         focus=view.focus,
     )
+
+
+def second_scenario(view: View, net, time_s: int, scale: float) -> None:
+    """The second scenario's SI-Graph and sentence at the cursor's time (its last step before
+    it when it has none there), on the first one's colour scale so that colours compare."""
+    other = view.other_timeline
+    step = int(np.searchsorted(other.times_s, time_s, side="right")) - 1
+    step = min(max(step, 0), len(other) - 1)
+    fig = view_si_graph(view, other, net, step, scale, height=480)
     st.markdown(f"**Side by side: {scenario_text(other.scenario)}**")
     st.plotly_chart(fig, width="stretch", key="si_graph_other", config=MAP)
     st.markdown(summary(other, net, step, view.index, view.order))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -151,6 +153,20 @@ def tiny_model_dir(tmp_path_factory, waq_dir):
         train_config=TrainConfig(epochs=2, batch_size=16),
         device="cpu",
     )
+    return out
+
+
+def damaged_without_hash(tiny_model_dir: Path, out: Path) -> Path:
+    """The model with its readout scaled 100-fold and no weight hash in its card (as the
+    shipped waq-paper card): nothing at load can tell."""
+    shutil.copytree(tiny_model_dir, out)
+    state = torch.load(out / "model.pt", weights_only=True)
+    head = [k for k in state if k.endswith("weight")][-1]
+    state[head] = state[head] * 100
+    torch.save(state, out / "model.pt")
+    card = json.loads((out / "card.json").read_text())
+    del card["weights_sha256"]
+    (out / "card.json").write_text(json.dumps(card))
     return out
 
 

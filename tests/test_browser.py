@@ -246,13 +246,10 @@ def set_duration(driver, minutes: int) -> None:
     time.sleep(0.5)
 
 
-@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian chromium and chromium-driver")
-def test_app_in_headless_chromium(server):
+def chromium():
+    """Headless Chromium with a 1280x900 viewport (the screen the issues speak of)."""
     from selenium import webdriver
-    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -273,6 +270,16 @@ def test_app_in_headless_chromium(server):
         {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
     )
     SHOTS.mkdir(exist_ok=True)
+    return driver
+
+
+@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian chromium and chromium-driver")
+def test_app_in_headless_chromium(server):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chromium()
     try:
         driver.get(server)
         wait = WebDriverWait(

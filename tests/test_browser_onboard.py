@@ -15,6 +15,7 @@ from test_browser import (  # noqa: F401
     DRIVER,
     SHOTS,
     SIDEBAR_JS,
+    chromium,
     click_button,
     read_minutes,
     retried,
@@ -49,26 +50,7 @@ def user_models(tmp_path, monkeypatch):
 
 @pytest.fixture
 def driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--no-first-run",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(flag)
-    chrome = webdriver.Chrome(service=Service(DRIVER), options=options)
-    chrome.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
-    )
-    SHOTS.mkdir(exist_ok=True)
+    chrome = chromium()
     yield chrome
     chrome.quit()
 

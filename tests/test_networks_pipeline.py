@@ -84,7 +84,9 @@ def pipeline(folder: Path, network: str, n_scenarios: int, duration_s: int) -> d
     return out
 
 
-def check_pipeline(out: dict, network: str, duration_s: int) -> None:
+def assert_pipeline_right(out: dict, network: str, duration_s: int) -> None:
+    """Every command's output on ``network`` against oracles computed here (raises
+    AssertionError on the first that does not hold)."""
     ids = inp_node_ids(load_network(network).inp_path)
     n_reports = duration_s // 300 + 1
     scenarios = [
@@ -127,11 +129,11 @@ def check_pipeline(out: dict, network: str, duration_s: int) -> None:
 def test_pipeline_small(tmp_path, network, n_scenarios, duration_s):
     """Six short scenarios (the fewest that split into train and validation), one epoch:
     every command runs and its output is right."""
-    check_pipeline(pipeline(tmp_path, network, n_scenarios, duration_s), network, duration_s)
+    assert_pipeline_right(pipeline(tmp_path, network, n_scenarios, duration_s), network, duration_s)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("network", ["net1", "ky3"])
 def test_pipeline_longer_scenarios(tmp_path, network):
     """Ten 2-hour scenarios: a dataset with train, validation and test scenarios."""
-    check_pipeline(pipeline(tmp_path, network, 10, 7200), network, 7200)
+    assert_pipeline_right(pipeline(tmp_path, network, 10, 7200), network, 7200)

@@ -16,6 +16,8 @@ from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.timeline import REFERENCES, Timeline
 
+from conftest import damaged_without_hash
+
 SPEC = ScenarioConfig(duration_s=2400, reporting_step_s=300, seed=7)
 INLINE = "{duration_s: 2400, seed: 7}"
 runner = CliRunner()
@@ -369,17 +371,7 @@ def test_full_disk_leaves_no_half_written_output(good, tmp_path, command, monkey
 def test_damaged_weights_without_a_hash_are_flagged(tmp_path, tiny_model_dir):
     """As the shipped waq-paper card, which records no weight hash: forecasts far outside a
     share's range [0, 1] give a warning line and stay in the timeline's meta."""
-    import torch
-
-    out = tmp_path / "m"
-    shutil.copytree(tiny_model_dir, out)
-    state = torch.load(out / "model.pt", weights_only=True)
-    head = [k for k in state if k.endswith("weight")][-1]
-    state[head] = state[head] * 100
-    torch.save(state, out / "model.pt")
-    card = json.loads((out / "card.json").read_text())
-    del card["weights_sha256"]
-    (out / "card.json").write_text(json.dumps(card))
+    out = damaged_without_hash(tiny_model_dir, tmp_path / "m")
     result = run("explain", "--scenario", INLINE, "--model", out, "--out", tmp_path / "t.npz")
     assert result.exit_code == 0, result.output
     tl = Timeline.load(tmp_path / "t.npz")

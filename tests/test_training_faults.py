@@ -13,7 +13,7 @@ from wdn_explain.cli import app
 from wdn_explain.errors import DataError
 from wdn_explain.model_folder import file_sha256, load_model
 
-from conftest import ROOT
+from conftest import ROOT, damaged_without_hash
 
 runner = CliRunner()
 
@@ -278,24 +278,8 @@ def test_evaluate_without_test_scenarios_is_one_line(waq_dir, tiny_model_dir):
     )
 
 
-def _damaged_without_hash(tiny_model_dir, out):
-    """The model with its readout scaled 100-fold and no weight hash in its card (as the
-    shipped waq-paper card): nothing at load can tell."""
-    import torch
-
-    shutil.copytree(tiny_model_dir, out)
-    state = torch.load(out / "model.pt", weights_only=True)
-    head = [k for k in state if k.endswith("weight")][-1]
-    state[head] = state[head] * 100
-    torch.save(state, out / "model.pt")
-    card = json.loads((out / "card.json").read_text())
-    del card["weights_sha256"]
-    (out / "card.json").write_text(json.dumps(card))
-    return out
-
-
 def test_evaluate_flags_forecasts_outside_the_share_range(tmp_path, waq_dir, tiny_model_dir):
-    out = _damaged_without_hash(tiny_model_dir, tmp_path / "m")
+    out = damaged_without_hash(tiny_model_dir, tmp_path / "m")
     result = run("evaluate", "--model", out, "--data", waq_dir, "--split", "train")
     assert result.exit_code == 0, result.output
     warning = next(line for line in result.output.splitlines() if line.startswith("warning:"))

@@ -28,7 +28,8 @@ Label (``InputSpec.target``), ``horizon`` reports ahead:
   derived from it by :func:`share_below_residual`, for the forecast and the truth alike.
 
 Forecasts beyond the label's range by more than :data:`RANGE_TOLERANCE` are flagged
-(:meth:`InputSpec.range_warning`): damaged weights or a scenario far outside the training.
+(:meth:`InputSpec.range_warning`): a regression's error near a bound when rare and small
+(:data:`RARE_OVERSHOOT`), else damaged weights or a scenario far outside the training.
 """
 
 from __future__ import annotations
