@@ -189,12 +189,16 @@ def run_tasks(
 
 
 def _failure(future: Any) -> str | None:
-    """Why a finished future failed, in one line (None when it succeeded)."""
+    """Why a finished future failed, in one line (None when it succeeded).
+
+    A future reported finished can be lost again before this look: the worker holding its
+    result died, and the scheduler recomputes it. Only an ``error`` status is a failure; any
+    other waits for the recomputed outcome."""
     if future.status == "cancelled":  # the scheduler dropped it
         return "cancelled by the scheduler"
-    if future.status != "finished":
+    if future.status == "error":
         return repr(future.exception())
-    result = future.result()
+    result = future.result()  # waits when a dead worker took the result with it
     return str(result) if isinstance(result, WdnExplainError) else None
 
 
