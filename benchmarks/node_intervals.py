@@ -3,11 +3,22 @@
 Usage: python benchmarks/node_intervals.py FRESH_DATA [MODEL]
 
 Calibrates the 90 % intervals of a node-level model (default models/hanoi-nodes) on the
-calibration split of its training data twice -- with the share model's groups (injection,
-schedule, timing: every node of a forecast in its sample's group) and with those groups
-split by the node forecast's level (:func:`wdn_explain.conformal.node_bins`: dry below
-0.05 mg/L, or chlorinated) -- and prints, on every scenario of FRESH_DATA, the coverage and
-mean half-width of each, overall and for dry and chlorinated node forecasts.
+calibration split of its training data four ways and prints, on every scenario of
+FRESH_DATA, the coverage and mean half-width of each, overall and per node-forecast level
+(dry below 0.05 mg/L, then 0.05-0.2, 0.2-0.5, >= 0.5 mg/L), and the range of the coverage
+over the factor levels of ``evaluate`` (all node forecasts, and chlorinated ones only):
+
+- ``sample groups``: every node of a forecast in its sample's group (injection, schedule,
+  timing), as the share model;
+- ``dry/chlorinated, raw centre``: those groups split by dry or chlorinated node forecast,
+  errors and intervals around the raw forecast (a negative forecast of a dry node counts as
+  an error in calibration, but its served interval, clipped to [0, 0], covers it);
+- ``dry/chlorinated``: the same groups around the forecast clipped to [0, inf);
+- ``node forecast level`` (shipped, :func:`wdn_explain.conformal.node_bins`): the
+  chlorinated group split in three bands; a band too rare for the level takes the
+  chlorinated group's half-width.
+
+Ends with the shipped grouping's coverage per factor level (all / chlorinated).
 """
 
 from __future__ import annotations
@@ -17,11 +28,33 @@ import sys
 import numpy as np
 import torch
 
-from wdn_explain.conformal import DRY_MG_L, calibrate, intervals, node_bins
+from wdn_explain.conformal import (
+    DRY_MG_L,
+    absolute_errors,
+    calibrate,
+    half_widths,
+    intervals,
+    node_bins,
+    node_level,
+)
 from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.features import LABEL_RANGE
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import predict
+
+
+def dry_or_chlorinated(bins: np.ndarray) -> np.ndarray:
+    """Node groups without the chlorinated band: ``.../chlorinated/0.2-0.5`` to
+    ``.../chlorinated``."""
+    coarse = [b.rsplit("/", 1)[0] if "/chlorinated/" in b else b for b in bins.ravel()]
+    return np.array(coarse).reshape(bins.shape)
+
+
+def factor_levels(dataset: WaqDataset) -> dict[str, np.ndarray]:
+    """Each sample's level of every factor ``evaluate`` reports, with the switch ahead."""
+    levels = dataset.factor_levels()
+    levels["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
+    return levels
 
 
 def main() -> None:
@@ -30,34 +63,66 @@ def main() -> None:
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/hanoi-nodes"
     model, card = load_model(model_dir)
     inputs, seed = card.input_spec, card.train["split_seed"]
+    limits = LABEL_RANGE[inputs.target]
     calib = WaqDataset.for_inputs(card.data.folder, "calib", inputs, split_seed=seed)
     test = WaqDataset.for_inputs(
         fresh, "all", inputs, split_seed=seed, arrays=load_waq_arrays(fresh)
     )
     pred_calib, pred = predict(model, calib), predict(model, test)
     truth, n = test.targets(), pred.shape[1]
-    dry = pred < DRY_MG_L
-    for name, bins_calib, bins in (
+    node_calib, node_test = (
+        node_bins(calib.mondrian_bins(), pred_calib),
+        node_bins(test.mondrian_bins(), pred),
+    )
+    level = node_level(pred)
+    chlorinated = pred >= DRY_MG_L
+    factors = factor_levels(test)
+    for name, bins_calib, bins, clipped in (
         (
             "sample groups",
             np.repeat(calib.mondrian_bins()[:, None], n, axis=1),
             np.repeat(test.mondrian_bins()[:, None], n, axis=1),
+            True,
         ),
         (
-            "sample groups x node forecast level",
-            node_bins(calib.mondrian_bins(), pred_calib),
-            node_bins(test.mondrian_bins(), pred),
+            "dry/chlorinated, raw centre",
+            dry_or_chlorinated(node_calib),
+            dry_or_chlorinated(node_test),
+            False,
         ),
+        ("dry/chlorinated", dry_or_chlorinated(node_calib), dry_or_chlorinated(node_test), True),
+        ("node forecast level", node_calib, node_test, True),
     ):
-        record = calibrate(calib.targets() - pred_calib, bins_calib)
-        lower, upper = intervals(record, pred, bins, LABEL_RANGE[inputs.target])
+        if clipped:
+            record = calibrate(absolute_errors(calib.targets(), pred_calib, limits), bins_calib)
+            lower, upper = intervals(record, pred, bins, limits)
+        else:
+            record = calibrate(np.abs(calib.targets() - pred_calib), bins_calib)
+            half = half_widths(record, bins)
+            lower, upper = np.clip(pred - half, *limits), np.clip(pred + half, *limits)
         covered, half = (truth >= lower) & (truth <= upper), (upper - lower) / 2
         print(f"{name}: coverage {covered.mean():.3f}, mean half-width {half.mean():.4f} mg/L")
-        for part, sel in (("dry", dry), ("chlorinated", ~dry)):
+        for part in np.unique(level):
+            sel = level == part
             print(
-                f"{name}, {part} node forecasts ({sel.mean():.0%}): coverage "
+                f"{name}, {part} node forecasts ({sel.mean():.1%}): coverage "
                 f"{covered[sel].mean():.3f}, mean half-width {half[sel].mean():.4f} mg/L"
             )
+        rows = [
+            (f"{factor}={value}", covered[levels == value], chlorinated[levels == value])
+            for factor, levels in factors.items()
+            for value in np.unique(levels)
+        ]
+        every = [c.mean() for _, c, _ in rows]
+        chl = [c[h].mean() for _, c, h in rows]
+        print(
+            f"{name}, coverage per factor level: {min(every):.3f} to {max(every):.3f}; "
+            f"chlorinated node forecasts: {min(chl):.3f} to {max(chl):.3f}"
+        )
+    for label, c, h in rows:  # the last grouping's: the shipped one
+        print(
+            f"node forecast level, {label}: coverage {c.mean():.3f}, chlorinated {c[h].mean():.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Calibrated forecast intervals: the Mondrian split-conformal half-widths against the
-textbook quantile, their coverage against the nominal level, the timing groups against the
-schedule by hand, the empty calibration split, and the intervals in cards and timelines."""
+textbook quantile, their coverage against the nominal level (also per node-forecast level of
+a synthetic node design), the coarser-group fallback, the clipped centre, the timing groups
+against the schedule by hand, the empty calibration split, and the intervals in cards and
+timelines."""
 
 import json
 import math
@@ -11,8 +13,12 @@ import pytest
 
 from wdn_explain.conformal import (
     CONFIDENCE,
+    absolute_errors,
     calibrate,
+    half_widths,
     intervals,
+    node_bins,
+    node_level,
     timing,
     uncertainty_notice,
 )
@@ -57,6 +63,91 @@ def test_coverage_matches_the_nominal_level_in_every_group():
         sel = test_bins == group
         coverage = ((truth[sel] >= lower[sel]) & (truth[sel] <= upper[sel])).mean()
         assert abs(coverage - CONFIDENCE) < 0.02, group
+
+
+def test_node_levels_by_hand():
+    forecast = np.array([-0.3, 0.0, 0.049, 0.05, 0.19, 0.2, 0.49, 0.5, 2.0])
+    assert node_level(forecast).tolist() == [
+        "dry",
+        "dry",
+        "dry",
+        "chlorinated/0.05-0.2",
+        "chlorinated/0.05-0.2",
+        "chlorinated/0.2-0.5",
+        "chlorinated/0.2-0.5",
+        "chlorinated/>= 0.5",
+        "chlorinated/>= 0.5",
+    ]
+    bins = node_bins(
+        np.array(["booster/constant/steady", "reservoir/failure/steady"]), [[0, 1]] * 2
+    )
+    assert bins.tolist() == [
+        ["booster/constant/steady/dry", "booster/constant/steady/chlorinated/>= 0.5"],
+        ["reservoir/failure/steady/dry", "reservoir/failure/steady/chlorinated/>= 0.5"],
+    ]
+
+
+def test_small_and_unseen_groups_take_the_coarser_group():
+    """A group with too few errors for 90 % (5 < 9) and a group never calibrated take the
+    textbook quantile of their longest calibrated prefix; a group with no calibrated prefix
+    takes the pooled one."""
+    gen = np.random.default_rng(2)
+    residuals = np.abs(np.concatenate([gen.normal(0, 0.1, 200), gen.normal(0, 1.0, 5)]))
+    residuals = np.concatenate([residuals, np.abs(gen.normal(0, 0.01, 100))])
+    bins = np.array(["a/wide"] * 200 + ["a/rare"] * 5 + ["b"] * 100)
+    record = calibrate(residuals, bins)
+    a = _split_conformal_quantile(residuals[:205], CONFIDENCE)
+    assert set(record["half_width"]) == {"a", "a/wide", "b"}
+    assert record["n_per_group"] == {"a": 205, "a/wide": 200, "b": 100}
+    assert record["half_width"]["a"] == pytest.approx(a)
+    served = half_widths(record, np.array([["a/rare", "a/never"], ["c/never", "b"]]))
+    expected = [
+        [a, a],
+        [_split_conformal_quantile(residuals, CONFIDENCE), record["half_width"]["b"]],
+    ]
+    np.testing.assert_allclose(served, expected)
+
+
+def test_interval_is_centred_on_the_forecast_within_the_label_range():
+    """A negative node forecast: the error counts from 0 (the centre served), and the
+    interval is [0, half-width], not the empty-looking [0, 0] of the raw forecast."""
+    record = {"half_width": {"g": 0.1}, "pooled_half_width": 1.0}
+    forecast, truth = np.array([-0.5, 0.3, 1.2]), np.array([0.0, 0.0, 1.0])
+    lower, upper = intervals(record, forecast, np.array(["g"] * 3), (0.0, 1.0))
+    np.testing.assert_allclose(lower, [0.0, 0.2, 0.9])
+    np.testing.assert_allclose(upper, [0.1, 0.4, 1.0])
+    np.testing.assert_allclose(absolute_errors(truth, forecast, (0.0, 1.0)), [0.0, 0.3, 0.0])
+
+
+def test_node_design_covers_the_nominal_level_in_every_forecast_level():
+    """A synthetic node design: dry nodes (truth 0, forecasts of either sign near 0) and
+    chlorinated ones whose errors are largest at the front (0.05-0.2 mg/L), in two sample
+    groups. Intervals calibrated on one draw cover a fresh draw at the nominal level in every
+    (sample group, forecast level) and in every sample group (binomial tolerance)."""
+    gen = np.random.default_rng(3)
+    spread = {"0.05-0.2": 0.3, "0.2-0.5": 0.1, ">= 0.5": 0.05}
+
+    def draw(n: int) -> tuple[np.ndarray, ...]:
+        samples = np.repeat(["booster/constant/steady", "reservoir/failure/switch ahead"], n)
+        forecast = gen.choice([0.0, 0.1, 0.3, 1.0], size=(2 * n, 8), p=[0.6, 0.1, 0.1, 0.2])
+        forecast = forecast + gen.normal(0, 0.002, forecast.shape)
+        level = node_level(forecast)
+        scale = np.array([[spread.get(v.split("/")[-1], 0.0) for v in row] for row in level])
+        scale *= np.where(samples == "booster/constant/steady", 1.0, 2.0)[:, None]
+        truth = np.where(
+            level == "dry", 0.0, np.abs(forecast + gen.normal(0, 1, scale.shape) * scale)
+        )
+        return forecast, truth, node_bins(samples, forecast), samples
+
+    forecast, truth, bins, _ = draw(1500)
+    record = calibrate(absolute_errors(truth, forecast, (0.0, np.inf)), bins)
+    forecast, truth, bins, samples = draw(4000)
+    lower, upper = intervals(record, forecast, bins, (0.0, np.inf))
+    covered = (truth >= lower) & (truth <= upper)
+    for groups in (bins, np.repeat(samples[:, None], bins.shape[1], axis=1)):
+        for group in np.unique(groups):
+            sel = covered[groups == group]
+            assert abs(sel.mean() - CONFIDENCE) < 4 * math.sqrt(0.09 / len(sel)) + 0.01, group
 
 
 def test_empty_calibration_is_one_line():

@@ -4,10 +4,15 @@ On a calibration split held out of training (:func:`~wdn_explain.dataset.split_s
 the absolute errors of the model are grouped by what makes a forecast hard -- where chlorine
 enters (reservoir or booster), the schedule (constant, intermittent, failure, custom) and the
 timing of the forecast against the plan (a switch within the horizon, a switch within the
-last horizon, steady) -- and ``crepes``' Mondrian ``ConformalRegressor`` turns each group's
-errors into the half-width that covers a new forecast of that group with probability at
-least ``confidence`` (finite-sample, assuming only exchangeable scenarios). The card stores
-the half-widths as plain numbers (``conformal``); serving needs no fitted object.
+last horizon, steady); a node model's errors also by the node forecast's level -- and
+``crepes``' Mondrian ``ConformalRegressor`` turns each group's errors into the half-width
+that covers a new forecast of that group with probability at least ``confidence``
+(finite-sample, assuming only exchangeable scenarios). Groups are paths (``a/b/c``): every
+prefix is calibrated too, and a group the calibration never saw, or saw too rarely for the
+level, takes its longest calibrated prefix's half-width. The error is taken from the
+forecast clipped to the label's range, the centre of the interval served, so that the
+calibrated coverage is the served one. The card stores the half-widths as plain numbers
+(``conformal``); serving needs no fitted object.
 """
 
 from __future__ import annotations
@@ -28,7 +33,14 @@ WIDE_INTERVAL = 0.1
 DRY_MG_L = 0.05
 """A node forecast below this (mg/L) is in the ``dry`` group of a node model's intervals:
 a node chlorine has not reached errs far less than one at the front."""
-SHARE_GROUPS, NODE_GROUPS = "injection/pattern/timing", "injection/pattern/timing/node forecast"
+CHLORINATED_EDGES_MG_L = (0.2, 0.5)
+"""Where a chlorinated node forecast's level group changes (mg/L): 0.2 is the common minimum
+residual (the compliance line), 0.5 a well-dosed node. A forecast near the front (0.05-0.2)
+errs as much as one at 1.5 mg/L, so one chlorinated group would under-cover it."""
+SHARE_GROUPS = "injection/pattern/timing"
+NODE_GROUPS = (
+    "injection/pattern/timing/node forecast (dry, chlorinated/0.05-0.2, 0.2-0.5, >= 0.5 mg/L)"
+)
 
 
 def timing(config: ScenarioConfig, times_s: np.ndarray, horizon: int) -> np.ndarray:
@@ -55,12 +67,39 @@ def mondrian_bins(
     return np.char.add(kind, timing(config, times_s, horizon).astype(str))
 
 
+def node_level(node_forecast: np.ndarray) -> np.ndarray:
+    """The level group of each node forecast (mg/L): ``dry`` below :data:`DRY_MG_L`, else
+    ``chlorinated/`` and its band between :data:`CHLORINATED_EDGES_MG_L` (``0.05-0.2``,
+    ``0.2-0.5``, ``>= 0.5``); a path, so ``chlorinated`` is the coarser group."""
+    low, high = CHLORINATED_EDGES_MG_L
+    bands = np.array([f"{DRY_MG_L:g}-{low:g}", f"{low:g}-{high:g}", f">= {high:g}"])
+    forecast = np.asarray(node_forecast)
+    band = np.char.add("chlorinated/", bands[np.digitize(forecast, CHLORINATED_EDGES_MG_L)])
+    return np.where(forecast < DRY_MG_L, "dry", band)
+
+
 def node_bins(sample_bins: np.ndarray, node_forecast: np.ndarray) -> np.ndarray:
     """The calibration group of each of a node model's forecasts (N, n): its sample's group
-    (:func:`mondrian_bins`, (N,)) and whether it forecasts the node ``dry`` (below
-    :data:`DRY_MG_L`) or ``chlorinated`` -- known at forecast time, like the plan."""
-    level = np.where(np.asarray(node_forecast) < DRY_MG_L, "/dry", "/chlorinated")
-    return np.char.add(np.asarray(sample_bins).astype(str)[:, None], level)
+    (:func:`mondrian_bins`, (N,)) and the node forecast's level (:func:`node_level`), e.g.
+    ``booster/constant/steady/chlorinated/0.2-0.5`` -- known at forecast time, like the
+    plan."""
+    sample = np.char.add(np.asarray(sample_bins).astype(str)[:, None], "/")
+    return np.char.add(sample, node_level(node_forecast))
+
+
+def absolute_errors(
+    truth: np.ndarray, forecast: np.ndarray, limits: tuple[float, float] = (0.0, 1.0)
+) -> np.ndarray:
+    """|truth - forecast| with the forecast clipped to the label's range ``limits``: the
+    centre of the interval served (:func:`intervals`). Unclipped, a negative node forecast
+    of a dry node would count as an error while its served interval [0, 0] covers it."""
+    return np.abs(np.asarray(truth, dtype=float) - np.clip(forecast, *limits))
+
+
+def prefixes(group: str) -> list[str]:
+    """A group path and its coarser groups, longest first: ``a/b/c``, ``a/b``, ``a``."""
+    parts = group.split("/")
+    return ["/".join(parts[:k]) for k in range(len(parts), 0, -1)]
 
 
 def calibrate(
@@ -70,13 +109,14 @@ def calibrate(
     where: str = "",
     groups: str = SHARE_GROUPS,
 ) -> dict[str, Any]:
-    """The card's ``conformal`` record from calibration errors: the half-width of each
-    group's interval and of all errors pooled (used for a group the calibration never saw).
-    A group with too few errors for the level (fewer than c / (1 - c)) gets half-width 1:
-    the whole range of the share.
+    """The card's ``conformal`` record from calibration errors: the half-width of each group
+    and of each of its coarser groups (:func:`prefixes`) with enough errors for the level (at
+    least c / (1 - c): 9 at 90 %), and of all errors pooled (:func:`half_widths` takes a
+    group's longest calibrated prefix, else the pooled one; the pooled one is 1, the whole
+    range of the share, if even it has too few errors).
 
     Args:
-        residuals: |truth - forecast| of every calibration forecast.
+        residuals: |truth - forecast| of every calibration forecast (:func:`absolute_errors`).
         bins: Each forecast's group (:func:`mondrian_bins`; :func:`node_bins` per node).
         where: The data the residuals come from (named in errors).
         groups: What the groups are (recorded in the card).
@@ -87,36 +127,46 @@ def calibrate(
     from crepes import ConformalRegressor
 
     residuals = np.abs(np.asarray(residuals, dtype=float)).reshape(-1)
-    bins = np.asarray(bins).reshape(-1)
+    bins = np.asarray(bins).astype(str).reshape(-1)
     if not len(residuals):
         raise DataError(f"calibration split{' of ' + where if where else ''} is empty")
     if not 0 < confidence < 1:
         raise DataError(f"confidence must be between 0 and 1 (got {confidence})")
-    found = np.unique(bins)
-    mondrian = ConformalRegressor().fit(residuals, bins=np.asarray(bins))
-    pooled = ConformalRegressor().fit(residuals)
-    with warnings.catch_warnings():  # a group too small for the level: the whole range [0, 1]
+    found, inverse = np.unique(bins, return_inverse=True)
+    depth = max(len(g.split("/")) for g in found)
+    half_width, counts = {}, {}
+    with warnings.catch_warnings():  # a group too small for the level: left to its prefix
         warnings.simplefilter("ignore", UserWarning)
-        half = mondrian.predict_int(np.zeros(len(found)), bins=found, confidence=confidence)
+        for k in range(depth, 0, -1):
+            coarse = np.array(["/".join(g.split("/")[:k]) for g in found])[inverse]
+            names = np.unique(coarse)
+            mondrian = ConformalRegressor().fit(residuals, bins=coarse)
+            half = mondrian.predict_int(np.zeros(len(names)), bins=names, confidence=confidence)
+            for name, h in zip(names, half[:, 1]):
+                if np.isfinite(h) and name not in half_width:
+                    half_width[str(name)] = float(h)
+                    counts[str(name)] = int((coarse == name).sum())
+        pooled = ConformalRegressor().fit(residuals)
         overall = float(pooled.predict_int(np.zeros(1), confidence=confidence)[0, 1])
-    half = half[:, 1]
     return {
         "method": "split conformal, Mondrian (crepes ConformalRegressor)",
         "confidence": confidence,
         "groups": groups,
-        "half_width": {str(g): (float(h) if np.isfinite(h) else 1.0) for g, h in zip(found, half)},
+        "half_width": dict(sorted(half_width.items())),
         "pooled_half_width": overall if np.isfinite(overall) else 1.0,
         "n_calibration": int(len(residuals)),
-        "n_per_group": {str(g): int((bins == g).sum()) for g in found},
+        "n_per_group": dict(sorted(counts.items())),
     }
 
 
 def half_widths(record: dict[str, Any], bins: np.ndarray) -> np.ndarray:
     """Each forecast's interval half-width from a card's ``conformal`` record (``bins`` of
-    any shape; the result has it)."""
+    any shape; the result has it): its group's, else its longest calibrated prefix's
+    (:func:`prefixes`), else the pooled one."""
     table, pooled = record["half_width"], record["pooled_half_width"]
-    flat = [table.get(str(b), pooled) for b in np.ravel(bins)]
-    return np.array(flat, dtype=float).reshape(np.shape(bins))
+    names, inverse = np.unique(np.asarray(bins).astype(str), return_inverse=True)
+    known = [next((table[p] for p in prefixes(n) if p in table), pooled) for n in names]
+    return np.asarray(known, dtype=float)[inverse].reshape(np.shape(bins))
 
 
 def intervals(
@@ -125,10 +175,12 @@ def intervals(
     bins: np.ndarray,
     limits: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(lower, upper) of every forecast, clipped to the label's range ``limits`` (a share:
-    [0, 1]; chlorine at a node: [0, inf) mg/L); ``bins`` has the forecasts' shape."""
+    """(lower, upper) of every forecast: the forecast clipped to the label's range ``limits``
+    (a share: [0, 1]; chlorine at a node: [0, inf) mg/L) plus and minus its half-width,
+    clipped again; ``bins`` has the forecasts' shape."""
     half = half_widths(record, bins)
-    return np.clip(forecast - half, *limits), np.clip(forecast + half, *limits)
+    centre = np.clip(forecast, *limits)
+    return np.clip(centre - half, *limits), np.clip(centre + half, *limits)
 
 
 def uncertainty_notice(

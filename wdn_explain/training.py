@@ -27,7 +27,14 @@ from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
 from . import recipe
-from .conformal import NODE_GROUPS, SHARE_GROUPS, calibrate, intervals, node_bins
+from .conformal import (
+    NODE_GROUPS,
+    SHARE_GROUPS,
+    absolute_errors,
+    calibrate,
+    intervals,
+    node_bins,
+)
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
@@ -473,12 +480,12 @@ def _check_calibration(calib_set: WaqDataset) -> None:
 def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str, Any]:
     """The card's ``conformal`` record: the model's errors on the held-out calibration
     split turned into Mondrian split-conformal half-widths (:mod:`.conformal`); a node-level
-    model's errors at every node, each in its sample's group."""
+    model's errors at every node, each in its sample's group and its forecast's level."""
     _check_calibration(calib_set)
     pred = predict(model, calib_set)
     node_level = calib_set.inputs.node_level
     return calibrate(
-        calib_set.targets() - pred,
+        absolute_errors(calib_set.targets(), pred, LABEL_RANGE[calib_set.inputs.target]),
         forecast_bins(calib_set, pred),
         where=f"'{calib_set.folder}'",
         groups=NODE_GROUPS if node_level else SHARE_GROUPS,
