@@ -139,13 +139,12 @@ def calibrate(
         warnings.simplefilter("ignore", UserWarning)
         for k in range(depth, 0, -1):
             coarse = np.array(["/".join(g.split("/")[:k]) for g in found])[inverse]
-            names = np.unique(coarse)
+            names, sizes = np.unique(coarse, return_counts=True)
             mondrian = ConformalRegressor().fit(residuals, bins=coarse)
             half = mondrian.predict_int(np.zeros(len(names)), bins=names, confidence=confidence)
-            for name, h in zip(names, half[:, 1]):
+            for name, h, size in zip(names, half[:, 1], sizes):
                 if np.isfinite(h) and name not in half_width:
-                    half_width[str(name)] = float(h)
-                    counts[str(name)] = int((coarse == name).sum())
+                    half_width[str(name)], counts[str(name)] = float(h), int(size)
         pooled = ConformalRegressor().fit(residuals)
         overall = float(pooled.predict_int(np.zeros(1), confidence=confidence)[0, 1])
     return {
