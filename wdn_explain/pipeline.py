@@ -244,44 +244,21 @@ def explain_scenario(
     labels = inputs.labels(
         result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
     )
+    truth = labels[steps + horizon]
     node_arrays: dict[str, Any] = {}
     if inputs.node_level:
         ids = [network.node_ids[v] for v in chosen]
-        targets = {
-            node: {r: [per_step[j] for per_step in s_] for r, s_ in series.items()}
-            for j, node in enumerate(ids)
-        }
-        node_arrays = {
-            "node_forecast": node_forecast,
-            "node_truth": labels[steps + horizon],
-            "compliance_forecast": inputs.compliance(node_forecast),
-            "compliance_truth": inputs.compliance(labels[steps + horizon]),
-            "targets": targets,
-        }
+        node_arrays, series = _node_targets(ids, series, node_forecast, truth, inputs)
         meta |= {"target_nodes": ids, "node": ids[0], "min_residual_mg_l": inputs.min_residual_mg_l}
-        series = dict(targets[ids[0]])
-        forecast, truth = node_forecast, labels[steps + horizon]
     explanations = series.pop("mean")
-    if not inputs.node_level:
-        forecast = np.array([e.prediction for e in explanations])
-        truth = labels[steps + horizon]
+    forecast = (
+        node_forecast if inputs.node_level else np.array([e.prediction for e in explanations])
+    )
     meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
     if meta["forecast_warning"]:
         logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
-    lower = upper = None
-    if card.conformal is not None:
-        bins = mondrian_bins(scenario, result.times_s, horizon, network.reservoirs)[steps]
-        bins = node_bins(bins, forecast) if inputs.node_level else bins
-        lower, upper = intervals(card.conformal, forecast, bins, LABEL_RANGE[inputs.target])
-        meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
-        shown = (lower, upper) if lower.ndim == 1 else (lower[:, chosen[0]], upper[:, chosen[0]])
-        meta["uncertainty"] = uncertainty_notice(
-            card.conformal,
-            *shown,
-            result.times_s[steps],
-            unit="of the nodes" if lower.ndim == 1 else f"mg/L at node {meta['node']}",
-        )
-    if inputs.node_level:
+    lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen)
+    if inputs.node_level:  # the timeline's own series follow the first target node
         node_arrays |= {"node_lower": lower, "node_upper": upper}
         i = chosen[0]
         forecast, truth = forecast[:, i], truth[:, i]
@@ -313,6 +290,60 @@ def explain_scenario(
         timeline.save(out)
         store.remove()
     return timeline, status
+
+
+def _node_targets(
+    ids: list[str],
+    series: dict[str, list],
+    node_forecast: np.ndarray,
+    node_truth: np.ndarray,
+    inputs: InputSpec,
+) -> tuple[dict[str, Any], dict[str, list]]:
+    """A node-level timeline's node fields (every node's forecast and truth, the compliance
+    shares, each target node's explanations per reference) and the explanation series of
+    the first target node, which the timeline shows by default."""
+    targets = {
+        node: {r: [per_step[j] for per_step in s_] for r, s_ in series.items()}
+        for j, node in enumerate(ids)
+    }
+    fields = {
+        "node_forecast": node_forecast,
+        "node_truth": node_truth,
+        "compliance_forecast": inputs.compliance(node_forecast),
+        "compliance_truth": inputs.compliance(node_truth),
+        "targets": targets,
+    }
+    return fields, dict(targets[ids[0]])
+
+
+def _intervals(
+    card: ModelCard,
+    scenario: ScenarioConfig,
+    result: SimulationResult,
+    network: Network,
+    steps: np.ndarray,
+    forecast: np.ndarray,
+    meta: dict[str, Any],
+    chosen: list[int] | None,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The conformal (lower, upper) of every forecast (None without a calibrated card);
+    records the interval's description and the uncertainty notice (for a node model: at the
+    first target node) in ``meta``."""
+    if card.conformal is None:
+        return None, None
+    inputs = card.input_spec
+    bins = mondrian_bins(scenario, result.times_s, inputs.horizon, network.reservoirs)[steps]
+    bins = node_bins(bins, forecast) if inputs.node_level else bins
+    lower, upper = intervals(card.conformal, forecast, bins, LABEL_RANGE[inputs.target])
+    meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
+    node_level = lower.ndim > 1
+    meta["uncertainty"] = uncertainty_notice(
+        card.conformal,
+        *((lower[:, chosen[0]], upper[:, chosen[0]]) if node_level else (lower, upper)),
+        result.times_s[steps],
+        unit=f"mg/L at node {meta['node']}" if node_level else "of the nodes",
+    )
+    return lower, upper
 
 
 def _hydraulics_at(result: SimulationResult, steps: np.ndarray) -> dict[str, np.ndarray]:
