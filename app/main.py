@@ -41,7 +41,7 @@ from wdn_explain.narrative import (
     timeline_label,
     unit,
 )
-from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, onboard
+from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, evaluation_warnings, onboard
 from wdn_explain.pipeline import explain_scenario, with_hydraulics
 from wdn_explain.plot import (
     LABELLED_NODES,
@@ -395,7 +395,7 @@ def _model_label(name: str, model_dir: Path) -> str:
 
 def pick_model():
     """The model chooser (top of the sidebar): returns the model folder and its network,
-    with a caption naming the network (and a notice when its map is a computed layout);
+    with a caption naming the network and the warnings its evaluation recorded;
     below it, the upload that builds a model of the user's own network."""
     models = water_models()
     built = st.session_state.pop(BUILT, None)  # a model the upload just made: chosen
@@ -415,6 +415,8 @@ def pick_model():
     model_dir = models[name]
     net = network(str(model_dir), model_hash(model_dir))
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
+    for warning in evaluation_warnings(model_dir):  # recorded when the model was built
+        st.sidebar.warning(f"**Check the model** -- {warning}.")
     own_network_form()
     return model_dir, net
 

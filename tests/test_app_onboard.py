@@ -62,6 +62,11 @@ def test_uploaded_net1_becomes_the_chosen_model(app, tmp_path):
     assert (folder / "card.json").is_file() and (folder / "default_timeline.npz").is_file()
     assert widget(at, "selectbox", "model").value == "mytown"
     assert any("network mytown: 11 nodes, 13 links" in c.value for c in at.sidebar.caption)
+    # the evaluation's warnings beside the model: one when it does not beat persistence
+    rows = [line.split() for line in (folder / "evaluation.txt").read_text().splitlines()]
+    mae = {row[0]: float(row[1]) for row in rows if row[:1] in (["model"], ["persistence"])}
+    warned = any("no better than persistence" in w.value for w in at.sidebar.warning)
+    assert warned == (mae["model"] >= mae["persistence"])
     si = json.loads(at.get("plotly_chart")[0].proto.spec)
     nodes = next(tr for tr in si["data"] if tr.get("name") == "nodes")
     shown = {h.split("</b>")[0].removeprefix("<b>node ") for h in nodes["hovertext"]}

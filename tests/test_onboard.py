@@ -87,9 +87,14 @@ def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
     ]
     # evaluation.txt: the test split of 8 scenarios is 8 - round(6.4) - round(0.8) = 1
     text = (folder / "evaluation.txt").read_text().splitlines()
-    text = [line for line in text if not line.startswith("warning:")]  # two epochs: may warn
+    warnings = [line for line in text if line.startswith("warning:")]  # two epochs: may warn
+    text = text[len(warnings) :]
     assert text[0].startswith(f"test: {1 * (N_REPORTS - HORIZON)} samples")
-    assert any(line.split()[:1] == ["persistence"] for line in text)
+    mae = {row[0]: float(row[1]) for row in map(str.split, text[2:6])}  # the table's MAE column
+    assert set(mae) == {"model", "persistence", "climatology", "tree"}
+    warned = any("no better than persistence" in line for line in warnings)
+    assert warned == (mae["model"] >= mae["persistence"])
+    assert "seed" not in re.search(r"\[6/6\] explain[^\n]*", output).group()  # a drawn seed
     # the app finds the folder, its default scenario and its current timeline
     assert output.rstrip().endswith("the app (`streamlit run app/main.py`) lists it")
     monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(folder.parent))
@@ -233,3 +238,21 @@ def test_user_models_are_listed_after_the_shipped_ones(tmp_path, monkeypatch):
     assert models["default"] == DEFAULT_MODEL
     assert list(models)[-2:] == [str(tmp_path / "default"), "mine"]  # by folder name
     assert models["mine"] == tmp_path / "mine"
+
+
+@pytest.mark.parametrize(("mae", "persistence", "warned"), [(0.12, 0.2, False), (0.2, 0.2, True)])
+def test_a_model_no_better_than_persistence_is_warned(mae, persistence, warned):
+    from wdn_explain.scoring import Scores, score_warnings
+
+    results = {"mae": mae, "persistence_mae": persistence, "forecast_warning": None}
+    found = score_warnings(Scores(results, inputs=None, split="test", step_s=300))
+    assert found == (
+        [
+            f"the model is no better than persistence on the test split (MAE {mae:.4f} against "
+            f"{persistence:.4f}): its forecasts add nothing to the present reading; a design whose "
+            "target barely changes (every node chlorinated from the start, say) teaches a model "
+            "little"
+        ]
+        if warned
+        else []
+    )

@@ -329,7 +329,7 @@ def evaluate(
     """Print MAE, RMSE and R² of the model beside persistence, the time-step climatology and
     a gradient-boosted tree on the same inputs, overall, per scenario factor (and whether a
     source switches within the horizon) and per time step."""
-    from .scoring import score_lines, score_model
+    from .scoring import score_lines, score_model, score_warnings
     from .shipped import default_model, shipped
 
     model = default_model() if model is None else shipped(model)
@@ -337,8 +337,8 @@ def evaluate(
         scores = score_model(model, data, split, device, fit_data)
     except WdnExplainError as exc:
         _fail(exc)
-    if scores.results["forecast_warning"]:
-        typer.echo(f"warning: {scores.results['forecast_warning']}", err=True)
+    for warning in score_warnings(scores):
+        typer.echo(f"warning: {warning}", err=True)
     for line in score_lines(scores):
         typer.echo(line)
 

@@ -27,6 +27,7 @@ import yaml
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output
 from .model_folder import CARD, read_card
+from .narrative import scenario_text
 from .network import Network, load_network
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig, SimulationConfig, load_config
@@ -37,6 +38,8 @@ logger = logging.getLogger(__name__)
 #: The design every onboarded network starts from (its ranges, schedules, duration, steps).
 MONITORING = SHIPPED_ROOT / "simulations" / "monitoring.yaml"
 DESIGN, EVALUATION, DATA = "design.yaml", "evaluation.txt", "data"
+WARNING = "warning: "
+"""How a line of ``evaluation.txt`` that warns begins."""
 STAGES = ("check", "design", "simulate", "train", "evaluate", "explain")
 DEFAULT_SCENARIOS = 40
 """Scenarios simulated by default: trains in minutes on 2 cores, up to networks of hundreds
@@ -372,7 +375,7 @@ def onboard(
 
     spec = _default_scenario(folder, network, overwrite)
     out = folder / MODEL_TIMELINE
-    stage(f"{spec.describe()} -> {out}")
+    stage(f"{scenario_text(spec)} -> {out}")
     check_timeline_output(out, spec, overwrite=True)
     with progress_callback(progress, "explain") as cb:
         _, status = explain_scenario(spec, folder, out=out, progress=cb)
@@ -398,12 +401,12 @@ def _write_design(
 
 def _write_evaluation(folder: Path, data: Path, device: str) -> list[str]:
     """Score the folder's model on the test split into ``evaluation.txt``; return a summary
-    line (and the forecast warning, if any)."""
-    from .scoring import score_lines, score_model
+    line and the warnings (:func:`~wdn_explain.scoring.score_warnings`), if any."""
+    from .scoring import score_lines, score_model, score_warnings
 
     scores = score_model(folder, data, "test", device)
     lines, res = score_lines(scores), scores.results
-    warning = [f"warning: {res['forecast_warning']}"] if res["forecast_warning"] else []
+    warning = [f"{WARNING}{w}" for w in score_warnings(scores)]
     with atomic_write(folder / EVALUATION) as tmp:
         tmp.write_text("\n".join(warning + lines) + "\n")
     summary = (
@@ -411,6 +414,14 @@ def _write_evaluation(folder: Path, data: Path, device: str) -> list[str]:
         f"climatology {res['climatology_mae']:.4f}, tree {res['tree_mae']:.4f})"
     )
     return [summary, *warning]
+
+
+def evaluation_warnings(folder: str | Path) -> list[str]:
+    """The warnings a model folder's ``evaluation.txt`` records (none without the file):
+    the app shows them beside the model's name."""
+    path = Path(folder) / EVALUATION
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return [line.removeprefix(WARNING) for line in lines if line.startswith(WARNING)]
 
 
 def _default_scenario(folder: Path, network: Network, overwrite: bool) -> ScenarioConfig:

@@ -66,6 +66,22 @@ def score_model(
     return Scores(results, inputs, split, step_s)
 
 
+def score_warnings(scores: Scores) -> list[str]:
+    """Plain warnings on the scores: the forecasts leave their range (damaged weights, say),
+    or the model is no better than persistence (the present value carried forward), so its
+    forecasts, and their explanations, add nothing to a reading of the network now."""
+    res = scores.results
+    found = [res["forecast_warning"]] if res["forecast_warning"] else []
+    if res["mae"] >= res["persistence_mae"]:
+        found.append(
+            f"the model is no better than persistence on the {scores.split} split (MAE "
+            f"{res['mae']:.4f} against {res['persistence_mae']:.4f}): its forecasts add "
+            "nothing to the present reading; a design whose target barely changes (every "
+            "node chlorinated from the start, say) teaches a model little"
+        )
+    return found
+
+
 def score_lines(scores: Scores) -> list[str]:
     """The scores as text lines: the model beside persistence, the time-step climatology
     and the tree (MAE, RMSE, R²; for a node-level model also the derived compliance share),
