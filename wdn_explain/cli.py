@@ -638,7 +638,9 @@ REFERENCE_HELP = (
 def report(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
     out: Path = typer.Option(Path("report.html"), help="self-contained HTML file"),
-    index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
+    index: str = typer.Option(
+        "k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Möbius (Moebius)"
+    ),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     top_k: int = typer.Option(10, help="strongest interactions drawn per order"),
     reference: str = typer.Option(None, help=REFERENCE_HELP, show_default=False),
@@ -679,7 +681,9 @@ def report(
 @app.command()
 def export(
     timeline: Path = typer.Option(..., help="timeline file from `explain`"),
-    index: str = typer.Option("k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Moebius"),
+    index: str = typer.Option(
+        "k-SII", help="SV, SII, k-SII, STII, FSII, BV, BII, FBII or Möbius (Moebius)"
+    ),
     order: int = typer.Option(None, help="interaction order (default 2; SV and BV: 1)"),
     reference: str = typer.Option(None, help=REFERENCE_HELP, show_default=False),
     csv: Path = typer.Option(None, help="one row per (step, interaction), nodes by id"),

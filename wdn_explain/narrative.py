@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .explain.indices import check_index
+from .explain.indices import check_index, index_name
 from .features import share_below_residual
 from .network import Network
 from .scenario import ScenarioConfig
@@ -105,11 +105,6 @@ def threshold_text(timeline: Timeline) -> str:
 def resolved_order(timeline: Timeline, index: str, order: int | None) -> int:
     """The order ``index`` is shown at (SV and BV: 1; others default to 2)."""
     return check_index(index, order, timeline.explanations[0].blocks.max_size)[1]
-
-
-def index_name(index: str) -> str:
-    """How people read an index's name: ``Möbius`` for the engine's ASCII ``Moebius``."""
-    return "Möbius" if index == "Moebius" else index
 
 
 def index_label(index: str, order: int) -> str:

@@ -54,6 +54,13 @@ def test_explain_shipped_model_from_another_directory(chem_root, tmp_path, monke
     assert "6 atoms" in result.output
 
 
+def test_explain_names_moebius_as_people_write_it(model_dir):
+    result = run("explain", "--model", model_dir, "--smiles", "c1ccccc1", "--si-index", "Möbius")
+    assert result.exit_code == 0, result.output
+    rows = [line.split()[0] for line in result.output.splitlines() if line.startswith("  ")]
+    assert rows and set(rows) == {"Möbius"}
+
+
 def test_explain_pasted_smiles(model_dir):
     result = run("explain", "--model", model_dir, "--smiles", "O=[N+]([O-])c1ccccc1")
     assert result.exit_code == 0, result.output

@@ -93,6 +93,13 @@ def test_unknown_index_order_and_method(wdn_model, small_graph):
         e.interaction_values("SV", 2)
     with pytest.raises(ExplainError, match="unknown method 'fast'"):
         GraphSHAPIQ(wdn_model, method="fast")
+
+
+def test_moebius_spelled_either_way(wdn_model, small_graph):
+    e = GraphSHAPIQ(wdn_model).explain(small_graph)
+    umlaut, ascii_ = e.interaction_values("Möbius", 2), e.interaction_values("Moebius", 2)
+    assert umlaut.index == "Moebius" and umlaut.interaction_lookup == ascii_.interaction_lookup
+    np.testing.assert_array_equal(umlaut.values, ascii_.values)
     with pytest.raises(ExplainError, match="EdgeModel: TransformerConv is not one of the layers"):
         GraphSHAPIQ(edge_model("transformer"), method="local")
     with pytest.raises(ExplainError, match="budget \\(lambda\\) must be an integer >= 1"):

@@ -133,7 +133,9 @@ def explain(
     data_version: str = typer.Option(None, help="csv or paper (default: the model's data version)"),
     index: int = typer.Option(0, help="graph number in the dataset"),
     smiles: str = typer.Option(None, help="explain this SMILES instead of a dataset graph"),
-    si: str = typer.Option("k-SII", "--si-index", help="SV, SII, k-SII, STII, FSII, Moebius, ..."),
+    si: str = typer.Option(
+        "k-SII", "--si-index", help="SV, SII, k-SII, STII, FSII, Möbius (or Moebius), ..."
+    ),
     order: int = typer.Option(2, help="explanation order"),
     output: int = typer.Option(
         None, help="explain this class logit (default: log-odds of class 1)"
@@ -147,6 +149,7 @@ def explain(
     root: Path = typer.Option(None, help=ROOT_HELP),
 ) -> None:
     """Exact Shapley interactions of one molecule, listed and drawn as an SI-Graph."""
+    from ..explain.indices import index_name
     from ..files import atomic_write, check_output
     from ..shipped import shipped
     from .datasets import load_dataset, smiles_graph_for
@@ -189,10 +192,12 @@ def explain(
         f"calls (|I|) instead of 2^{graph.num_nodes}"
     )
     for atoms, value in top_interactions(values, symbols, top):
-        typer.echo(f"  {si:>7} {atoms:<30} {value:+.4f}")
+        typer.echo(f"  {index_name(si):>7} {atoms:<30} {value:+.4f}")
     try:
         if png:
-            fig = draw_si_graph(values, graph, symbols, title=f"{name}: {si} order {order}")
+            fig = draw_si_graph(
+                values, graph, symbols, title=f"{name}: {index_name(si)} order {order}"
+            )
             with atomic_write(png) as tmp:
                 fig.savefig(tmp, dpi=120, format="png")
             typer.echo(f"wrote {png}")

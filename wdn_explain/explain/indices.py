@@ -24,6 +24,8 @@ from ..errors import ExplainError
 Index = Literal["SV", "SII", "k-SII", "STII", "FSII", "BV", "BII", "FBII", "Moebius"]
 INDICES: tuple[str, ...] = get_args(Index)
 _FIRST_ORDER = {"SV": "k-SII", "BV": "BII"}
+_SPELLINGS = {"Möbius": "Moebius"}
+"""Names people write for an index, accepted beside the ASCII one (shapiq's)."""
 
 
 DEFAULT_ORDER = 2
@@ -31,6 +33,7 @@ DEFAULT_ORDER = 2
 
 def check_index(index: str, order: int | None, max_order: int) -> tuple[str, int]:
     """Validate an index name and order: the one path from (index, order) to what is computed.
+    ``Möbius`` is accepted for ``Moebius``.
 
     SV and BV have order 1 and need none; Moebius keeps the MIs up to size ``order`` (all,
     up to ``max_order``, by default); the other indices default to order 2.
@@ -41,6 +44,7 @@ def check_index(index: str, order: int | None, max_order: int) -> tuple[str, int
     Raises:
         ExplainError: unknown index, or an order that is not a positive integer.
     """
+    index = _SPELLINGS.get(index, index)
     if index not in INDICES:
         raise ExplainError(f"unknown index {index!r} (choose from {', '.join(INDICES)})")
     if index in _FIRST_ORDER:
@@ -52,6 +56,11 @@ def check_index(index: str, order: int | None, max_order: int) -> tuple[str, int
     if isinstance(order, bool) or not isinstance(order, int | np.integer) or order < 1:
         raise ExplainError(f"order must be a positive integer (got {order!r})")
     return index, min(int(order), max_order) if index == "Moebius" else int(order)
+
+
+def index_name(index: str) -> str:
+    """How people read an index's name: ``Möbius`` for the engine's ASCII ``Moebius``."""
+    return "Möbius" if index == "Moebius" else index
 
 
 @lru_cache(maxsize=256)
