@@ -115,9 +115,18 @@ def test_complexity_csv_writes_huge_counts_in_scientific_notation(tmp_path):
     assert values["interactions"].isdigit()  # a small count stays an integer
 
 
-def test_bad_node_id_is_refused_before_torch_loads(tmp_path):
-    """`explain` checks the injection node before importing the model stack (seconds, not
-    the ~12 s of torch/PyG imports); run in a fresh process to see what it imported."""
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--scenario", "{injection_node: '99'}"],
+        ["--model", "models/hanoi-nodes", "--node", "27", "--node", "99"],
+    ],
+    ids=["injection node", "explained node"],
+)
+def test_bad_node_id_is_refused_before_torch_loads(tmp_path, args):
+    """`explain` checks the injection node and the explained nodes before importing the
+    model stack (seconds, not the ~12 s of torch/PyG imports); run in a fresh process to see
+    what it imported."""
     import subprocess
     import sys
 
@@ -125,8 +134,7 @@ def test_bad_node_id_is_refused_before_torch_loads(tmp_path):
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from wdn_explain.cli import app\n"
-        "r = CliRunner().invoke(app, ['explain', '--scenario', \"{injection_node: '99'}\", "
-        f"'--out', r'{tmp_path / 'x.npz'}'])\n"
+        f"r = CliRunner().invoke(app, ['explain', *{args!r}, '--out', r'{tmp_path / 'x.npz'}'])\n"
         "print(r.exit_code, 'torch_geometric' in sys.modules, r.output.strip())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

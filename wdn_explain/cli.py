@@ -573,7 +573,10 @@ def explain(
             memory_budget_gb=memory_gb,
             target_nodes=tuple(node) if node else None,
         )
-        injection_node(spec, load_network(spec.network))  # a bad node id: before torch loads
+        network = load_network(spec.network)  # a bad node id is refused before torch loads
+        injection_node(spec, network)
+        for target in node or ():
+            network.node_index(target)
         from .pipeline import explain_scenario
 
         timeline, status = explain_scenario(
