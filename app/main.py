@@ -737,13 +737,15 @@ def second_scenario(view: View, net, time_s: int, scale: float) -> None:
 
 def follow_panel(view: View, net, step: int) -> list[str]:
     """A node's or pair's value over time, or a message saying why there is none; it opens
-    on the node where chlorine enters. Returns the picked node ids."""
+    on the node where chlorine enters, or for a node-level model on the explained node (the
+    source may lie outside its receptive field). Returns the picked node ids."""
+    opening = view.target or injection_node(view.timeline.scenario, net)
     picked = st.multiselect(
         "node (or pair) to follow",
         list(net.node_ids),
-        default=[injection_node(view.timeline.scenario, net)],
+        default=[opening],
         max_selections=2,
-        key=f"follow@{view.path}",  # each scenario opens on its own injection node
+        key=f"follow@{view.path}@{opening}",  # each scenario (and target) opens on its own
     )
     if not picked:
         st.info("Pick a node, or two nodes for their pairwise interaction, to follow over time.")

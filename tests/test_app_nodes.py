@@ -63,7 +63,8 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
     assert forecast["layout"]["yaxis"]["title"]["text"] == "mg/L"
     html = next(b for b in app.get("download_button") if b.proto.label == "HTML report")
     assert html.proto.disabled  # reports draw share timelines only (as the CLI)
-    followed = widget(app, "multiselect", "follow").value[0]  # the injection node
+    followed = widget(app, "multiselect", "follow").value[0]
+    assert followed == target  # not the injection node, which may not move its forecast
     node = charts(app)["node_chlorine"]
     for name, key in (
         ("forecast", "node_forecast"),
