@@ -199,6 +199,18 @@ def test_driver_names(hanoi):
     assert driver_name(hanoi, pair) == "the pair 4–20"
 
 
+def test_drivers_table_names_pairs_briefly(tl, hanoi):
+    from wdn_explain.narrative import drivers_table
+
+    step = tl.first_informative_step()
+    e = tl.explanations[step]
+    members, values = e.index_values("k-SII", 2, 2)
+    strongest = max(zip(map(tuple, members), values), key=lambda mv: abs(mv[1]))[0]
+    a, b = sorted((hanoi.node_ids[v] for v in strongest), key=int)
+    rows = drivers_table(tl, hanoi, step, "k-SII", 2, k=10_000)  # every value
+    assert f"pair {a}–{b}" in [row["driver"] for row in rows]  # no "the": a narrow column
+
+
 def test_shapiq_zip_holds_every_step_with_node_ids(tl):
     import io
     import json

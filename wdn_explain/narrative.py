@@ -154,7 +154,7 @@ def drivers_table(
     gap = timeline.explanations[step].prediction - timeline.explanations[step].empty_prediction
     return [
         {
-            "driver": driver_name(network, members),
+            "driver": driver_name(network, members).removeprefix("the "),  # a narrow column
             f"value ({value_unit(timeline)})": round(value, 4),
             "of the difference": f"{value / gap:+.0%}" if abs(gap) > 1e-9 else "",
         }
