@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import warnings
 from pathlib import Path
 
@@ -55,6 +56,18 @@ def _quiet_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _warm_up_ends_with_its_test():
+    """The app's warm-up thread (started by a test's first page) ends with that test: on
+    CPython 3.11.7 two threads parsing source into ASTs at once fail ("AST constructor
+    recursion depth mismatch"), e.g. pytest rewriting a plugin module it imports late (the
+    session summary imports hypothesis) while the warm-up imports libraries."""
+    yield
+    for thread in threading.enumerate():
+        if thread.name == "wdn-explain-warm-up":
+            thread.join(timeout=600)
 
 
 @pytest.fixture(scope="session")
