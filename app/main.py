@@ -632,7 +632,10 @@ def page(view: View, net) -> None:
     """The time slider and every panel at the cursor's time: SI-Graph, summary, forecast
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
     it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
-    on networks too large for node labels it spans the page and the panels go below it."""
+    on networks too large for node labels it spans the page and the panels go below it,
+    out of the first screen: there, while playing, only the SI-Graph and its sentence move
+    (the browser redraws one large map per step, not two) and the panels below follow on
+    pause (:data:`PANELS_ON_PAUSE`)."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
@@ -662,6 +665,10 @@ def page(view: View, net) -> None:
     panels = right if large else [right] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
+    if large and st.session_state.get("playing"):
+        panels[1].caption(PANELS_ON_PAUSE)
+        return
+    with panels[0]:
         with st.expander("strongest drivers (table)"):
             table = drivers_table(tl, net, step, view.index, view.order)
             st.dataframe(table, hide_index=True, width="stretch")
@@ -689,6 +696,10 @@ def page(view: View, net) -> None:
 
 
 MAP_VIEWS = {"chlorine": "chlorine (mg/L)", "compliance": "below the minimum"}
+PANELS_ON_PAUSE = (
+    "Playing: the SI-Graph and its sentence move; the drivers table, forecast chart, "
+    "chlorine map and followed node show the step you pause at."
+)
 
 
 def chlorine_panel(view: View, net, step: int) -> None:

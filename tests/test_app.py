@@ -304,6 +304,32 @@ def test_switching_models_shows_the_new_models_sidebar(app):
     assert trace(specs(app)[0], "source")["text"][0].startswith("n303: ")
 
 
+def test_l_town_plays_its_si_graph_and_draws_the_panels_on_pause(app):
+    """On a network too large for labels the panels lie below the SI-Graph: while playing
+    only the SI-Graph (and its sentence) moves, step by step, and a caption says that the
+    panels follow on pause; pause draws every panel at the paused step."""
+    from wdn_explain.shipped import model_network
+
+    def on_pause(at) -> bool:  # the caption that says the panels follow on pause
+        return any(c.value.startswith("Playing: the SI-Graph") for c in at.caption)
+
+    app.selectbox(key="model").select("l-town").run()
+    start = cursor(app)
+    assert list(charts(app)) == ["si_graph", "forecast", "chlorine", "value", "node_chlorine"]
+    app.button(key="play").click().run()
+    assert not app.exception
+    assert cursor(app) == start + 5 and list(charts(app)) == ["si_graph"]
+    assert on_pause(app)
+    si = charts(app)["si_graph"]
+    assert f"forecast made at {start + 5} min" in si["layout"]["title"]["text"]
+    assert len(as_array(trace(si, "nodes")["x"])) == model_network(ROOT / "models/l-town").n_nodes
+    app.run()  # one more tick
+    assert cursor(app) == start + 10 and list(charts(app)) == ["si_graph"]
+    app.button(key="pause").click().run()
+    assert not on_pause(app)
+    assert set(panel_minutes(app).values()) == {start + 10}
+
+
 def _roles(model_dir):
     from wdn_explain.shipped import model_network
 
