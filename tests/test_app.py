@@ -419,7 +419,9 @@ def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl):
 
 def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeypatch, caplog):
     """The server's background warm-up (a model switch then only draws) runs to its end:
-    it logs nothing when every shipped model's network, properties, timeline and scale load."""
+    it logs nothing when every shipped model's network, properties, timeline and scale load,
+    and it leaves what it loaded out of the garbage collections after every script run."""
+    import gc
     import logging
     import threading
 
@@ -427,6 +429,7 @@ def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeyp
 
     monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path))
     st.cache_resource.clear()  # so that this server process starts its warm-up again
+    gc.unfreeze()
     with caplog.at_level(logging.WARNING):
         AppTest.from_file(APP, default_timeout=180).run()
         warm = [t for t in threading.enumerate() if t.name == "wdn-explain-warm-up"]
@@ -435,3 +438,6 @@ def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeyp
             thread.join(timeout=300)
             assert not thread.is_alive()
     assert not [r.getMessage() for r in caplog.records if "warming up" in r.getMessage()]
+    frozen = gc.get_freeze_count()  # the libraries, networks and timelines it loaded
+    gc.unfreeze()
+    assert frozen > 100_000
