@@ -141,13 +141,18 @@ def followed(path: str, mtime: float, reference: str, target, members, index: st
 
 
 # What a new scenario (EPyT-Flow, the model: torch and PyG, the engine) and the molecule
-# page (RDKit) import on first use: 10-20 s on 2 busy cores, paid by the warm-up instead.
+# page (RDKit, its model loader with scikit-learn, its drawing with shapiq's plot and
+# Matplotlib) import on first use: 10-20 s on 2 busy cores, paid by the warm-up instead.
 WARM_MODULES = (
     "epyt_flow.simulation",
     "wdn_explain.model",
     "wdn_explain.explain.graphshapiq",
     "wdn_explain.chem.datasets",
     "wdn_explain.chem.explain",
+    "wdn_explain.chem.training",
+    "rdkit.Chem.rdDepictor",
+    "shapiq.plot",
+    "matplotlib.pyplot",
 )
 WARM_UP = "wdn-explain-warm-up"  # the thread's name
 CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
