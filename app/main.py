@@ -645,9 +645,9 @@ def page(view: View, net) -> None:
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
     it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
     on networks too large for node labels it spans the page and the panels go below it,
-    out of the first screen: there, while playing, only the SI-Graph and its sentence move
-    (the browser redraws one large map per step, not two) and the panels below follow on
-    pause (:data:`PANELS_ON_PAUSE`)."""
+    out of the first screen: there, while playing, only the SI-Graph (without its flow
+    arrows) and its sentence move, as the browser draws every chart anew on each step, and
+    the arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`)."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
@@ -660,10 +660,11 @@ def page(view: View, net) -> None:
     )
     step = times.index(st.session_state["time_min"])
     large = net.n_nodes > LABELLED_NODES
+    playing = large and bool(st.session_state.get("playing"))  # a large map plays lighter
     left, right = (st.container(), st.columns(3)) if large else st.columns([3, 2])
     with left:
         scale = scale_of(view.path, view.mtime, view.reference, view.target, view.index, view.order)
-        fig = view_si_graph(view, tl, net, step, scale, height=540)
+        fig = view_si_graph(view, tl, net, step, scale, height=540, arrows=not playing)
         st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
         s = tl.scenario
         what = f"forecast: {unit(tl)}" if tl.node_level else f"chlorinated: {threshold_text(tl)}"
@@ -677,7 +678,7 @@ def page(view: View, net) -> None:
     panels = right if large else [right] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
-    if large and st.session_state.get("playing"):
+    if playing:
         panels[1].caption(PANELS_ON_PAUSE)
         return
     with panels[0]:
@@ -709,8 +710,9 @@ def page(view: View, net) -> None:
 
 MAP_VIEWS = {"chlorine": "chlorine (mg/L)", "compliance": "below the minimum"}
 PANELS_ON_PAUSE = (
-    "Playing: the SI-Graph and its sentence move; the drivers table, forecast chart, "
-    "chlorine map and followed node show the step you pause at."
+    "Playing: the SI-Graph and its sentence move, the pipes by flow without their arrows; "
+    "the flow arrows, drivers table, forecast chart, chlorine map and followed node show "
+    "the step you pause at."
 )
 
 
@@ -729,8 +731,11 @@ def chlorine_panel(view: View, net, step: int) -> None:
     st.caption(compliance_text(tl, step, view.minimum))
 
 
-def view_si_graph(view: View, tl: Timeline, net, step: int, scale: float, height: int):
-    """The SI-Graph of ``tl``'s ``step`` with the view's index, order, top-k and focus."""
+def view_si_graph(
+    view: View, tl: Timeline, net, step: int, scale: float, height: int, arrows: bool = True
+):
+    """The SI-Graph of ``tl``'s ``step`` with the view's index, order, top-k and focus
+    (``arrows``: the flow arrows, see :func:`si_graph_figure`)."""
     return si_graph_figure(
         tl,
         net,
@@ -741,6 +746,7 @@ def view_si_graph(view: View, tl: Timeline, net, step: int, scale: float, height
         scale=scale,
         height=height,
         focus=view.focus,
+        arrows=arrows,
     )
 
 

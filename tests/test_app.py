@@ -323,11 +323,14 @@ def test_l_town_plays_its_si_graph_and_draws_the_panels_on_pause(app):
     si = charts(app)["si_graph"]
     assert f"forecast made at {start + 5} min" in si["layout"]["title"]["text"]
     assert len(as_array(trace(si, "nodes")["x"])) == model_network(ROOT / "models/l-town").n_nodes
+    names = {t.get("name") for t in si["data"]}  # pipes by flow, without the arrows
+    assert "flow" not in names and "flow class 1" in names
     app.run()  # one more tick
     assert cursor(app) == start + 10 and list(charts(app)) == ["si_graph"]
     app.button(key="pause").click().run()
     assert not on_pause(app)
     assert set(panel_minutes(app).values()) == {start + 10}
+    assert "flow" in {t.get("name") for t in charts(app)["si_graph"]["data"]}
 
 
 def _roles(model_dir):

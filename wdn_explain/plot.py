@@ -128,18 +128,23 @@ def flow_scale(timeline: Timeline) -> float:
     return float(np.abs(timeline.link_flow_lps).max()) or 1.0
 
 
-def _pipe_traces(network: Network, timeline: Timeline, step: int) -> list[dict]:
+def _pipe_traces(
+    network: Network, timeline: Timeline, step: int, arrows: bool = True
+) -> list[dict]:
     """The links at ``step``: coloured and widened by |flow| (four line traces) with an arrow
     at each midpoint pointing downstream, coloured by |flow| (with a colour bar in L/s);
     plain grey pipes when the timeline holds no flows. The midpoint markers carry each
-    link's hover (id, diameter, length, flow)."""
+    link's hover (id, diameter, length, flow); ``arrows=False`` leaves them out."""
     flows = None if timeline.link_flow_lps is None else timeline.link_flow_lps[step]
     xy = network.map_coordinates
     ends = xy[network.link_nodes]  # (n_links, 2 ends, 2)
     mid = ends.mean(axis=1)
     scale = marker_scale(network.n_nodes)
     if flows is None:
-        return [_pipe_trace(network), _link_markers(network, mid, None, 0.0, scale)]
+        return [
+            _pipe_trace(network),
+            *([_link_markers(network, mid, None, 0.0, scale)] if arrows else []),
+        ]
     top = flow_scale(timeline)
     level = np.minimum((len(FLOW_WIDTHS) * np.abs(flows) / top).astype(int), len(FLOW_WIDTHS) - 1)
     colours = sample_colorscale(FLOW_SCALE, (np.arange(len(FLOW_WIDTHS)) + 0.5) / len(FLOW_WIDTHS))
@@ -159,7 +164,7 @@ def _pipe_traces(network: Network, timeline: Timeline, step: int) -> list[dict]:
                 name=f"flow class {c + 1}",
             )
         )
-    return [*traces, _link_markers(network, mid, flows, top, scale)]
+    return [*traces, *([_link_markers(network, mid, flows, top, scale)] if arrows else [])]
 
 
 def _link_markers(
@@ -430,14 +435,21 @@ def _node_trace(
 
 
 def frame_traces(
-    network: Network, timeline: Timeline, step: int, data: FrameData, scale: float, index: str
+    network: Network,
+    timeline: Timeline,
+    step: int,
+    data: FrameData,
+    scale: float,
+    index: str,
+    arrows: bool = True,
 ) -> list[dict]:
     """The traces of one frame, nodes and the source last (on top): pipes by flow with
-    their arrows (:func:`_pipe_traces`), pumps and valves (if any), six pair classes and the pair values, two hyperedge signs and the group
-    values, nodes, the source, and a node-level model's explained node."""
+    their arrows (:func:`_pipe_traces`; ``arrows=False``: without), pumps and valves (if
+    any), six pair classes and the pair values, two hyperedge signs and the group values,
+    nodes, the source, and a node-level model's explained node."""
     name = index_name(index)
     return [
-        *_pipe_traces(network, timeline, step),
+        *_pipe_traces(network, timeline, step, arrows),
         *_device_traces(network),
         *_pair_traces(network, data.pairs, name, value_unit(timeline)),
         *_hyperedge_traces(network, data.higher, name, value_unit(timeline)),
@@ -589,13 +601,17 @@ def si_graph_figure(
     scale: float | None = None,
     height: int = 620,
     focus: int | None = None,
+    arrows: bool = True,
 ) -> go.Figure:
     """The SI-Graph of one step (the app draws the step of its time cursor); with ``focus``
-    (a node index) the map is zoomed onto that node and rings it."""
+    (a node index) the map is zoomed onto that node and rings it. ``arrows=False`` draws the
+    pipes by flow without the flow arrows and link hovers: what the app plays on large
+    networks, as L-Town's 909 arrow markers cost the browser most of a step (2.1 against
+    0.6 CPU s in headless Chromium)."""
     scale = value_scale(timeline, index, order) if scale is None else scale
     data = frame_data(timeline, step, index, order, top_k)
     layout = _map_layout(network, height, frame_title(timeline, step, index, order))
-    traces = drawn(frame_traces(network, timeline, step, data, scale, index))
+    traces = drawn(frame_traces(network, timeline, step, data, scale, index, arrows))
     return map_figure(traces, layout, network, focus)
 
 
