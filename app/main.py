@@ -10,6 +10,7 @@ forecast -> explain, cached per scenario/model).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import os
@@ -140,13 +141,18 @@ def followed(path: str, mtime: float, reference: str, target, members, index: st
 
 
 # What a new scenario (EPyT-Flow, the model: torch and PyG, the engine) and the molecule
-# page (RDKit) import on first use: 10-20 s on 2 busy cores, paid by the warm-up instead.
+# page (RDKit, its model loader with scikit-learn, its drawing with shapiq's plot and
+# Matplotlib) import on first use: 10-20 s on 2 busy cores, paid by the warm-up instead.
 WARM_MODULES = (
     "epyt_flow.simulation",
     "wdn_explain.model",
     "wdn_explain.explain.graphshapiq",
     "wdn_explain.chem.datasets",
     "wdn_explain.chem.explain",
+    "wdn_explain.chem.training",
+    "rdkit.Chem.rdDepictor",
+    "shapiq.plot",
+    "matplotlib.pyplot",
 )
 WARM_UP = "wdn-explain-warm-up"  # the thread's name
 CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
@@ -157,7 +163,11 @@ def warm_up() -> threading.Thread:
     """Start, once per server process, a daemon thread that loads what a later request
     would otherwise wait for: every shipped water model's network, current timeline and
     colour scale (a model switch then only draws) and the libraries of a new scenario and
-    of the molecule page (:data:`WARM_MODULES`)."""
+    of the molecule page (:data:`WARM_MODULES`); then it freezes what is loaded
+    (:func:`gc.freeze`). Streamlit collects all garbage after every script run
+    (``runner.postScriptGC``): over the ~570 000 objects of those libraries, networks and
+    timelines, which live as long as the server, that took 0.2-0.5 s per run, paid by every
+    time step and play tick; frozen objects are left out of every later collection."""
     thread = threading.Thread(target=_warm, name=WARM_UP, daemon=True)
     # its cache spinners have no page to draw on: Streamlit's warning about that is noise
     logging.getLogger(CONTEXT_LOGGER).addFilter(lambda r: r.threadName != WARM_UP)
@@ -177,6 +187,8 @@ def _warm() -> None:
             importlib.import_module(module)
     except Exception:  # a later request meets the same failure and shows it
         logger.warning("warming up failed", exc_info=True)
+    gc.collect()  # the garbage first: a frozen object is never collected
+    gc.freeze()
 
 
 def scenario_name(path: Path) -> str:
@@ -634,7 +646,10 @@ def page(view: View, net) -> None:
     """The time slider and every panel at the cursor's time: SI-Graph, summary, forecast
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
     it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
-    on networks too large for node labels it spans the page and the panels go below it."""
+    on networks too large for node labels it spans the page and the panels go below it,
+    out of the first screen: there, while playing, only the SI-Graph (without its flow
+    arrows) and its sentence move, as the browser draws every chart anew on each step, and
+    the arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`)."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
@@ -647,10 +662,11 @@ def page(view: View, net) -> None:
     )
     step = times.index(st.session_state["time_min"])
     large = net.n_nodes > LABELLED_NODES
+    playing = large and bool(st.session_state.get("playing"))  # a large map plays lighter
     left, right = (st.container(), st.columns(3)) if large else st.columns([3, 2])
     with left:
         scale = scale_of(view.path, view.mtime, view.reference, view.target, view.index, view.order)
-        fig = view_si_graph(view, tl, net, step, scale, height=540)
+        fig = view_si_graph(view, tl, net, step, scale, height=540, arrows=not playing)
         st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
         s = tl.scenario
         what = f"forecast: {unit(tl)}" if tl.node_level else f"chlorinated: {threshold_text(tl)}"
@@ -664,6 +680,10 @@ def page(view: View, net) -> None:
     panels = right if large else [right] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
+    if playing:
+        panels[1].caption(PANELS_ON_PAUSE)
+        return
+    with panels[0]:
         with st.expander("strongest drivers (table)"):
             table = drivers_table(tl, net, step, view.index, view.order)
             st.dataframe(table, hide_index=True, width="stretch", column_config=DRIVER_COLUMNS)
@@ -700,6 +720,11 @@ DRIVER_COLUMNS = {  # the table sits in a 2/5 column: short headers, the rest as
 }
 
 MAP_VIEWS = {"chlorine": "chlorine (mg/L)", "compliance": "below the minimum"}
+PANELS_ON_PAUSE = (
+    "Playing: the SI-Graph and its sentence move, the pipes by flow without their arrows; "
+    "the flow arrows, drivers table, forecast chart, chlorine map and followed node show "
+    "the step you pause at."
+)
 
 
 def chlorine_panel(view: View, net, step: int) -> None:
@@ -717,8 +742,11 @@ def chlorine_panel(view: View, net, step: int) -> None:
     st.caption(compliance_text(tl, step, view.minimum))
 
 
-def view_si_graph(view: View, tl: Timeline, net, step: int, scale: float, height: int):
-    """The SI-Graph of ``tl``'s ``step`` with the view's index, order, top-k and focus."""
+def view_si_graph(
+    view: View, tl: Timeline, net, step: int, scale: float, height: int, arrows: bool = True
+):
+    """The SI-Graph of ``tl``'s ``step`` with the view's index, order, top-k and focus
+    (``arrows``: the flow arrows, see :func:`si_graph_figure`)."""
     return si_graph_figure(
         tl,
         net,
@@ -729,6 +757,7 @@ def view_si_graph(view: View, tl: Timeline, net, step: int, scale: float, height
         scale=scale,
         height=height,
         focus=view.focus,
+        arrows=arrows,
     )
 
 

@@ -304,6 +304,35 @@ def test_switching_models_shows_the_new_models_sidebar(app):
     assert trace(specs(app)[0], "source")["text"][0].startswith("n303: ")
 
 
+def test_l_town_plays_its_si_graph_and_draws_the_panels_on_pause(app):
+    """On a network too large for labels the panels lie below the SI-Graph: while playing
+    only the SI-Graph (and its sentence) moves, step by step, and a caption says that the
+    panels follow on pause; pause draws every panel at the paused step."""
+    from wdn_explain.shipped import model_network
+
+    def on_pause(at) -> bool:  # the caption that says the panels follow on pause
+        return any(c.value.startswith("Playing: the SI-Graph") for c in at.caption)
+
+    app.selectbox(key="model").select("l-town").run()
+    start = cursor(app)
+    assert list(charts(app)) == ["si_graph", "forecast", "chlorine", "value", "node_chlorine"]
+    app.button(key="play").click().run()
+    assert not app.exception
+    assert cursor(app) == start + 5 and list(charts(app)) == ["si_graph"]
+    assert on_pause(app)
+    si = charts(app)["si_graph"]
+    assert f"forecast made at {start + 5} min" in si["layout"]["title"]["text"]
+    assert len(as_array(trace(si, "nodes")["x"])) == model_network(ROOT / "models/l-town").n_nodes
+    names = {t.get("name") for t in si["data"]}  # pipes by flow, without the arrows
+    assert "flow" not in names and "flow class 1" in names
+    app.run()  # one more tick
+    assert cursor(app) == start + 10 and list(charts(app)) == ["si_graph"]
+    app.button(key="pause").click().run()
+    assert not on_pause(app)
+    assert set(panel_minutes(app).values()) == {start + 10}
+    assert "flow" in {t.get("name") for t in charts(app)["si_graph"]["data"]}
+
+
 def _roles(model_dir):
     from wdn_explain.shipped import model_network
 
@@ -393,7 +422,9 @@ def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl):
 
 def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeypatch, caplog):
     """The server's background warm-up (a model switch then only draws) runs to its end:
-    it logs nothing when every shipped model's network, properties, timeline and scale load."""
+    it logs nothing when every shipped model's network, properties, timeline and scale load,
+    and it leaves what it loaded out of the garbage collections after every script run."""
+    import gc
     import logging
     import threading
 
@@ -401,6 +432,7 @@ def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeyp
 
     monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path))
     st.cache_resource.clear()  # so that this server process starts its warm-up again
+    gc.unfreeze()
     with caplog.at_level(logging.WARNING):
         AppTest.from_file(APP, default_timeout=180).run()
         warm = [t for t in threading.enumerate() if t.name == "wdn-explain-warm-up"]
@@ -409,3 +441,6 @@ def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeyp
             thread.join(timeout=300)
             assert not thread.is_alive()
     assert not [r.getMessage() for r in caplog.records if "warming up" in r.getMessage()]
+    frozen = gc.get_freeze_count()  # the libraries, networks and timelines it loaded
+    gc.unfreeze()
+    assert frozen > 100_000

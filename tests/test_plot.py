@@ -1,5 +1,7 @@
 """Figures, plain-language texts and reports of the shipped default timeline."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -396,6 +398,16 @@ def test_pipes_by_flow_with_arrows_downstream(flowing, hanoi, figure):
         f"<b>pipe 1</b><br>diameter 1016 mm<br>length 100 m<br>flow {abs(flow[k]):.2f} L/s, "
         + ("1 → 2" if flow[k] > 0 else "2 → 1")
     )
+
+
+def test_si_graph_without_arrows_keeps_the_pipes_by_flow(flowing, hanoi):
+    """``arrows=False`` (play on large networks) drops the arrow markers and their hover
+    and nothing else: every other trace is the same as with the arrows."""
+    step = 10
+    full = json.loads(si_graph_figure(flowing, hanoi, step).to_json())["data"]
+    light = json.loads(si_graph_figure(flowing, hanoi, step, arrows=False).to_json())["data"]
+    assert [t for t in full if t["name"] != "flow"] == light
+    assert any(t["name"] == "flow" for t in full)
 
 
 def test_node_hover_holds_the_inp_properties_and_pressure(flowing, hanoi):

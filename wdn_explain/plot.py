@@ -128,18 +128,23 @@ def flow_scale(timeline: Timeline) -> float:
     return float(np.abs(timeline.link_flow_lps).max()) or 1.0
 
 
-def _pipe_traces(network: Network, timeline: Timeline, step: int) -> list[dict]:
+def _pipe_traces(
+    network: Network, timeline: Timeline, step: int, arrows: bool = True
+) -> list[dict]:
     """The links at ``step``: coloured and widened by |flow| (four line traces) with an arrow
     at each midpoint pointing downstream, coloured by |flow| (with a colour bar in L/s);
     plain grey pipes when the timeline holds no flows. The midpoint markers carry each
-    link's hover (id, diameter, length, flow)."""
+    link's hover (id, diameter, length, flow); ``arrows=False`` leaves them out."""
     flows = None if timeline.link_flow_lps is None else timeline.link_flow_lps[step]
     xy = network.map_coordinates
     ends = xy[network.link_nodes]  # (n_links, 2 ends, 2)
     mid = ends.mean(axis=1)
     scale = marker_scale(network.n_nodes)
     if flows is None:
-        return [_pipe_trace(network), _link_markers(network, mid, None, 0.0, scale)]
+        return [
+            _pipe_trace(network),
+            *([_link_markers(network, mid, None, 0.0, scale)] if arrows else []),
+        ]
     top = flow_scale(timeline)
     level = np.minimum((len(FLOW_WIDTHS) * np.abs(flows) / top).astype(int), len(FLOW_WIDTHS) - 1)
     colours = sample_colorscale(FLOW_SCALE, (np.arange(len(FLOW_WIDTHS)) + 0.5) / len(FLOW_WIDTHS))
@@ -159,7 +164,7 @@ def _pipe_traces(network: Network, timeline: Timeline, step: int) -> list[dict]:
                 name=f"flow class {c + 1}",
             )
         )
-    return [*traces, _link_markers(network, mid, flows, top, scale)]
+    return [*traces, *([_link_markers(network, mid, flows, top, scale)] if arrows else [])]
 
 
 def _link_markers(
@@ -403,7 +408,7 @@ def _node_trace(
         text=list(network.node_ids) if labelled else None,
         textposition="top right",
         textfont=dict(size=12, color="#222"),
-        hovertext=hover,
+        hovertext=np.array(hover),  # an array validates and copies faster than a list
         hoverinfo="text",
         name="nodes",
         marker=dict(
@@ -430,14 +435,21 @@ def _node_trace(
 
 
 def frame_traces(
-    network: Network, timeline: Timeline, step: int, data: FrameData, scale: float, index: str
+    network: Network,
+    timeline: Timeline,
+    step: int,
+    data: FrameData,
+    scale: float,
+    index: str,
+    arrows: bool = True,
 ) -> list[dict]:
     """The traces of one frame, nodes and the source last (on top): pipes by flow with
-    their arrows (:func:`_pipe_traces`), pumps and valves (if any), six pair classes and the pair values, two hyperedge signs and the group
-    values, nodes, the source, and a node-level model's explained node."""
+    their arrows (:func:`_pipe_traces`; ``arrows=False``: without), pumps and valves (if
+    any), six pair classes and the pair values, two hyperedge signs and the group values,
+    nodes, the source, and a node-level model's explained node."""
     name = index_name(index)
     return [
-        *_pipe_traces(network, timeline, step),
+        *_pipe_traces(network, timeline, step, arrows),
         *_device_traces(network),
         *_pair_traces(network, data.pairs, name, value_unit(timeline)),
         *_hyperedge_traces(network, data.higher, name, value_unit(timeline)),
@@ -589,14 +601,18 @@ def si_graph_figure(
     scale: float | None = None,
     height: int = 620,
     focus: int | None = None,
+    arrows: bool = True,
 ) -> go.Figure:
     """The SI-Graph of one step (the app draws the step of its time cursor); with ``focus``
-    (a node index) the map is zoomed onto that node and rings it."""
+    (a node index) the map is zoomed onto that node and rings it. ``arrows=False`` draws the
+    pipes by flow without the flow arrows and link hovers: what the app plays on large
+    networks, as L-Town's 909 arrow markers cost the browser most of a step (2.1 against
+    0.6 CPU s in headless Chromium)."""
     scale = value_scale(timeline, index, order) if scale is None else scale
     data = frame_data(timeline, step, index, order, top_k)
     layout = _map_layout(network, height, frame_title(timeline, step, index, order))
-    traces = drawn(frame_traces(network, timeline, step, data, scale, index))
-    return _focused(go.Figure(dict(data=traces, layout=layout)), network, focus)
+    traces = drawn(frame_traces(network, timeline, step, data, scale, index, arrows))
+    return map_figure(traces, layout, network, focus)
 
 
 def drawn(traces: list[dict]) -> list[dict]:
@@ -606,11 +622,15 @@ def drawn(traces: list[dict]) -> list[dict]:
     return [t for t in traces if not (len(t["x"]) == 1 and np.isnan(t["x"][0]))]
 
 
-def _focused(fig: go.Figure, network: Network, focus: int | None) -> go.Figure:
+def map_figure(traces: list[dict], layout: dict, network: Network, focus: int | None) -> go.Figure:
+    """A map from its traces and layout, zoomed onto node ``focus`` and ringing it (None:
+    the whole network). Built from one dict in one go: Plotly validates every later
+    ``update_layout`` or ``add_trace`` again, which cost each time step tens of ms."""
     if focus is not None:
-        fig.add_trace(found_trace(network, focus))
-        fig.update_layout(focused_layout(network, focus))
-    return fig
+        traces = [*traces, found_trace(network, focus)]
+        zoom = focused_layout(network, focus)
+        layout = layout | {axis: layout[axis] | zoom[axis] for axis in zoom}
+    return go.Figure(dict(data=traces, layout=layout))
 
 
 def timeline_figure(
@@ -700,14 +720,15 @@ def interval_name(timeline: Timeline) -> str:
 BAND = "rgba(214,39,40,0.18)"  # the forecast's interval: the forecast's red, translucent
 
 
-def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[go.Scatter]:
+def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[dict]:
     """A shaded band between ``lower`` and ``upper`` over ``x`` (nothing when either is
     None): the upper edge, then the lower edge filled up to it, one legend entry."""
     if lower is None or upper is None:
         return []
     edge = dict(width=0, color=fill)
     return [
-        go.Scatter(
+        dict(
+            type="scatter",
             x=x,
             y=upper,
             mode="lines",
@@ -717,7 +738,8 @@ def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[go.Scatte
             legendgroup="band",
             name=f"{name} upper",
         ),
-        go.Scatter(
+        dict(
+            type="scatter",
             x=x,
             y=lower,
             mode="lines",
@@ -740,18 +762,23 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
     ref = reference_label(timeline.reference)
     traces = [
         *_band_traces(made, timeline.lower, timeline.upper, interval_name(timeline)),
-        go.Scatter(x=made, y=timeline.truth, name="simulated", line=dict(color="#444")),
-        go.Scatter(x=made, y=timeline.forecast, name="forecast", line=dict(color=POSITIVE)),
-        go.Scatter(
+        dict(type="scatter", x=made, y=timeline.truth, name="simulated", line=dict(color="#444")),
+        dict(
+            type="scatter", x=made, y=timeline.forecast, name="forecast", line=dict(color=POSITIVE)
+        ),
+        dict(
+            type="scatter",
             x=made,
             y=timeline.reference_forecast,
             name=f"reference forecast ({ref})",
             line=dict(color="#999", dash="dash"),
         ),
     ]
+    shapes = []
     if step is not None:
         traces.append(
-            go.Scatter(
+            dict(
+                type="scatter",
                 x=[made[step]],
                 y=[timeline.forecast[step]],
                 name="now",
@@ -760,22 +787,62 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
                 showlegend=False,
             )
         )
-    fig = go.Figure(traces)
-    if step is not None:
-        fig.add_vline(x=float(made[step]), line=dict(color="#999", dash="dot"))
-    fig.update_layout(
+        shapes.append(vertical_line(float(made[step])))
+    layout = dict(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(
             text=f"{unit(timeline)}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"
         ),
-        xaxis_title="forecast made at (min)",
-        yaxis=dict(rangemode="tozero", title=value_unit(timeline))
+        xaxis=dict(title=dict(text="forecast made at (min)")),
+        yaxis=dict(rangemode="tozero", title=dict(text=value_unit(timeline)))
         if timeline.node_level
-        else dict(range=[-0.05, 1.05], title=value_unit(timeline)),
+        else dict(range=[-0.05, 1.05], title=dict(text=value_unit(timeline))),
         legend=dict(orientation="h", y=-0.3),
+        shapes=shapes,
     )
-    return fig
+    return go.Figure(dict(data=traces, layout=layout))
+
+
+def vertical_line(x: float) -> dict:
+    """A dotted grey line across a chart's height at ``x`` (what ``add_vline`` draws,
+    written as a layout shape: ``add_vline`` costs ~10 ms per chart and step)."""
+    return dict(
+        type="line",
+        x0=x,
+        x1=x,
+        xref="x",
+        y0=0,
+        y1=1,
+        yref="y domain",
+        line=dict(color="#999", dash="dot"),
+    )
+
+
+def horizontal_line(y: float, colour: str, label: str) -> tuple[dict, dict]:
+    """A dashed line across a chart's width at ``y`` and its label at the top left (the
+    shape and annotation ``add_hline`` makes, without its cost)."""
+    shape = dict(
+        type="line",
+        x0=0,
+        x1=1,
+        xref="x domain",
+        y0=y,
+        y1=y,
+        yref="y",
+        line=dict(color=colour, dash="dash"),
+    )
+    label = dict(
+        text=label,
+        showarrow=False,
+        x=0,
+        xref="x domain",
+        xanchor="left",
+        y=y,
+        yref="y",
+        yanchor="bottom",
+    )
+    return shape, label
 
 
 def chlorine_figure(
@@ -790,44 +857,49 @@ def chlorine_figure(
     :func:`si_graph_figure`."""
     xy = network.map_coordinates
     labelled = network.n_nodes <= LABELLED_NODES
-    fig = go.Figure(
-        [
-            *_pipe_traces(network, timeline, step),
-            *_device_traces(network),
-            dict(
-                type=trace_type(network),
-                x=xy[:, 0],
-                y=xy[:, 1],
-                mode="markers+text" if labelled else "markers",
-                text=list(network.node_ids) if labelled else None,
-                textposition="top right",
-                textfont=dict(size=10, color="#444"),
-                marker=dict(
-                    size=12 * marker_scale(network.n_nodes),
-                    color=timeline.chlorine[step],
-                    colorscale="Greens",
-                    cmin=0,
-                    cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
-                    line=dict(width=marker_scale(network.n_nodes), color="black"),
-                    colorbar=dict(title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10),
-                ),
-                hovertext=node_hover(network, timeline, step),
-                hoverinfo="text",
-                name="chlorine",
+    traces = [
+        *_pipe_traces(network, timeline, step),
+        *_device_traces(network),
+        dict(
+            type=trace_type(network),
+            x=xy[:, 0],
+            y=xy[:, 1],
+            mode="markers+text" if labelled else "markers",
+            text=list(network.node_ids) if labelled else None,
+            textposition="top right",
+            textfont=dict(size=10, color="#444"),
+            marker=dict(
+                size=12 * marker_scale(network.n_nodes),
+                color=timeline.chlorine[step],
+                colorscale="Greens",
+                cmin=0,
+                cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
+                line=dict(width=marker_scale(network.n_nodes), color="black"),
+                colorbar=dict(title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10),
             ),
-            _source_trace(network, timeline, step),
-        ]
+            hovertext=np.array(node_hover(network, timeline, step)),
+            hoverinfo="text",
+            name="chlorine",
+        ),
+        _source_trace(network, timeline, step),
+    ]
+    layout = _small_map_layout(
+        network,
+        height,
+        f"chlorine at {minutes(timeline.times_s[step])}<br>"
+        f"<sup>chlorinated: {threshold_text(timeline)}</sup>",  # short lines: clear of the toolbar
+        top=50,
     )
-    fig.update_layout(
-        _map_layout(
-            network,
-            height,
-            f"chlorine at {minutes(timeline.times_s[step])}<br>"
-            f"<sup>chlorinated: {threshold_text(timeline)}</sup>",  # short lines: clear of the toolbar
-        )
-    )
-    fig.update_layout(margin=dict(t=50), title_font_size=13)
-    return _focused(fig, network, focus)
+    return map_figure(traces, layout, network, focus)
+
+
+def _small_map_layout(network: Network, height: int, title: str, top: int) -> dict:
+    """The layout of a side panel's map: :func:`_map_layout` with a smaller title and a
+    top margin of ``top`` px."""
+    layout = _map_layout(network, height, title)
+    layout["title"]["font"] = dict(size=13)
+    layout["margin"]["t"] = top
+    return layout
 
 
 def value_over_time(
@@ -860,24 +932,23 @@ def value_figure(
     outline = np.zeros(len(timeline))
     if step is not None:
         outline[step] = 3
-    fig = go.Figure(
-        go.Bar(
-            x=timeline.times_s / 60,
-            y=values,
-            marker=dict(
-                color=np.where(values >= 0, POSITIVE, NEGATIVE),
-                line=dict(width=outline, color="black"),
-            ),
-        )
+    bars = dict(
+        type="bar",
+        x=timeline.times_s / 60,
+        y=values,
+        marker=dict(
+            color=np.where(values >= 0, POSITIVE, NEGATIVE),
+            line=dict(width=outline, color="black"),
+        ),
     )
-    fig.update_layout(
+    layout = dict(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
-        xaxis_title="forecast made at (min)",
-        yaxis_title=value_unit(timeline),
+        xaxis=dict(title=dict(text="forecast made at (min)")),
+        yaxis=dict(title=dict(text=value_unit(timeline))),
     )
-    return fig
+    return go.Figure(dict(data=[bars], layout=layout))
 
 
 MINIMUM_RESIDUAL_MG_L = 0.2  # the free-chlorine residual regulators commonly ask for
@@ -905,15 +976,22 @@ def node_chlorine_figure(
     simulated = timeline.chlorine[:, node]
     traces = [
         *_band_traces(ahead, lower, upper, "forecast interval"),
-        go.Scatter(x=made, y=simulated, name="simulated", line=dict(color="#444")),
+        dict(type="scatter", x=made, y=simulated, name="simulated", line=dict(color="#444")),
     ]
     if forecast is not None:
         traces.append(
-            go.Scatter(x=ahead, y=forecast, name="forecast", line=dict(color=POSITIVE, dash="dot"))
+            dict(
+                type="scatter",
+                x=ahead,
+                y=forecast,
+                name="forecast",
+                line=dict(color=POSITIVE, dash="dot"),
+            )
         )
     if step is not None:
         traces.append(
-            go.Scatter(
+            dict(
+                type="scatter",
                 x=[made[step]],
                 y=[simulated[step]],
                 name="now",
@@ -922,24 +1000,20 @@ def node_chlorine_figure(
                 showlegend=False,
             )
         )
-    fig = go.Figure(traces)
-    fig.add_hline(
-        y=minimum_mg_l,
-        line=dict(color=BELOW, dash="dash"),
-        annotation_text=f"minimum {minimum_mg_l:g} mg/L",
-        annotation_position="top left",
-    )
-    fig.update_layout(
+    minimum, label = horizontal_line(minimum_mg_l, BELOW, f"minimum {minimum_mg_l:g} mg/L")
+    layout = dict(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
         title=dict(
             text=f"chlorine at node {network.node_ids[node]} (mg/L)", x=0.01, xanchor="left"
         ),
-        xaxis_title="time (min)",
-        yaxis=dict(title="mg/L", rangemode="tozero"),
+        xaxis=dict(title=dict(text="time (min)")),
+        yaxis=dict(title=dict(text="mg/L"), rangemode="tozero"),
         legend=dict(orientation="h", y=-0.35),
+        shapes=[minimum],
+        annotations=[label],
     )
-    return fig
+    return go.Figure(dict(data=traces, layout=layout))
 
 
 def compliance_figure(
@@ -959,35 +1033,33 @@ def compliance_figure(
     xy = network.map_coordinates
     below = timeline.chlorine[step] < minimum_mg_l
     size = 12 * marker_scale(network.n_nodes)
-    fig = go.Figure(
-        [
-            *_pipe_traces(network, timeline, step),
-            *_device_traces(network),
-            dict(
-                type=trace_type(network),
-                x=xy[:, 0],
-                y=xy[:, 1],
-                mode="markers",
-                marker=dict(
-                    size=np.where(below, 1.3 * size, size),
-                    color=np.where(below, BELOW, ABOVE),
-                    symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
-                    line=dict(width=marker_scale(network.n_nodes), color="black"),
-                ),
-                hovertext=node_hover(network, timeline, step),
-                hoverinfo="text",
-                name="compliance",
+    traces = [
+        *_pipe_traces(network, timeline, step),
+        *_device_traces(network),
+        dict(
+            type=trace_type(network),
+            x=xy[:, 0],
+            y=xy[:, 1],
+            mode="markers",
+            marker=dict(
+                size=np.where(below, 1.3 * size, size),
+                color=np.where(below, BELOW, ABOVE),
+                symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
+                line=dict(width=marker_scale(network.n_nodes), color="black"),
             ),
-            _source_trace(network, timeline, step),
-        ]
-    )
+            hovertext=np.array(node_hover(network, timeline, step)),
+            hoverinfo="text",
+            name="compliance",
+        ),
+        _source_trace(network, timeline, step),
+    ]
     title = (  # short lines: clear of the toolbar
         f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
         f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
     )
     if timeline.node_level:
         ahead = timeline.node_forecast[step] < minimum_mg_l
-        fig.add_trace(
+        traces.append(
             dict(
                 type=trace_type(network),
                 x=xy[ahead, 0],
@@ -1004,6 +1076,5 @@ def compliance_figure(
             f"<br><sup>forecast for {minutes(timeline.times_s[step] + horizon_s(timeline))}: "
             f"{int(ahead.sum())} below (orange rings)</sup>"
         )
-    fig.update_layout(_map_layout(network, height, title))
-    fig.update_layout(margin=dict(t=70 if timeline.node_level else 50), title_font_size=13)
-    return _focused(fig, network, focus)
+    layout = _small_map_layout(network, height, title, top=70 if timeline.node_level else 50)
+    return map_figure(traces, layout, network, focus)

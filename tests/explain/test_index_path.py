@@ -48,6 +48,10 @@ def test_returned_values_are_the_callers_copy(explained):
     nodes = explained.node_values("SV")
     nodes[:] = 0
     assert explained.node_values("SV").any()
+    members, values = explained.index_values("k-SII", 2, 2)  # kept for the next call
+    members[:], values[:] = -1, 0.0
+    members, values = explained.index_values("k-SII", 2, 2)
+    assert (members >= 0).all() and values.any()
 
 
 def test_approximation_is_labelled_estimated_everywhere(wdn_model, small_graph, tmp_path):

@@ -112,7 +112,11 @@ class MoebiusBlocks:
                 f"set size must be an integer in 0..{order} for {index} of order {order} "
                 f"(got {size!r})"
             )
-        return self._index_of_size(base, order, int(size))
+        key = ("of size", base, order, int(size))  # an app redraws a step several times
+        if key not in self._cache:
+            self._cache[key] = self._index_of_size(base, order, int(size))
+        members, values = self._cache[key]
+        return members.copy(), values.copy()
 
     def _index_of_size(self, index: str, order: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`index_values` of a validated base index and order."""
