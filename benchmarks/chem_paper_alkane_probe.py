@@ -125,7 +125,7 @@ def main() -> None:
             )
         print(
             f"== {name}: val {statistics.mean(val):.2f} % test {statistics.mean(test):.2f} % "
-            f"({min(test):.1f}-{max(test):.1f}, sd {statistics.stdev(test):.2f})",
+            f"({min(test):.1f}-{max(test):.1f}, sd {statistics.stdev(test) if len(test) > 1 else 0:.2f})",
             flush=True,
         )
 
