@@ -245,3 +245,18 @@ def test_plateau_patience_sets_when_the_learning_rate_halves(mutag, threshold, m
     assert expected[-1] < 3e-3  # the rule fired at least once
     if min_lr:
         assert expected.count(min_lr) > 1  # and reached the floor, where it stays
+
+
+def test_keep_last_keeps_the_last_epochs_weights(mutag):
+    """``keep="last"``: the model's validation accuracy is the last epoch's in the history,
+    not the best one's (the same training otherwise)."""
+    cards = {
+        keep: _mutag_gcn(mutag, 1, epochs=12, patience=12, keep=keep)[1]
+        for keep in ("best", "last")
+    }
+    history = cards["last"].history
+    assert history == cards["best"].history
+    accs = [h["val_acc"] for h in history]
+    assert accs[-1] < max(accs)  # the two choices differ on this run
+    assert (cards["last"].best_epoch, cards["last"].accuracy["val"]) == (12, accs[-1])
+    assert cards["best"].accuracy["val"] == max(accs)

@@ -66,6 +66,10 @@ class ChemTrainConfig(BaseModel):
     # epochs after the later of the kept epoch and the lowest validation loss (the paper's
     # EarlyStopper), not after the kept epoch alone
     patience_on_loss: bool = False
+    # the weights kept: those of the best validation epoch (above), or of the last epoch run
+    # (with a schedule that decays the learning rate: no pick among noisy epochs on the
+    # small validation split)
+    keep: Literal["best", "last"] = "best"
     # weight the cross-entropy by inverse class frequency of the training split
     balanced: bool = False
     seed: int = 0
@@ -277,7 +281,10 @@ def _fit(
             waited_since = max(best_epoch, lowest_epoch if config.patience_on_loss else 0)
             if epoch - waited_since >= config.patience:
                 break
-    model.load_state_dict(best_state)
+    if config.keep == "last":
+        best_epoch = len(history)
+    else:
+        model.load_state_dict(best_state)
     accuracy = {k: accuracy_and_loss(model, loader, dev)[0] for k, loader in loaders.items()}
     card = ChemCard(
         dataset=dataset.name,
