@@ -214,7 +214,7 @@ def write_table() -> None:
                     "min-max": f"{min(acc):.1f}-{max(acc):.1f}",
                     "sd": f"{statistics.stdev(acc):.1f}" if len(acc) > 1 else "—",
                     "paper": f"{paper} %" if paper else "—",
-                    "paper's code re-run": PAPER_CODE_RERUN.get((name, arch, layers), "—"),
+                    "paper's code re-run": PAPER_CODE_RERUN.get((name, label, layers), "—"),
                     "split": rows[0]["split"],
                     "hidden": PAPER_HIDDEN.get((name, arch, layers), HIDDEN),
                     "training": training(name, variant),
