@@ -18,7 +18,7 @@ from wdn_explain.chem.explain import (
 from wdn_explain.chem.models import ChemModelConfig, MoleculeGNN
 
 
-def random_model(architecture: str, layers: int, seed: int = 0) -> MoleculeGNN:
+def random_model(architecture: str, layers: int, seed: int = 0, **options) -> MoleculeGNN:
     """Random weights and batch-norm statistics (so batch norm is not the identity)."""
     torch.manual_seed(seed)
     model = MoleculeGNN(
@@ -27,6 +27,7 @@ def random_model(architecture: str, layers: int, seed: int = 0) -> MoleculeGNN:
             in_channels=len(SMILES_FEATURES),
             hidden=8,
             num_layers=layers,
+            **options,
         )
     )
     for norm in model.norms:
@@ -54,17 +55,18 @@ def brute_force_moebius(model, graph, output, mean: bool) -> dict[frozenset, flo
 
 
 @pytest.mark.parametrize(
-    ("architecture", "layers", "baseline", "output"),
+    ("architecture", "layers", "baseline", "output", "options"),
     [
-        ("GCN", 2, "zeros", None),
-        ("GIN", 1, "zeros", 1),
-        ("GIN", 3, "mean", None),
-        ("GAT", 2, "zeros", 0),
+        ("GCN", 2, "zeros", None, {}),
+        ("GIN", 1, "zeros", 1, {}),
+        ("GIN", 3, "mean", None, {}),
+        ("GAT", 2, "zeros", 0, {}),
+        ("GCN", 3, "zeros", None, {"node_hidden": 6}),  # a node-level layer before pooling
     ],
 )
-def test_exact_sis_equal_brute_force(architecture, layers, baseline, output):
+def test_exact_sis_equal_brute_force(architecture, layers, baseline, output, options):
     graph, _ = smiles_to_graph("Oc1ccncc1C")  # 3-methyl-4-pyridinol, 8 atoms
-    model = random_model(architecture, layers)
+    model = random_model(architecture, layers, **options)
     explanation = explain_molecule(model, graph, output_index=output, baseline=baseline)
     oracle = brute_force_moebius(model, graph, output, mean=baseline == "mean")
     got = explanation.moebius.dict_values

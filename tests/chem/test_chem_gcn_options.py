@@ -1,4 +1,5 @@
-"""GCN options (improved, self loops, normalisation, bond order weights) against dense algebra."""
+"""GCN options (improved, self loops, normalisation, bond order weights) and the node-level
+layer before pooling against dense algebra."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def _dense_logits(model: MoleculeGNN, x: np.ndarray, options: dict) -> np.ndarra
     h = (h - norm.running_mean.numpy()) / np.sqrt(norm.running_var.numpy() + norm.eps)
     h = h * norm.weight.detach().numpy() + norm.bias.detach().numpy()
     h = np.where(h > 0, h, 0.01 * h)
+    if options.get("node_hidden"):  # the node-level layer: linear, LeakyReLU, per atom
+        layer = model.node_layer[0]
+        h = h @ layer.weight.detach().numpy().T + layer.bias.detach().numpy()
+        h = np.where(h > 0, h, 0.01 * h)
     return h.sum(axis=0) @ model.head.weight.detach().numpy().T + model.head.bias.detach().numpy()
 
 
@@ -51,6 +56,8 @@ def _dense_logits(model: MoleculeGNN, x: np.ndarray, options: dict) -> np.ndarra
         {"improved": True, "bond_weights": True},
         {"self_loops": False, "normalize": False},
         {"self_loops": False, "normalize": False, "bond_weights": True},
+        {"node_hidden": 7},
+        {"node_hidden": 7, "bond_weights": True},
     ],
 )
 def test_gcn_options_match_dense_propagation(options):

@@ -218,19 +218,45 @@ def test_patience_on_loss_also_waits_on_new_validation_loss_lows(mutag):
     assert runs[False].history == history[: runs[False].epochs_run]
 
 
-def test_plateau_patience_sets_when_the_learning_rate_halves(mutag):
+@pytest.mark.parametrize(("threshold", "min_lr"), [(1e-4, 0.0), (1e-3, 1e-3)])
+def test_plateau_patience_sets_when_the_learning_rate_halves(mutag, threshold, min_lr):
     """The learning rates of the history against ReduceLROnPlateau's rule written out: halve
     after more than ``plateau_patience`` epochs without a validation loss below the best
-    by a relative 1e-4."""
-    _, card = _mutag_gcn(mutag, epochs=30, patience=30, schedule="plateau", plateau_patience=1)
+    by the relative ``plateau_threshold``, never below ``min_lr`` (the paper: 1e-3, 1e-5)."""
+    _, card = _mutag_gcn(
+        mutag,
+        epochs=30,
+        patience=30,
+        schedule="plateau",
+        plateau_patience=1,
+        plateau_threshold=threshold,
+        min_lr=min_lr,
+    )
     expected, lr, best, bad = [], 3e-3, np.inf, 0
     for h in card.history:
         expected.append(lr)
-        if h["val_loss"] < best * (1 - 1e-4):
+        if h["val_loss"] < best * (1 - threshold):
             best, bad = h["val_loss"], 0
         else:
             bad += 1
         if bad > 1:
-            lr, bad = lr / 2, 0
+            lr, bad = max(lr / 2, min_lr), 0
     np.testing.assert_allclose([h["lr"] for h in card.history], expected)
     assert expected[-1] < 3e-3  # the rule fired at least once
+    if min_lr:
+        assert expected.count(min_lr) > 1  # and reached the floor, where it stays
+
+
+def test_keep_last_keeps_the_last_epochs_weights(mutag):
+    """``keep="last"``: the model's validation accuracy is the last epoch's in the history,
+    not the best one's (the same training otherwise)."""
+    cards = {
+        keep: _mutag_gcn(mutag, 1, epochs=12, patience=12, keep=keep)[1]
+        for keep in ("best", "last")
+    }
+    history = cards["last"].history
+    assert history == cards["best"].history
+    accs = [h["val_acc"] for h in history]
+    assert accs[-1] < max(accs)  # the two choices differ on this run
+    assert (cards["last"].best_epoch, cards["last"].accuracy["val"]) == (12, accs[-1])
+    assert cards["best"].accuracy["val"] == max(accs)

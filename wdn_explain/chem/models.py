@@ -1,9 +1,11 @@
 """GCN, GIN and GAT graph classifiers with a linear readout (the paper's appendix architecture).
 
 Each of the L layers is conv -> batch norm -> LeakyReLU -> dropout; the outputs of all
-layers are concatenated (jumping knowledge), summed over the nodes (global add pooling) and
+layers are concatenated (jumping knowledge), optionally passed through one node-level layer
+(linear -> LeakyReLU, ``node_hidden``), summed over the nodes (global add pooling) and
 mapped to class logits by one linear layer. In eval mode batch norm is an affine map per
-node and dropout is off, so pooling and readout stay linear and GraphSHAP-IQ is exact.
+node and dropout is off; everything before the pooling acts per node, so pooling and
+readout stay linear and GraphSHAP-IQ is exact.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ class ChemModelConfig(BaseModel):
     num_layers: int = Field(2, ge=1, le=3)
     n_classes: int = Field(2, ge=2)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    # width of a node-level layer (linear -> LeakyReLU) between the concatenated layer outputs
+    # and the pooling, so that each atom's contribution to the sum can saturate; None: no such
+    # layer (the paper's model: pooling right after the concatenation)
+    node_hidden: int | None = Field(None, ge=1)
     # GCNConv options (GCN only): Kipf's "improved" self loop weight 2, self loops, symmetric
     # degree normalisation, and the bond order (1, 2, 3, aromatic 1.5) as edge weight
     improved: bool = False
@@ -86,7 +92,12 @@ class MoleculeGNN(nn.Module):
         self.norms = nn.ModuleList(nn.BatchNorm1d(config.hidden) for _ in self.convs)
         self.act = nn.LeakyReLU()
         self.dropout = nn.Dropout(config.dropout)
-        self.head = nn.Linear(config.hidden * config.num_layers, config.n_classes)
+        width = config.hidden * config.num_layers
+        self.node_layer: nn.Module = nn.Identity()
+        if config.node_hidden is not None:
+            self.node_layer = nn.Sequential(nn.Linear(width, config.node_hidden), nn.LeakyReLU())
+            width = config.node_hidden
+        self.head = nn.Linear(width, config.n_classes)
         self.register_buffer("bond_orders", torch.tensor(BOND_ORDERS), persistent=False)
 
     @property
@@ -109,7 +120,8 @@ class MoleculeGNN(nn.Module):
         for conv, norm in zip(self.convs, self.norms):
             x = self.dropout(self.act(norm(conv(x, *args))))
             layers.append(x)
-        return self.head(global_add_pool(torch.cat(layers, dim=1), batch))
+        nodes = self.node_layer(torch.cat(layers, dim=1))
+        return self.head(global_add_pool(nodes, batch))
 
     def _edge_weight(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None) -> Tensor:
         """GCN edge weights: bond orders, or ones (explicit, as PyG 2.8 applies ``improved``'s

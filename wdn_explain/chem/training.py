@@ -53,6 +53,11 @@ class ChemTrainConfig(BaseModel):
     # ``plateau_patience`` (None: ``patience // 4``) epochs without a lower validation loss
     schedule: Literal["constant", "cosine", "plateau"] = "constant"
     plateau_patience: int | None = Field(None, ge=1)
+    # plateau schedule: a validation loss counts as lower when below the best by this relative
+    # margin (PyTorch's default 1e-4; the paper's train_gnn.py 1e-3), and the learning rate is
+    # never halved below ``min_lr`` (the paper's 1e-5)
+    plateau_threshold: float = Field(1e-4, ge=0, lt=1)
+    min_lr: float = Field(0.0, ge=0)
     # which epoch of equal best validation accuracy is kept: the one with the lower validation
     # loss, or the later one (the paper's train_gnn.py keeps ``val_acc >= best``); early
     # stopping counts the epochs since the kept one
@@ -61,6 +66,10 @@ class ChemTrainConfig(BaseModel):
     # epochs after the later of the kept epoch and the lowest validation loss (the paper's
     # EarlyStopper), not after the kept epoch alone
     patience_on_loss: bool = False
+    # the weights kept: those of the best validation epoch (above), or of the last epoch run
+    # (with a schedule that decays the learning rate: no pick among noisy epochs on the
+    # small validation split)
+    keep: Literal["best", "last"] = "best"
     # weight the cross-entropy by inverse class frequency of the training split
     balanced: bool = False
     seed: int = 0
@@ -272,7 +281,10 @@ def _fit(
             waited_since = max(best_epoch, lowest_epoch if config.patience_on_loss else 0)
             if epoch - waited_since >= config.patience:
                 break
-    model.load_state_dict(best_state)
+    if config.keep == "last":
+        best_epoch = len(history)
+    else:
+        model.load_state_dict(best_state)
     accuracy = {k: accuracy_and_loss(model, loader, dev)[0] for k, loader in loaders.items()}
     card = ChemCard(
         dataset=dataset.name,
@@ -305,7 +317,11 @@ def _scheduler(optimiser: torch.optim.Optimizer, config: ChemTrainConfig):
         return torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=config.epochs)
     if config.schedule == "plateau":
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimiser, factor=0.5, patience=config.plateau_patience or max(config.patience // 4, 1)
+            optimiser,
+            factor=0.5,
+            patience=config.plateau_patience or max(config.patience // 4, 1),
+            threshold=config.plateau_threshold,
+            min_lr=config.min_lr,
         )
     return None
 
