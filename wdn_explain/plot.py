@@ -21,6 +21,7 @@ aspect under Plotly's own zoom. Nodes are drawn at
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -388,18 +389,12 @@ def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
     return out
 
 
-def _node_trace(
-    network: Network, timeline: Timeline, step: int, values: np.ndarray, scale: float, index: str
-) -> dict:
+def _node_markers(network: Network, font: dict, **fields: Any) -> dict:
+    """A map's nodes as one marker trace at the map coordinates, hovered by ``hovertext``,
+    their ids written beside them on networks small enough for labels (in ``font``); the
+    marker, hover texts and name come in ``fields``."""
     xy = network.map_coordinates
-    roles = np.array(network.node_roles)
-    injection = injection_node(timeline.scenario, network)
-    size = marker_scale(network.n_nodes)
     labelled = network.n_nodes <= LABELLED_NODES
-    hover = [
-        f"{text}<br>{index} {v:+.4f} ({value_unit(timeline)})"
-        for text, v in zip(node_hover(network, timeline, step), values)
-    ]
     return dict(
         type=trace_type(network),
         x=xy[:, 0],
@@ -407,9 +402,26 @@ def _node_trace(
         mode="markers+text" if labelled else "markers",
         text=list(network.node_ids) if labelled else None,
         textposition="top right",
-        textfont=dict(size=12, color="#222"),
-        hovertext=np.array(hover),  # an array validates and copies faster than a list
+        textfont=font,
         hoverinfo="text",
+        **fields,
+    )
+
+
+def _node_trace(
+    network: Network, timeline: Timeline, step: int, values: np.ndarray, scale: float, index: str
+) -> dict:
+    roles = np.array(network.node_roles)
+    injection = injection_node(timeline.scenario, network)
+    size = marker_scale(network.n_nodes)
+    hover = [
+        f"{text}<br>{index} {v:+.4f} ({value_unit(timeline)})"
+        for text, v in zip(node_hover(network, timeline, step), values)
+    ]
+    return _node_markers(
+        network,
+        dict(size=12, color="#222"),
+        hovertext=np.array(hover),  # an array validates and copies faster than a list
         name="nodes",
         marker=dict(
             size=size * (9 + 22 * np.abs(values) / (scale or 1.0)),
@@ -855,19 +867,12 @@ def chlorine_figure(
     """Chlorine (mg/L) on the map at one step (colour scale up to the source strength), node
     ids on small networks, the source marked with its state; ``focus`` as in
     :func:`si_graph_figure`."""
-    xy = network.map_coordinates
-    labelled = network.n_nodes <= LABELLED_NODES
     traces = [
         *_pipe_traces(network, timeline, step),
         *_device_traces(network),
-        dict(
-            type=trace_type(network),
-            x=xy[:, 0],
-            y=xy[:, 1],
-            mode="markers+text" if labelled else "markers",
-            text=list(network.node_ids) if labelled else None,
-            textposition="top right",
-            textfont=dict(size=10, color="#444"),
+        _node_markers(
+            network,
+            dict(size=10, color="#444"),
             marker=dict(
                 size=12 * marker_scale(network.n_nodes),
                 color=timeline.chlorine[step],
@@ -878,7 +883,6 @@ def chlorine_figure(
                 colorbar=dict(title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10),
             ),
             hovertext=np.array(node_hover(network, timeline, step)),
-            hoverinfo="text",
             name="chlorine",
         ),
         _source_trace(network, timeline, step),
