@@ -226,6 +226,32 @@ def opening_timeline(model_dir: Path, net) -> Path:
     return path
 
 
+def models_beside(model_dir: Path) -> list[tuple[str, Path]]:
+    """The other water models trained on the same network (the card's network hash): their
+    explanation of the same scenario can be drawn beside this model's."""
+    digest = read_card(model_dir).data.network.sha256
+    return [
+        (name, folder)
+        for name, folder in water_models().items()
+        if folder != model_dir and read_card(folder).data.network.sha256 == digest
+    ]
+
+
+def timeline_of(scenario: ScenarioConfig, model_dir: Path, net) -> Path:
+    """The timeline of ``scenario`` explained by the model in ``model_dir``: its shipped
+    default timeline when that is the scenario and current, else one in the user cache,
+    computed once (a spinner)."""
+    shipped = default_timeline(model_dir)
+    if shipped is not None and default_scenario(model_dir, net) == scenario:
+        if usable(shipped, model_dir):
+            return shipped
+    path = cache_path(scenario, model_dir, CACHE_DIR)
+    if not usable(path, model_dir):
+        with st.spinner(f"explaining this scenario with model {model_dir.name}..."):
+            explain_scenario(scenario, model_dir, out=path)
+    return path
+
+
 def usable(path: Path, model_dir: Path) -> bool:
     """Whether a timeline file is current for the model and loads without error."""
     if not timeline_is_current(path, model_dir):
@@ -554,15 +580,22 @@ def main() -> None:
     time_cursor(tl)
     focus = None if found is None else net.node_index(found)
     others = [k for k in timelines if k != choice]
+    beside = {f"this scenario, model {m}": folder for m, folder in models_beside(model_dir)}
     compare = controls.selectbox(
         "side by side with",
-        [None, *others],
+        [None, *others, *beside],
         format_func=lambda k: "(no second scenario)" if k is None else k,
         key=keyed("compare"),
-        help="a second scenario of this model drawn beside the first at the same time",
-        disabled=not others,
+        help="a second scenario of this model, or this scenario explained by another model "
+        "of the network (a node-level model's why beside the share's), drawn beside the "
+        "first at the same time",
+        disabled=not (others or beside),
     )
-    other = None if compare is None else str(timelines[compare])
+    other = None
+    if compare in beside:
+        other = str(timeline_of(tl.scenario, beside[compare], net))
+    elif compare is not None:
+        other = str(timelines[compare])
     view = View(
         str(path), mtime, reference, index, order, top_k, focus, other, float(minimum), target
     )
@@ -763,12 +796,20 @@ def view_si_graph(
 
 def second_scenario(view: View, net, time_s: int, scale: float) -> None:
     """The second scenario's SI-Graph and sentence at the cursor's time (its last step before
-    it when it has none there), on the first one's colour scale so that colours compare."""
+    it when it has none there), on the first one's colour scale so that colours compare;
+    another model's explanation of this scenario on its own scale (its own unit)."""
     other = view.other_timeline
     step = int(np.searchsorted(other.times_s, time_s, side="right")) - 1
     step = min(max(step, 0), len(other) - 1)
+    title = scenario_text(other.scenario)
+    if other.meta["model_hash"] != view.timeline.meta["model_hash"]:
+        title = f"model {Path(other.meta['model_dir']).name} on this scenario"
+        path = Path(view.other)
+        target = view.target if view.target in other.targets else None  # as other_timeline
+        mtime = path.stat().st_mtime
+        scale = scale_of(view.other, mtime, view.reference, target, view.index, view.order)
     fig = view_si_graph(view, other, net, step, scale, height=480)
-    st.markdown(f"**Side by side: {scenario_text(other.scenario)}**")
+    st.markdown(f"**Side by side: {title}**")
     st.plotly_chart(fig, width="stretch", key="si_graph_other", config=MAP)
     st.markdown(summary(other, net, step, view.index, view.order))
 

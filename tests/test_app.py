@@ -366,7 +366,12 @@ def test_drivers_table_ranks_the_values_and_the_slider_tells_the_clock(app, tl, 
 def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     """A new scenario beside the default one: the second SI-Graph shows the default's values
     at the cursor's minute, on the first map's colour scale."""
-    assert widget(app, "selectbox", "compare").proto.disabled  # one scenario: nothing to pair
+    hanoi_models = sorted(  # the other shipped models on Hanoi, from their cards
+        f"this scenario, model {card.parent.name}"
+        for card in (ROOT / "models").glob("*/card.json")
+        if card.parent.name != "default" and _network_sha(card) == _network_sha(DEFAULT_CARD)
+    )
+    assert sorted(widget(app, "selectbox", "compare").options[1:]) == hanoi_models
     widget(app, "selectbox", "new_node").set_value("12")
     widget(app, "number_input", "new_duration").set_value(45)
     simulate_new(app)
@@ -384,6 +389,36 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     np.testing.assert_allclose(as_array(nodes["marker"]["color"]), tl.node_values("k-SII", 2)[step])
     assert nodes["marker"]["cmax"] == trace(first, "nodes")["marker"]["cmax"]
     assert any(m.value.startswith("**Side by side: booster at 20, 1.5 mg/L") for m in app.markdown)
+
+
+def _network_sha(card) -> str:
+    return json.loads(card.read_text())["data"]["network"]["sha256"]
+
+
+DEFAULT_CARD = ROOT / "models" / "default" / "card.json"
+
+
+def test_the_node_model_explains_this_scenario_beside(app, tmp_path):
+    """The share model's first view beside the node-level model's explanation of the same
+    scenario: mg/L at the node model's explained node, on its own colour scale."""
+    nodes_file = ROOT / "models" / "hanoi-nodes" / "default_timeline.npz"
+    widget(app, "selectbox", "compare").set_value("this scenario, model hanoi-nodes").run()
+    assert not app.exception and not app.error
+    minute = cursor(app)
+    node_tl = Timeline.load(nodes_file).relative_to(DEFAULT_REFERENCE)
+    step = list(node_tl.times_s // 60).index(minute)
+    other = next(spec for spec in specs(app) if spec["layout"].get("height") == 480)
+    nodes = trace(other, "nodes")
+    np.testing.assert_allclose(
+        as_array(nodes["marker"]["color"]), node_tl.node_values("k-SII", 2)[step], atol=1e-6
+    )
+    assert nodes["marker"]["colorbar"]["title"]["text"].endswith("(mg/L)")
+    assert nodes["marker"]["cmax"] != trace(specs(app)[0], "nodes")["marker"]["cmax"]
+    assert any(
+        m.value == "**Side by side: model hanoi-nodes on this scenario**" for m in app.markdown
+    )
+    assert any(f"mg/L chlorine at node {node_tl.node}" in m.value for m in app.markdown)
+    assert not list((tmp_path / "cache").glob("timeline_*.npz"))  # its shipped timeline
 
 
 def test_maps_draw_the_scenario_s_flows(app, tl, hanoi):
