@@ -397,7 +397,8 @@ CHECKS = {
 def design_notice(tl: Timeline) -> None:
     """Visible notices above the map: the scenario lies outside the model's training design
     (naming what) or the model records no design; the simulation has negative pressures or
-    the forecasts leave their range; the forecast intervals are wide. Nothing otherwise."""
+    the forecasts leave their range. Nothing otherwise (wide intervals are noted under the
+    forecast chart)."""
     ood = tl.meta.get("out_of_design")
     if ood is None:
         st.info(f"Note: {UNKNOWN_DESIGN}.")
@@ -409,8 +410,6 @@ def design_notice(tl: Timeline) -> None:
     for key, heading in CHECKS.items():
         if tl.meta.get(key):
             st.warning(f"**{heading}** -- {tl.meta[key]}.")
-    if tl.meta.get("uncertainty"):
-        st.info(tl.meta["uncertainty"])
 
 
 # The time and play state, forgotten when another model is chosen (the model's widgets
@@ -721,6 +720,8 @@ def page(view: View, net) -> None:
             table = drivers_table(tl, net, step, view.index, view.order)
             st.dataframe(table, hide_index=True, width="stretch", column_config=DRIVER_COLUMNS)
         st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
+        if tl.meta.get("uncertainty"):  # beside the band it speaks of, not above the map
+            st.info(tl.meta["uncertainty"])
     with panels[1]:
         chlorine_panel(view, net, step)
     with panels[2]:

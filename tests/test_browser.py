@@ -391,6 +391,7 @@ def test_app_in_headless_chromium(server):
         wait.until(lambda d: "mg/L chlorine at node 27" in summary_text(d))
         boxes, _ = driver.execute_script(SIDEBAR_JS)
         assert boxes["explained node"] == "27"
+        assert driver.execute_script(RECT_JS)[1] <= 900  # notices too: still the first screen
         driver.save_screenshot(str(SHOTS / "app_hanoi_nodes.png"))
     finally:
         driver.quit()
