@@ -194,6 +194,16 @@ def test_summary_before_anything_moves(tmp_path, hanoi):
     )
 
 
+def test_a_share_just_below_zero_reads_0_00(tl, hanoi):
+    from wdn_explain.narrative import summary
+    from wdn_explain.plot import frame_title
+
+    none = tl.relative_to("none")
+    step = next(t for t, e in enumerate(none.explanations) if -0.005 < e.empty_prediction < 0)
+    assert "(reference forecast 0.00)" in summary(none, hanoi, step, "k-SII", 2)
+    assert "reference 0.00 (" in frame_title(none, step, "k-SII", 2)
+
+
 def test_driver_names(hanoi):
     assert driver_name(hanoi, (hanoi.node_index("20"),)) == "junction 20"
     assert driver_name(hanoi, (hanoi.node_index("1"),)) == "reservoir 1"

@@ -181,6 +181,11 @@ def interval_text(timeline: Timeline, step: int) -> str:
     return f", {level}interval {timeline.lower[step]:.2f}–{timeline.upper[step]:.2f}"
 
 
+def two_decimals(value: float) -> str:
+    """``value`` to two decimals, never ``-0.00`` (a share forecast of -0.001 reads 0.00)."""
+    return f"{round(value, 2) + 0.0:.2f}"
+
+
 def summary(timeline: Timeline, network: Network, step: int, index: str, order: int | None) -> str:
     """One paragraph for one step: the forecast (made when, for when) with its interval
     (:func:`interval_text`), the simulated truth,
@@ -190,10 +195,10 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
     e = timeline.explanations[step]
     gap = e.prediction - e.empty_prediction
     head = (
-        f"{_upper_first(forecast_time(timeline, step))}: {e.prediction:.2f} {unit(timeline)}"
-        f"{interval_text(timeline, step)} (simulated: {timeline.truth[step]:.2f}). Relative to "
-        f"{reference_label(timeline.reference)} (reference forecast "
-        f"{e.empty_prediction:.2f}) that is {gap:+.2f}, which the "
+        f"{_upper_first(forecast_time(timeline, step))}: {two_decimals(e.prediction)} "
+        f"{unit(timeline)}{interval_text(timeline, step)} (simulated: "
+        f"{timeline.truth[step]:.2f}). Relative to {reference_label(timeline.reference)} "
+        f"(reference forecast {two_decimals(e.empty_prediction)}) that is {gap:+.2f}, which the "
         f"{index_label(index, order)} values divide among the nodes."
     )
     items = strongest(timeline, step, index, order)

@@ -37,6 +37,7 @@ from .narrative import (
     reference_label,
     resolved_order,
     threshold_text,
+    two_decimals,
     unit,
     value_unit,
 )
@@ -574,8 +575,9 @@ def frame_title(timeline: Timeline, step: int, index: str, order: int | None) ->
     e = timeline.explanations[step]
     return (
         f"{index_label(index, order)}, {forecast_time(timeline, step)}<br><sup>"
-        f"forecast {e.prediction:.2f}, simulated {timeline.truth[step]:.2f}, reference "
-        f"{e.empty_prediction:.2f} ({reference_label(timeline.reference)}) — {unit(timeline)}</sup>"
+        f"forecast {two_decimals(e.prediction)}, simulated {timeline.truth[step]:.2f}, "
+        f"reference {two_decimals(e.empty_prediction)} ({reference_label(timeline.reference)})"
+        f" — {unit(timeline)}</sup>"
     )
 
 
