@@ -29,16 +29,14 @@ from sklearn.linear_model import LogisticRegression
 from wdn_explain.chem.datasets import load_dataset
 from wdn_explain.chem.training import PAPER_TRAINING, downsample_negatives, stratified_split
 
-RULES = {
-    "has F": [Chem.MolFromSmarts("[F]")],
-    "has F and an O bound to one carbon only": [
-        Chem.MolFromSmarts("[F]"),
-        Chem.MolFromSmarts("[OD1]~[#6]"),
-    ],
-}
-SEEDS = range(10)
+FLUORINE = Chem.MolFromSmarts("[F]")
 F_CARBON = Chem.MolFromSmarts("[#6]F")
 TERMINAL_O = Chem.MolFromSmarts("[OD1]~[#6]")
+RULES = {
+    "has F": [FLUORINE],
+    "has F and an O bound to one carbon only": [FLUORINE, TERMINAL_O],
+}
+SEEDS = range(10)
 LINEAR = "linear in counts"
 
 
