@@ -141,9 +141,9 @@ def train_runs(
         for cell in CELLS[name]
         if (name, *cell) not in ALL_SEEDS_FIRST
     ]
-    model_options, train_options = {}, {}
+    model_options = {}
     if variant is not None:
-        _, arch, layers, model_options, train_options = VARIANTS[variant]
+        _, arch, layers, model_options, _ = VARIANTS[variant]
         first, rest = [(arch, layers, seed) for seed in SEEDS], []
     for arch, layers, seed in first + rest:
         label = f"{arch} ({variant})" if variant else arch
@@ -158,12 +158,10 @@ def train_runs(
             dropout=PAPER_DROPOUT if paper else DROPOUT,
             **model_options,
         )
-        train = dict(PAPER_OPTIMISER if paper else TRAIN, seed=seed, **options)
-        train["epochs"] = min(train["epochs"], EPOCH_CAP.get(name, train["epochs"]))
-        train |= train_options
+        train = ChemTrainConfig(**training_options(name, variant), seed=seed, **options)
         tag = f"{arch}{layers}" + (f"-{variant.replace(' ', '-')}" if variant else "")
         folder = models / f"{name}-{tag}-seed{seed}" if models else None
-        _, card = train_classifier(data, config, ChemTrainConfig(**train), folder, device="cpu")
+        _, card = train_classifier(data, config, train, folder, device="cpu")
         row = {
             "dataset": name,
             "model": label,
@@ -235,9 +233,16 @@ def training(name: str, variant: str | None = None) -> str:
     """The table's short name for how a dataset's cells (or a variant) were trained."""
     if name not in PAPER_SETUP:
         return "project's (dropout 0.1, lr 3e-3, <= 100 epochs)"
-    epochs = min(PAPER_OPTIMISER["epochs"], EPOCH_CAP.get(name, PAPER_OPTIMISER["epochs"]))
-    epochs = VARIANTS[variant][4].get("epochs", epochs) if variant else epochs
+    epochs = training_options(name, variant)["epochs"]
     return f"paper's (dropout 0.5, lr 1e-2, <= {epochs} epochs)"
+
+
+def training_options(name: str, variant: str | None = None) -> dict:
+    """The training options of a dataset's cells (or of one of its :data:`VARIANTS`): the
+    paper's or the project's, epochs capped by :data:`EPOCH_CAP`, the variant's on top."""
+    train = dict(PAPER_OPTIMISER if name in PAPER_SETUP else TRAIN)
+    train["epochs"] = min(train["epochs"], EPOCH_CAP.get(name, train["epochs"]))
+    return train | (VARIANTS[variant][4] if variant else {})
 
 
 DESCRIPTION = {
