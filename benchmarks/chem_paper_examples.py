@@ -23,7 +23,7 @@ from torch_geometric.utils import to_networkx
 
 from wdn_explain.chem.datasets import load_dataset
 from wdn_explain.chem.explain import draw_si_graph, explain_molecule
-from wdn_explain.chem.training import load_classifier
+from wdn_explain.chem.training import PAPER_TRAINING, load_classifier
 
 FLUORIDE = Chem.MolFromSmarts("[F]")
 CARBONYL = Chem.MolFromSmarts("[CX3]=[OX1]")
@@ -43,7 +43,8 @@ def groups(smiles: str) -> tuple[set[int], set[int]]:
 def fluoride_counts(smiles: list[str], labels: list[int]) -> str:
     """How far the fluorine alone goes: molecules with F, with F and C=O, with F and no C=O
     (and of these, with a C=O look-alike), and the accuracy of "label = has F" on the paper's
-    downsampled pool (all positives and twice as many negatives, in expectation)."""
+    downsampled pool (all positives and :data:`PAPER_TRAINING`'s negatives per positive, in
+    expectation)."""
     mols = [Chem.MolFromSmiles(s) for s in smiles]
     has_f = [m.HasSubstructMatch(FLUORIDE) for m in mols]
     has_co = [m.HasSubstructMatch(CARBONYL) for m in mols]
@@ -51,14 +52,15 @@ def fluoride_counts(smiles: list[str], labels: list[int]) -> str:
     lookalike = sum(mols[i].HasSubstructMatch(LOOKALIKE) for i in f_no_co)
     positives = sum(labels)
     negatives = len(labels) - positives
-    wrong = 2 * positives * len(f_no_co) / negatives  # F-without-C=O negatives in the pool
+    drawn = round(PAPER_TRAINING["AlkaneCarbonyl"]["negatives_per_positive"] * positives)
+    wrong = drawn * len(f_no_co) / negatives  # F-without-C=O negatives in the pool
     return (
         f"{len(mols)} molecules: {sum(has_f)} with F, {sum(f and c for f, c in zip(has_f, has_co))} "
         f"with F and C=O (positives: {positives}), {len(f_no_co)} with F and no C=O "
         f"({lookalike} of them with an O bound to one carbon only, a C=O look-alike without "
-        f"bond orders); in the paper's pool of {3 * positives} (all positives, "
-        f"{2 * positives} of {negatives} negatives) about {wrong:.0f} negatives have F, so "
-        f"'label = has F' scores {100 * (1 - wrong / (3 * positives)):.1f} %"
+        f"bond orders); in the paper's pool of {positives + drawn} (all positives, "
+        f"{drawn} of {negatives} negatives) about {wrong:.0f} negatives have F, so "
+        f"'label = has F' scores {100 * (1 - wrong / (positives + drawn)):.1f} %"
     )
 
 
