@@ -273,7 +273,8 @@ def _fit(
             tie = config.ties == "later" or val_loss < best[1]
             if val_acc > best[0] or (val_acc == best[0] and tie):
                 best, best_epoch = (val_acc, val_loss), epoch
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                if config.keep == "best":  # keep="last" never loads it
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if cb:
                 cb(epoch, config.epochs)
             if val_loss < lowest_loss:
