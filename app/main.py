@@ -640,10 +640,16 @@ class View:
         return shown(self.path, self.mtime, self.reference, self.target)
 
     @property
+    def other_target(self) -> str | None:
+        """The second timeline's explained node: the view's target when that timeline
+        explains it too, else None (its file's own)."""
+        targets = timeline_from(self.other, Path(self.other).stat().st_mtime).targets
+        return self.target if self.target in targets else None
+
+    @property
     def other_timeline(self) -> Timeline:
         path = Path(self.other)
-        other = shown(self.other, path.stat().st_mtime, self.reference)
-        return other.for_node(self.target) if self.target in other.targets else other
+        return shown(self.other, path.stat().st_mtime, self.reference, self.other_target)
 
 
 def time_cursor(tl: Timeline) -> None:
@@ -805,9 +811,8 @@ def second_scenario(view: View, net, time_s: int, scale: float) -> None:
     title = scenario_text(other.scenario)
     if other.meta["model_hash"] != view.timeline.meta["model_hash"]:
         title = f"model {Path(other.meta['model_dir']).name} on this scenario"
-        path = Path(view.other)
-        target = view.target if view.target in other.targets else None  # as other_timeline
-        mtime = path.stat().st_mtime
+        mtime = Path(view.other).stat().st_mtime
+        target = view.other_target
         scale = scale_of(view.other, mtime, view.reference, target, view.index, view.order)
     fig = view_si_graph(view, other, net, step, scale, height=480)
     st.markdown(f"**Side by side: {title}**")

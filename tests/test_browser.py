@@ -214,14 +214,21 @@ def pick(driver, label: str, option: str) -> None:
     raise AssertionError(f"no option {option!r} in {label!r}")
 
 
-def click_button(driver, text: str) -> None:
-    """Click the button labelled ``text`` (in one script: the page may redraw meanwhile)."""
+def click_text(driver, tag: str, text: str) -> None:
+    """Click the ``tag`` element whose text is ``text`` (in one script: the page may redraw
+    meanwhile)."""
     clicked = driver.execute_script(
-        "const b = [...document.querySelectorAll('button')]"
-        ".find(b => b.innerText.trim() === arguments[0]); if (b) { b.click(); } return !!b;",
+        "const e = [...document.querySelectorAll(arguments[0])]"
+        ".find(e => e.innerText.trim() === arguments[1]); if (e) { e.click(); } return !!e;",
+        tag,
         text,
     )
-    assert clicked, f"no button {text!r}"
+    assert clicked, f"no {tag} {text!r}"
+
+
+def click_button(driver, text: str) -> None:
+    """Click the button labelled ``text``."""
+    click_text(driver, "button", text)
 
 
 def retried(action, attempts: int = 5):
@@ -479,9 +486,4 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
 
 def click_label(driver, text: str) -> None:
     """Click the radio option labelled ``text``."""
-    clicked = driver.execute_script(
-        "const l = [...document.querySelectorAll('label')]"
-        ".find(l => l.innerText.trim() === arguments[0]); if (l) { l.click(); } return !!l;",
-        text,
-    )
-    assert clicked, f"no option {text!r}"
+    click_text(driver, "label", text)

@@ -171,14 +171,21 @@ def _names(network: Network, items) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def interval_text(timeline: Timeline, step: int) -> str:
-    """``, 90% interval 0.55–0.70``: the forecast's calibrated interval at ``step`` with its
+def interval_range(timeline: Timeline, step: int) -> str:
+    """``90% interval 0.55–0.70``: the forecast's calibrated interval at ``step`` with its
     nominal coverage ("" for a timeline without intervals)."""
     if timeline.lower is None or timeline.upper is None:
         return ""
     confidence = (timeline.meta.get("interval") or {}).get("confidence")
     level = f"{confidence:.0%} " if confidence else ""
-    return f", {level}interval {timeline.lower[step]:.2f}–{timeline.upper[step]:.2f}"
+    return f"{level}interval {timeline.lower[step]:.2f}–{timeline.upper[step]:.2f}"
+
+
+def interval_text(timeline: Timeline, step: int) -> str:
+    """``, 90% interval 0.55–0.70``: :func:`interval_range` as the sentence's clause ("" for a
+    timeline without intervals)."""
+    interval = interval_range(timeline, step)
+    return f", {interval}" if interval else ""
 
 
 def two_decimals(value: float) -> str:

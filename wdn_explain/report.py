@@ -23,6 +23,7 @@ from .narrative import (
     forecast_time,
     index_label,
     index_name,
+    interval_range,
     reference_label,
     resolved_order,
     scenario_text,
@@ -262,10 +263,8 @@ def gif_frame(
     )
     e = timeline.explanations[t]
     drawn = ", nodes and strongest pairs" if order >= 2 else ""
-    interval = ""
-    if timeline.lower is not None:
-        level = timeline.meta["interval"]["confidence"]
-        interval = f" ({level:.0%} interval {timeline.lower[t]:.2f}–{timeline.upper[t]:.2f})"
+    interval = interval_range(timeline, t)
+    interval = f" ({interval})" if interval else ""
     fig.suptitle(
         f"{index_label(index, order)}{drawn}: {forecast_time(timeline, t)}\n"
         f"forecast {e.prediction:.2f}{interval}, simulated {timeline.truth[t]:.2f}, reference "
