@@ -37,7 +37,7 @@ from wdn_explain.conformal import (
     node_bins,
     node_level,
 )
-from wdn_explain.dataset import WaqDataset, load_waq_arrays
+from wdn_explain.dataset import WaqDataset
 from wdn_explain.features import LABEL_RANGE
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import predict
@@ -62,12 +62,8 @@ def main() -> None:
     fresh = sys.argv[1]
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/hanoi-nodes"
     model, card = load_model(model_dir)
-    inputs, seed = card.input_spec, card.train["split_seed"]
-    limits = LABEL_RANGE[inputs.target]
-    calib = WaqDataset.for_inputs(card.data.folder, "calib", inputs, split_seed=seed)
-    test = WaqDataset.for_inputs(
-        fresh, "all", inputs, split_seed=seed, arrays=load_waq_arrays(fresh)
-    )
+    limits = LABEL_RANGE[card.input_spec.target]
+    calib, test = card.dataset(card.data.folder, "calib"), card.dataset(fresh, "all")
     pred_calib, pred = predict(model, calib), predict(model, test)
     truth, n = test.targets(), pred.shape[1]
     node_calib, node_test = (
