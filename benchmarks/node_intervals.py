@@ -37,7 +37,6 @@ from wdn_explain.conformal import (
     node_bins,
     node_level,
 )
-from wdn_explain.dataset import WaqDataset
 from wdn_explain.features import LABEL_RANGE
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import predict
@@ -48,13 +47,6 @@ def dry_or_chlorinated(bins: np.ndarray) -> np.ndarray:
     ``.../chlorinated``."""
     coarse = [b.rsplit("/", 1)[0] if "/chlorinated/" in b else b for b in bins.ravel()]
     return np.array(coarse).reshape(bins.shape)
-
-
-def factor_levels(dataset: WaqDataset) -> dict[str, np.ndarray]:
-    """Each sample's level of every factor ``evaluate`` reports, with the switch ahead."""
-    levels = dataset.factor_levels()
-    levels["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
-    return levels
 
 
 def main() -> None:
@@ -72,7 +64,7 @@ def main() -> None:
     )
     level = node_level(pred)
     chlorinated = pred >= DRY_MG_L
-    factors = factor_levels(test)
+    factors = test.factor_levels()
     for name, bins_calib, bins, clipped in (
         (
             "sample groups",

@@ -660,9 +660,7 @@ def evaluate(
         lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred), limits)
         covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
-    factors = dataset.factor_levels()
-    factors["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
-    for factor, levels in factors.items():
+    for factor, levels in dataset.factor_levels().items():
         per_factor[factor] = [
             {
                 "level": str(level),
