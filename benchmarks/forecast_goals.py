@@ -18,7 +18,6 @@ import numpy as np
 import torch
 
 from wdn_explain.conformal import WIDE_INTERVAL, intervals
-from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import evaluate, predict
 
@@ -29,9 +28,8 @@ def main() -> None:
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/default"
     model, card = load_model(model_dir)
     fit_dir = sys.argv[3] if len(sys.argv) > 3 else card.data.folder
-    inputs, seed = card.input_spec, card.train["split_seed"]
-    ds = WaqDataset.for_inputs(fresh, "all", inputs, split_seed=seed, arrays=load_waq_arrays(fresh))
-    fit_on = WaqDataset.for_inputs(fit_dir, "train", inputs, split_seed=seed)
+    ds = card.dataset(fresh, "all")
+    fit_on = card.dataset(fit_dir, "train")
     res = evaluate(model, ds, conformal=card.conformal, tree_data=fit_on)
     print(f"fresh scenarios: {ds.arrays.n_scenarios}, forecasts: {res['n_samples']}")
     for name in ("", "tree_", "persistence_", "climatology_"):

@@ -17,7 +17,6 @@ import sys
 
 import torch
 
-from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import evaluate
 
@@ -27,8 +26,8 @@ def main() -> None:
     fresh = sys.argv[1]
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/hanoi-nodes"
     model, card = load_model(model_dir)
-    inputs, seed = card.input_spec, card.train["split_seed"]
-    ds = WaqDataset.for_inputs(fresh, "all", inputs, split_seed=seed, arrays=load_waq_arrays(fresh))
+    inputs = card.input_spec
+    ds = card.dataset(fresh, "all")
     res = evaluate(model, ds, conformal=card.conformal)
     n_nodes = ds.arrays.chlorine_mg_l.shape[2]
     print(f"fresh scenarios: {ds.arrays.n_scenarios}, forecasts: {res['n_samples']} x {n_nodes}")

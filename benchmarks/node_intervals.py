@@ -37,7 +37,6 @@ from wdn_explain.conformal import (
     node_bins,
     node_level,
 )
-from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.features import LABEL_RANGE
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import predict
@@ -50,24 +49,13 @@ def dry_or_chlorinated(bins: np.ndarray) -> np.ndarray:
     return np.array(coarse).reshape(bins.shape)
 
 
-def factor_levels(dataset: WaqDataset) -> dict[str, np.ndarray]:
-    """Each sample's level of every factor ``evaluate`` reports, with the switch ahead."""
-    levels = dataset.factor_levels()
-    levels["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
-    return levels
-
-
 def main() -> None:
     torch.set_num_threads(1)
     fresh = sys.argv[1]
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/hanoi-nodes"
     model, card = load_model(model_dir)
-    inputs, seed = card.input_spec, card.train["split_seed"]
-    limits = LABEL_RANGE[inputs.target]
-    calib = WaqDataset.for_inputs(card.data.folder, "calib", inputs, split_seed=seed)
-    test = WaqDataset.for_inputs(
-        fresh, "all", inputs, split_seed=seed, arrays=load_waq_arrays(fresh)
-    )
+    limits = LABEL_RANGE[card.input_spec.target]
+    calib, test = card.dataset(card.data.folder, "calib"), card.dataset(fresh, "all")
     pred_calib, pred = predict(model, calib), predict(model, test)
     truth, n = test.targets(), pred.shape[1]
     node_calib, node_test = (
@@ -76,7 +64,7 @@ def main() -> None:
     )
     level = node_level(pred)
     chlorinated = pred >= DRY_MG_L
-    factors = factor_levels(test)
+    factors = test.factor_levels()
     for name, bins_calib, bins, clipped in (
         (
             "sample groups",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,19 @@ def _fail(exc: WdnExplainError) -> None:
     raise typer.Exit(1)
 
 
+@contextmanager
+def _resumable(hint: str) -> Iterator[None]:
+    """Run a long, resumable step: a project error exits 1 (:func:`_fail`); Ctrl-C exits 130
+    with ``hint``, how to resume."""
+    try:
+        yield
+    except WdnExplainError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: {hint}")
+        raise typer.Exit(130) from None
+
+
 @app.command()
 def simulate(
     config: Path = typer.Option(
@@ -65,7 +79,7 @@ def simulate(
     workers, capped = worker_count(workers)
     if capped:
         typer.echo(f"warning: {capped}", err=True)
-    try:
+    with _resumable(f"finished scenarios are kept in {out}; run again to resume"):
         cfg = load_config(shipped(config))
         with progress_callback(True, "simulate") as cb:
             generate_waq(
@@ -77,11 +91,6 @@ def simulate(
                 progress=cb,
                 scheduler=scheduler or cfg.scheduler,
             )
-    except WdnExplainError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted: finished scenarios are kept in {out}; run again to resume")
-        raise typer.Exit(130) from None
     typer.echo(f"{cfg.n_scenarios} scenarios in {out}")
 
 
@@ -565,7 +574,7 @@ def explain(
     from .timeline import ExplainSettings, check_timeline_output
 
     model = default_model() if model is None else shipped(model)
-    try:
+    with _resumable(f"explained steps are kept beside {out}; run again to resume"):
         spec = default_scenario(model) if scenario is None else _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
         settings = ExplainSettings.of(
@@ -589,11 +598,6 @@ def explain(
             scheduler=scheduler or (scenario and _config_scheduler(scenario)),
             gpu=gpu,
         )
-    except WdnExplainError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted: explained steps are kept beside {out}; run again to resume")
-        raise typer.Exit(130) from None
     ood = timeline.meta.get("out_of_design")
     if ood is None:
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
@@ -749,7 +753,7 @@ def onboard(
     from .shipped import user_models_dir, water_models
 
     folder = out or user_models_dir() / inp.stem.lower()
-    try:
+    with _resumable(f"run the same command again to resume in {folder}"):
         done = run_onboarding(
             inp,
             folder,
@@ -763,11 +767,6 @@ def onboard(
             say=typer.echo,
             progress=True,
         )
-    except WdnExplainError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted: run the same command again to resume in {folder}")
-        raise typer.Exit(130) from None
     listed = done.folder.resolve() in {m.resolve() for m in water_models().values()}
     typer.echo(
         f"model folder {done.folder}: "

@@ -315,13 +315,17 @@ class WaqDataset(Dataset):
 
     def factor_levels(self) -> dict[str, np.ndarray]:
         """Per scenario factor (injection site, pattern, strength, ...), the level of every
-        sample, each shape (len(self),) of strings (see :func:`wdn_explain.design.factor_levels`)."""
+        sample, each shape (len(self),) of strings (see :func:`wdn_explain.design.factor_levels`),
+        then ``switch``: whether a source switches within the horizon (:meth:`switches_ahead`;
+        ``within horizon`` or ``none ahead``) -- the factors ``evaluate`` reports."""
         reservoirs = self._reservoirs()
         levels = [factor_levels(self.arrays.configs[s], reservoirs) for s in self.scenarios]
-        return {
+        by_factor = {
             name: np.repeat(np.array([lv[name] for lv in levels]), self.n_times)
             for name in (levels[0] if levels else {})
         }
+        by_factor["switch"] = np.where(self.switches_ahead(), "within horizon", "none ahead")
+        return by_factor
 
     def switches_ahead(self) -> np.ndarray:
         """Per sample, whether a source switches on or off within the forecast horizon."""

@@ -7,7 +7,8 @@ record of another version, is one line naming the file, the field and the value.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from typing_extensions import Self
@@ -15,6 +16,9 @@ from typing_extensions import Self
 from .design import DesignEnvelope
 from .errors import DataError
 from .features import WAQ_PAPER_NODE_FEATURES, InputSpec
+
+if TYPE_CHECKING:
+    from .dataset import Split, WaqArrays, WaqDataset
 
 
 class _Strict(BaseModel):
@@ -134,6 +138,16 @@ class ModelCard(Record):
             flow_scale_lps=self.data.flow_scale_lps,
             horizon=self.train["horizon"],
             threshold=self.train["threshold"],
+        )
+
+    def dataset(
+        self, folder: str | Path, split: Split, arrays: WaqArrays | None = None
+    ) -> WaqDataset:
+        """A split of a WAQ folder built as this model's inputs and split seed say."""
+        from .dataset import WaqDataset
+
+        return WaqDataset.for_inputs(
+            folder, split, self.input_spec, split_seed=self.train["split_seed"], arrays=arrays
         )
 
     @model_validator(mode="after")

@@ -45,25 +45,22 @@ def score_model(
         DataError: a missing or corrupt model or data folder, data of another network, an
             empty split.
     """
-    from .dataset import WaqDataset, load_waq_arrays
+    from .dataset import load_waq_arrays
     from .model_folder import load_model
     from .training import check_data_matches, evaluate
 
     net, card = load_model(model_dir)
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
-    inputs, seed = card.input_spec, card.train["split_seed"]
-    ds = WaqDataset.for_inputs(data_dir, split, inputs, split_seed=seed, arrays=arrays)
+    ds = card.dataset(data_dir, split, arrays)
     fit_on = None
     if fit_data is not None:
         fit_arrays = load_waq_arrays(fit_data)
         check_data_matches(card, fit_arrays.manifest, fit_data)
-        fit_on = WaqDataset.for_inputs(
-            fit_data, "train", inputs, split_seed=seed, arrays=fit_arrays
-        )
+        fit_on = card.dataset(fit_data, "train", fit_arrays)
     results = evaluate(net, ds, device, conformal=card.conformal, tree_data=fit_on)
     step_s = int(arrays.times_s[1] - arrays.times_s[0]) if len(arrays.times_s) > 1 else 0
-    return Scores(results, inputs, split, step_s)
+    return Scores(results, card.input_spec, split, step_s)
 
 
 def score_warnings(scores: Scores) -> list[str]:

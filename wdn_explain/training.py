@@ -511,11 +511,9 @@ def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, An
     model, card = load_model(model_dir)
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
-    inputs = card.input_spec
-    seed = card.train["split_seed"]
-    calib_set = WaqDataset.for_inputs(data_dir, "calib", inputs, split_seed=seed, arrays=arrays)
+    calib_set = card.dataset(data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
-    test_set = WaqDataset.for_inputs(data_dir, "test", inputs, split_seed=seed, arrays=arrays)
+    test_set = card.dataset(data_dir, "test", arrays)
     if len(test_set):
         metrics = evaluate(model, test_set, conformal=record["conformal"])
         record["metrics"] = {
@@ -662,9 +660,7 @@ def evaluate(
         lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred), limits)
         covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
-    factors = dataset.factor_levels()
-    factors["switch"] = np.where(dataset.switches_ahead(), "within horizon", "none ahead")
-    for factor, levels in factors.items():
+    for factor, levels in dataset.factor_levels().items():
         per_factor[factor] = [
             {
                 "level": str(level),
