@@ -296,3 +296,36 @@ def test_shipped_node_timeline_is_current_and_reports_refuse_it(tmp_path):
     result = run("report", "--timeline", path, "--out", out)
     assert result.exit_code == 1 and result.output.count("\n") == 1
     assert "reports draw share timelines only" in result.output and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        dict(injection_node="20", injection_strength_mg_l=1.5),
+        dict(injection_strength_mg_l=0.8, injection_mode="intermittent"),
+        dict(injection_node="12", injection_strength_mg_l=2.0, injection_mode="failure"),
+    ],
+    ids=["booster", "reservoir intermittent", "booster failure"],
+)
+def test_no_node_exceeds_the_scenario_range(spec):
+    """The bound the node intervals are clipped to holds in EPANET and is reached at the
+    source: no chlorine above the setpoint (nothing here starts chlorinated)."""
+    from wdn_explain.features import scenario_range
+    from wdn_explain.simulation import simulate
+
+    result = simulate(ScenarioConfig(duration_s=3600, reporting_step_s=300, **spec))
+    low, high = scenario_range("node_chlorine_mg_l", spec["injection_strength_mg_l"], [0.0])
+    assert (low, high) == (0.0, spec["injection_strength_mg_l"])
+    assert result.node_chlorine_mg_l.max() <= high + 1e-6
+    assert result.node_chlorine_mg_l.max() >= 0.95 * high  # the bound is reached
+
+
+def test_shipped_node_intervals_stay_below_the_source_strength():
+    from wdn_explain.shipped import default_timeline
+    from wdn_explain.timeline import Timeline
+
+    timeline = Timeline.load(default_timeline(ROOT / "models" / "hanoi-nodes"))
+    assert timeline.chlorine[0].max() == 0.0  # nothing chlorinated at the start
+    strength = timeline.scenario.injection_strength_mg_l  # the only source
+    assert timeline.node_upper.max() <= strength + 1e-6
+    assert timeline.node_lower.min() >= 0.0

@@ -55,6 +55,19 @@ TARGETS: tuple[str, ...] = get_args(Target)
 DEFAULT_MIN_RESIDUAL_MG_L = 0.2  # the minimum free-chlorine residual regulators commonly ask for
 LABEL_RANGE = {"share": (0.0, 1.0), "node_chlorine_mg_l": (0.0, np.inf)}
 """The physical range of each target: a share of nodes; chlorine in mg/L."""
+
+
+def scenario_range(target: str, strength_mg_l: float, initial_mg_l: np.ndarray) -> tuple:
+    """The range a scenario's labels can take: :data:`LABEL_RANGE`, and for chlorine at a
+    node at most the highest concentration anything puts in -- the source's setpoint or the
+    initial quality of any node, reservoirs and tanks included (mixing and decay never
+    exceed it). Known at forecast time; intervals are clipped to it."""
+    low, high = LABEL_RANGE[target]
+    if target == "node_chlorine_mg_l":
+        high = max(float(strength_mg_l), float(np.max(initial_mg_l, initial=0.0)))
+    return low, high
+
+
 RANGE_TOLERANCE = 0.05
 """How far (in label units) a forecast may leave :data:`LABEL_RANGE` unflagged: a linear
 head overshoots a little near the bounds; damaged weights forecast shares like 4.8."""

@@ -16,7 +16,7 @@ import numpy as np
 from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
 from .errors import ConfigError, DataError, ExplainError, WdnExplainError
 from .explain.explanation import Explanation
-from .features import LABEL_RANGE, InputSpec, check_plan, source_plan
+from .features import InputSpec, check_plan, scenario_range, source_plan
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
@@ -326,7 +326,8 @@ def _intervals(
     meta: dict[str, Any],
     chosen: list[int] | None,
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The conformal (lower, upper) of every forecast (None without a calibrated card);
+    """The conformal (lower, upper) of every forecast (None without a calibrated card),
+    inside the scenario's physical range (:func:`~wdn_explain.features.scenario_range`);
     records the interval's description and the uncertainty notice (for a node model: at the
     first target node) in ``meta``."""
     if card.conformal is None:
@@ -334,7 +335,10 @@ def _intervals(
     inputs = card.input_spec
     bins = mondrian_bins(scenario, result.times_s, inputs.horizon, network.reservoirs)[steps]
     bins = node_bins(bins, forecast) if inputs.node_level else bins
-    lower, upper = intervals(card.conformal, forecast, bins, LABEL_RANGE[inputs.target])
+    limits = scenario_range(
+        inputs.target, scenario.injection_strength_mg_l, result.node_chlorine_mg_l[0]
+    )
+    lower, upper = intervals(card.conformal, forecast, bins, limits)
     meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
     node_level = lower.ndim > 1
     meta["uncertainty"] = uncertainty_notice(
