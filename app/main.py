@@ -212,18 +212,11 @@ def available_timelines(default: Path, model_dir: Path) -> dict[str, Path]:
 
 
 def opening_timeline(model_dir: Path, net) -> Path:
-    """The model's default scenario's timeline (see :func:`default_scenario`): the one in
-    its folder while it is readable and made by this model and engine version, else one
-    computed into the user cache (the installed package is never written)."""
-    shipped = default_timeline(model_dir)
-    if shipped is not None and usable(shipped, model_dir):
-        return shipped
-    scenario = default_scenario(model_dir, net)
-    path = cache_path(scenario, model_dir, CACHE_DIR)
-    if not usable(path, model_dir):
-        with st.spinner("explaining the default scenario (first start with this model)..."):
-            explain_scenario(scenario, model_dir, out=path)
-    return path
+    """The model's default scenario's timeline (see :func:`default_scenario` and
+    :func:`timeline_of`): the one in its folder while it is readable and made by this model
+    and engine version, else one computed into the user cache (the installed package is
+    never written)."""
+    return timeline_of(default_scenario(model_dir, net), model_dir, net)
 
 
 def models_beside(model_dir: Path) -> list[tuple[str, Path]]:
@@ -247,7 +240,7 @@ def timeline_of(scenario: ScenarioConfig, model_dir: Path, net) -> Path:
             return shipped
     path = cache_path(scenario, model_dir, CACHE_DIR)
     if not usable(path, model_dir):
-        with st.spinner(f"explaining this scenario with model {model_dir.name}..."):
+        with st.spinner(f"explaining the scenario with model {model_dir.name} (once)..."):
             explain_scenario(scenario, model_dir, out=path)
     return path
 
