@@ -106,6 +106,29 @@ def test_properties_are_the_inp_values_in_si(hanoi):
         assert props.link_diameter_mm[k] == pytest.approx(diameter)
 
 
+def test_initial_quality_is_the_inp_quality_section(tmp_path, hanoi):
+    """The [QUALITY] values written into a copy of Hanoi come back per node in mg/L, 0 for
+    the nodes the section does not name (WNTR reads them in kg/m3)."""
+    text = hanoi.inp_path.read_text().replace("[QUALITY]", "[QUALITY]\n 5  0.8\n 12  1.25", 1)
+    assert text != hanoi.inp_path.read_text()
+    path = tmp_path / "hanoi_quality.inp"
+    path.write_text(text)
+    quality = load_network(path).properties.node_initial_quality_mg_l
+    expected = {"5": 0.8, "12": 1.25}
+    for i, node in enumerate(hanoi.node_ids):
+        assert quality[i] == pytest.approx(expected.get(node, 0.0))
+
+
+def test_initial_quality_of_a_chlorine_network_is_in_mg_l():
+    """Net1 simulates chlorine in mg/L: its [QUALITY] numbers as written (WNTR's kg/m3 back)."""
+    net1 = load_network("net1")
+    written = inp_table(net1.inp_path, "QUALITY")
+    assert written
+    for i, node in enumerate(net1.node_ids):
+        value = float(written[node][0]) if node in written else 0.0
+        assert net1.properties.node_initial_quality_mg_l[i] == pytest.approx(value)
+
+
 def test_properties_convert_us_units():
     """Net3 is in GPM with feet and inches: converted to m, mm and L/s."""
     net3 = load_network("net3")

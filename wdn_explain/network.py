@@ -70,12 +70,16 @@ class NetworkProperties:
         node_base_demand_lps: Junction base demand in L/s (of its first demand), (n_nodes,).
         link_diameter_mm: Pipe and valve diameter in mm, shape (n_links,).
         link_length_m: Pipe length in m, shape (n_links,).
+        node_initial_quality_mg_l: The ``[QUALITY]`` section's initial concentration in mg/L
+            (WNTR converts a chemical's to kg/m3; with no quality option the values are kept as
+            written), 0 where it names no value, (n_nodes,).
     """
 
     node_elevation_m: np.ndarray
     node_base_demand_lps: np.ndarray
     link_diameter_mm: np.ndarray
     link_length_m: np.ndarray
+    node_initial_quality_mg_l: np.ndarray
 
 
 KAMADA_KAWAI_MAX_NODES = 300  # larger networks get the (faster) seeded spring layout
@@ -200,8 +204,8 @@ class Network:
 
     @cached_property
     def properties(self) -> NetworkProperties:
-        """Elevations, base demands, diameters and lengths of the original .inp, read once
-        by WNTR (which converts the file's units to SI)."""
+        """Elevations, base demands, diameters, lengths and initial quality of the original
+        .inp, read once by WNTR (which converts the file's units to SI)."""
         import pandas as pd
         import wntr
 
@@ -221,6 +225,8 @@ class Network:
             node_base_demand_lps=1000 * per(self.node_ids, wn.query_node_attribute("base_demand")),
             link_diameter_mm=1000 * per(self.link_ids, wn.query_link_attribute("diameter")),
             link_length_m=per(self.link_ids, wn.query_link_attribute("length")),
+            node_initial_quality_mg_l=per(self.node_ids, wn.query_node_attribute("initial_quality"))
+            * (1000 if wn.options.quality.parameter.upper() == "CHEMICAL" else 1),
         )
 
     def to_networkx(self):

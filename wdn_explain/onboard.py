@@ -116,17 +116,7 @@ def initial_chlorine_nodes(network: Network) -> int:
     """How many nodes the .inp's ``[QUALITY]`` section starts above zero (every scenario
     starts from that state: a network already chlorinated everywhere leaves the forecast
     little to do)."""
-    count, section = 0, None
-    for line in network.inp_path.read_text(errors="replace").splitlines():
-        text = line.split(";", 1)[0].strip()
-        if text.startswith("["):
-            section = text.upper()
-        elif section == "[QUALITY]" and len(text.split()) >= 2:
-            try:
-                count += float(text.split()[1]) > 0
-            except ValueError:
-                continue
-    return count
+    return int((network.properties.node_initial_quality_mg_l > 0).sum())
 
 
 def _base_flows(network: Network, template: ScenarioConfig) -> np.ndarray:
