@@ -139,6 +139,12 @@ def hover_lines(driver, chart: int, name: str, point: int) -> list[str]:
     return driver.execute_script(HOVER_JS, chart)
 
 
+def chart_rect(driver, wait, script: str = RECT_JS) -> list[float]:
+    """Top and bottom of the first chart's frame and the window's height, once the frame is
+    shown (a new frame has no size until its chart is drawn)."""
+    return wait.until(lambda d: (r := d.execute_script(script)) and r[1] > r[0] and r)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -355,7 +361,7 @@ def test_app_in_headless_chromium(server):
         assert driver.execute_script(MODEBAR_JS, 0)  # maps: zoom, PNG
         assert not driver.execute_script(MODEBAR_JS, 1)  # not over titles
         assert "Deploy" not in driver.find_element(By.TAG_NAME, "header").text
-        top, bottom, height = driver.execute_script(RECT_JS)
+        top, bottom, height = chart_rect(driver, wait)
         assert height == 900 and 0 < top and bottom <= 900  # the SI-Graph in the first screen
         assert driver.execute_script(CHLORINE_JS) > 0  # chlorine on the first map
         assert "source on" in driver.execute_script(CHARTS_TEXT_JS)
@@ -367,7 +373,7 @@ def test_app_in_headless_chromium(server):
         driver.execute_script(MARK_JS, "first view")
         click_button(driver, "▶ play")
         wait.until(lambda d: (read_minutes(d) or {"map": 0})["map"] >= minute + 10)
-        assert driver.execute_script(RECT_JS)[1] <= 900  # still in the first screen
+        assert chart_rect(driver, wait)[1] <= 900  # still in the first screen
         click_button(driver, "❚❚ pause")
         still(driver, wait)
         click_button(driver, "❚❚ pause")  # a click landing during a frame's rerun may be lost
@@ -434,7 +440,7 @@ def test_app_in_headless_chromium(server):
         ltown = model_network(ROOT / "models" / "l-town").node_ids
         assert boxes["injection node"].split(" (")[0] in ltown  # not Hanoi's "1 (reservoir)"
         assert follow == ["node (or pair) to follow\n\nn303"]
-        assert driver.execute_script(RECT_JS)[1] <= 900
+        assert chart_rect(driver, wait)[1] <= 900
         driver.save_screenshot(str(SHOTS / "app_l_town.png"))
 
         # a node-level model: the sentence speaks mg/L at its explained node
@@ -442,7 +448,7 @@ def test_app_in_headless_chromium(server):
         wait.until(lambda d: "mg/L chlorine at node 27" in summary_text(d))
         boxes, _ = driver.execute_script(SIDEBAR_JS)
         assert boxes["explained node"] == "27"
-        top, bottom, _ = driver.execute_script(RECT_AT_TOP_JS)
+        top, bottom, _ = chart_rect(driver, wait, RECT_AT_TOP_JS)
         assert 0 < top and bottom <= 900  # under its notices, still in the first screen
         driver.save_screenshot(str(SHOTS / "app_hanoi_nodes.png"))
     finally:

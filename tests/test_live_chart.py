@@ -1,8 +1,9 @@
 """The chart component's folder (app/live_chart.py): written once, with the installed
-Plotly.js and the project's page."""
+Plotly.js (gzipped) and the project's page."""
 
 from __future__ import annotations
 
+import gzip
 import sys
 
 import plotly
@@ -17,18 +18,18 @@ from live_chart import asset_dir
 def test_asset_dir_holds_the_installed_plotly_js_and_the_page(tmp_path):
     folder = asset_dir(tmp_path)
     assert folder.parent == tmp_path and plotly.__version__ in folder.name
-    script = (folder / "plotly.min.js").read_text(encoding="utf-8")
+    script = gzip.decompress((folder / "plotly.min.js.gz").read_bytes()).decode("utf-8")
     assert script == get_plotlyjs()  # the installed package's bundle, byte for byte
     assert f"plotly.js v{get_plotlyjs_version()}" in script[:200]
     page = (folder / "index.html").read_text(encoding="utf-8")
     assert page == (ROOT / "app" / "live_chart.html").read_text(encoding="utf-8")
-    assert '<script src="plotly.min.js"></script>' in page
+    assert 'fetch("plotly.min.js.gz")' in page and 'DecompressionStream("gzip")' in page
     assert "Plotly.react" in page and "streamlit:componentReady" in page
 
 
 def test_asset_dir_is_written_once_and_repaired(tmp_path):
     folder = asset_dir(tmp_path)
-    script, page = folder / "plotly.min.js", folder / "index.html"
+    script, page = folder / "plotly.min.js.gz", folder / "index.html"
     stamps = script.stat().st_mtime_ns, page.stat().st_mtime_ns
     assert asset_dir(tmp_path) == folder
     assert (script.stat().st_mtime_ns, page.stat().st_mtime_ns) == stamps  # not rewritten
@@ -36,5 +37,5 @@ def test_asset_dir_is_written_once_and_repaired(tmp_path):
     script.unlink()
     asset_dir(tmp_path)
     assert page.read_text(encoding="utf-8") == (ROOT / "app" / "live_chart.html").read_text()
-    assert script.read_text(encoding="utf-8") == get_plotlyjs()
-    assert sorted(p.name for p in folder.iterdir()) == ["index.html", "plotly.min.js"]
+    assert gzip.decompress(script.read_bytes()).decode("utf-8") == get_plotlyjs()
+    assert sorted(p.name for p in folder.iterdir()) == ["index.html", "plotly.min.js.gz"]
