@@ -125,6 +125,10 @@ CHARTS_TEXT_JS = PLOTS_JS + "return plots.map(p => p.textContent).join('\\n');"
 # node now in place still carries it: a chart updated in place keeps its node.
 MARK_JS = PLOTS_JS + "plots[0].wdnMark = arguments[0]; frames[0].wdnMark = arguments[0];"
 MARKED_JS = PLOTS_JS + "return [plots[0].wdnMark || null, frames[0].wdnMark || null];"
+# The SI-Graph's axis ranges (x then y): what a zoom changes.
+RANGES_JS = (
+    PLOTS_JS + "const l = plots[0]._fullLayout; return [...l.xaxis.range, ...l.yaxis.range];"
+)
 
 
 def hover_lines(driver, chart: int, name: str, point: int) -> list[str]:
@@ -137,6 +141,21 @@ def hover_lines(driver, chart: int, name: str, point: int) -> list[str]:
     ActionChains(driver).move_to_element_with_offset(frame, int(dx), int(dy)).perform()
     time.sleep(0.5)
     return driver.execute_script(HOVER_JS, chart)
+
+
+def drag_zoom(driver) -> list[float]:
+    """Drag a box on the SI-Graph as a user zooms; returns its axis ranges after."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    frame = driver.find_element(By.CSS_SELECTOR, 'iframe[src*="live_chart"]')
+    before = driver.execute_script(RANGES_JS)
+    drag = ActionChains(driver).move_to_element_with_offset(frame, -80, 0).click_and_hold()
+    drag.move_by_offset(60, 40).move_by_offset(60, 40).release().perform()
+    time.sleep(0.5)
+    after = driver.execute_script(RANGES_JS)
+    assert after[1] - after[0] < 0.5 * (before[1] - before[0])  # zoomed in
+    return after
 
 
 def chart_rect(driver, wait, script: str = RECT_JS) -> list[float]:
@@ -369,8 +388,9 @@ def test_app_in_headless_chromium(server):
         check_flows_hover_band_and_compliance(driver, wait, shipped, step)
 
         # play: every panel moves with the map, each chart updated in place (the SI-Graph's
-        # DOM node is the one drawn first); pause keeps the time
+        # DOM node is the one drawn first, the user's zoom stays); pause keeps the time
         driver.execute_script(MARK_JS, "first view")
+        zoomed = drag_zoom(driver)
         click_button(driver, "▶ play")
         wait.until(lambda d: (read_minutes(d) or {"map": 0})["map"] >= minute + 10)
         assert chart_rect(driver, wait)[1] <= 900  # still in the first screen
@@ -381,6 +401,7 @@ def test_app_in_headless_chromium(server):
         assert played["map"] >= minute + 10
         assert summary_text(driver).startswith(f"Forecast made at {played['map']:.0f} min")
         assert driver.execute_script(MARKED_JS) == ["first view", "first view"]
+        assert driver.execute_script(RANGES_JS) == pytest.approx(zoomed)
         driver.save_screenshot(str(SHOTS / "app_after_play.png"))
 
         # every index keeps the time
