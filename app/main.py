@@ -569,9 +569,12 @@ def main() -> None:
     with controls.expander("how to read this", expanded=False):
         st.markdown(HOW_TO_READ)
     tl = shown(str(path), mtime, reference)
-    if not net.has_coordinates:
-        st.info(NO_COORDINATES)
-    design_notice(tl)
+    # the notices in one place of their own: however many a model has, the charts below
+    # keep their place in the page, and the browser keeps them (see live_chart.py)
+    with st.container():
+        if not net.has_coordinates:
+            st.info(NO_COORDINATES)
+        design_notice(tl)
     time_cursor(tl)
     focus = None if found is None else net.node_index(found)
     others = [k for k in timelines if k != choice]
