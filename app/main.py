@@ -685,8 +685,9 @@ def page(view: View, net) -> None:
     it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
     on networks too large for node labels it spans the page and the panels go below it,
     out of the first screen: there, while playing, only the SI-Graph (without its flow
-    arrows) and its sentence move, as the browser draws every chart anew on each step, and
-    the arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`)."""
+    arrows) and its sentence move, and the arrows and the panels below follow on pause
+    (:data:`PANELS_ON_PAUSE`). Every chart is a :func:`~live_chart.live_chart`, redrawn in
+    place."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
