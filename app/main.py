@@ -18,10 +18,12 @@ import re
 import tempfile
 import threading
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
+from live_chart import live_chart
 from pydantic import ValidationError
 
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
@@ -81,6 +83,7 @@ from wdn_explain.timeline import (
 logger = logging.getLogger("wdn_explain.app")
 CACHE_DIR = Path(os.environ.get("WDN_EXPLAIN_CACHE", Path.home() / ".cache" / "wdn-explain"))
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
+chart = partial(live_chart, cache_dir=CACHE_DIR)  # every chart, updated in place on a rerun
 MAX_DURATION_S = 12 * 3600
 DURATION_HELP = (
     "simulated time; the first forecast is made at 0 min, the last one horizon before the end"
@@ -566,9 +569,12 @@ def main() -> None:
     with controls.expander("how to read this", expanded=False):
         st.markdown(HOW_TO_READ)
     tl = shown(str(path), mtime, reference)
-    if not net.has_coordinates:
-        st.info(NO_COORDINATES)
-    design_notice(tl)
+    # the notices in one place of their own: however many a model has, the charts below
+    # keep their place in the page, and the browser keeps them (see live_chart.py)
+    with st.container():
+        if not net.has_coordinates:
+            st.info(NO_COORDINATES)
+        design_notice(tl)
     time_cursor(tl)
     focus = None if found is None else net.node_index(found)
     others = [k for k in timelines if k != choice]
@@ -679,8 +685,9 @@ def page(view: View, net) -> None:
     it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
     on networks too large for node labels it spans the page and the panels go below it,
     out of the first screen: there, while playing, only the SI-Graph (without its flow
-    arrows) and its sentence move, as the browser draws every chart anew on each step, and
-    the arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`)."""
+    arrows) and its sentence move, and the arrows and the panels below follow on pause
+    (:data:`PANELS_ON_PAUSE`). Every chart is a :func:`~live_chart.live_chart`, redrawn in
+    place."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
@@ -698,7 +705,7 @@ def page(view: View, net) -> None:
     with left:
         scale = scale_of(view.path, view.mtime, view.reference, view.target, view.index, view.order)
         fig = view_si_graph(view, tl, net, step, scale, height=540, arrows=not playing)
-        st.plotly_chart(fig, width="stretch", key="si_graph", config=MAP)
+        chart(fig, key="si_graph", config=MAP)
         s = tl.scenario
         what = f"forecast: {unit(tl)}" if tl.node_level else f"chlorinated: {threshold_text(tl)}"
         st.caption(
@@ -718,7 +725,7 @@ def page(view: View, net) -> None:
         with st.expander("strongest drivers (table)"):
             table = drivers_table(tl, net, step, view.index, view.order)
             st.dataframe(table, hide_index=True, width="stretch", column_config=DRIVER_COLUMNS)
-        st.plotly_chart(forecast_figure(tl, step), width="stretch", key="forecast", config=CHART)
+        chart(forecast_figure(tl, step), key="forecast", config=CHART)
         if tl.meta.get("uncertainty"):  # beside the band it speaks of, not above the map
             st.info(tl.meta["uncertainty"])
     with panels[1]:
@@ -740,7 +747,7 @@ def page(view: View, net) -> None:
             fig = node_chlorine_figure(
                 tl, net, node, minimum_mg_l=view.minimum, step=step, **forecast
             )
-            st.plotly_chart(fig, width="stretch", key="node_chlorine", config=CHART)
+            chart(fig, key="node_chlorine", config=CHART)
 
 
 DRIVER_COLUMNS = {  # the table sits in a 2/5 column: short headers, the rest as help
@@ -771,7 +778,7 @@ def chlorine_panel(view: View, net, step: int) -> None:
         fig = compliance_figure(tl, net, step, view.minimum, focus=view.focus)
     else:
         fig = chlorine_figure(tl, net, step, focus=view.focus)
-    st.plotly_chart(fig, width="stretch", key="chlorine", config=MAP)
+    chart(fig, key="chlorine", config=MAP)
     st.caption(compliance_text(tl, step, view.minimum))
 
 
@@ -809,7 +816,7 @@ def second_scenario(view: View, net, time_s: int, scale: float) -> None:
         scale = scale_of(view.other, mtime, view.reference, target, view.index, view.order)
     fig = view_si_graph(view, other, net, step, scale, height=480)
     st.markdown(f"**Side by side: {title}**")
-    st.plotly_chart(fig, width="stretch", key="si_graph_other", config=MAP)
+    chart(fig, key="si_graph_other", config=MAP)
     st.markdown(summary(other, net, step, view.index, view.order))
 
 
@@ -854,7 +861,7 @@ def follow_panel(view: View, net, step: int) -> list[str]:
     fig = value_figure(
         view.timeline, net, members, view.index, view.order, step=step, values=values
     )
-    st.plotly_chart(fig, width="stretch", key="value", config=CHART)
+    chart(fig, key="value", config=CHART)
     return picked
 
 

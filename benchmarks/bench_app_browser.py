@@ -32,18 +32,31 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TITLE_JS = """
-const p = document.querySelector('.js-plotly-plot');
-return p && p._fullLayout && p._fullLayout.title ? p._fullLayout.title.text || '' : '';
+# The first chart of the page: a Plotly element of the page itself (st.plotly_chart) or
+# inside a chart component's frame (app/live_chart.py), so that old checkouts compare.
+FIRST_PLOT_JS = """
+const frames = [...document.querySelectorAll('iframe')].map(f => {
+  try { return f.contentDocument; } catch (e) { return null; }
+});
+const plots = [document, ...frames].filter(Boolean).map(d => d.querySelector('.js-plotly-plot'));
+const found = plots.filter(Boolean);
+const top = p => p.ownerDocument === document ? p : p.ownerDocument.defaultView.frameElement;
+found.sort((a, b) => top(a).compareDocumentPosition(top(b)) & 4 ? -1 : 1);
+const p = found[0];
 """
-
+TITLE_JS = (
+    FIRST_PLOT_JS
+    + "return p && p._fullLayout && p._fullLayout.title ? p._fullLayout.title.text || '' : '';"
+)
 
 # the node count and colours of the SI-Graph's node trace (what changes with a new view)
-NODES_JS = """
-const p = document.querySelector('.js-plotly-plot');
+NODES_JS = (
+    FIRST_PLOT_JS
+    + """
 const t = p && p._fullData ? p._fullData.find(t => t.name === 'nodes') : null;
 return t ? [t.x.length, Array.from(t.marker.color).slice(0, 40).join(',')] : null;
 """
+)
 
 
 def _free_port() -> int:

@@ -201,3 +201,13 @@ def widget(at, kind: str, name: str):
     """The app's ``kind`` widget keyed ``name``, or ``name@...`` where the app keys it by
     the model or scenario shown (see ``keyed`` in app/main.py)."""
     return next(w for w in getattr(at, kind) if (w.key or "").partition("@")[0] == name)
+
+
+def chart_figures(at) -> dict[str, dict]:
+    """Every chart of an AppTest run, in page order, by its key: the Plotly figure (JSON)
+    that the app's chart component (``app/live_chart.py``) was handed."""
+    figures = {}
+    for element in at.get("component_instance"):
+        args = json.loads(element.proto.json_args)
+        figures[args["key"]] = json.loads(args["spec"])
+    return figures

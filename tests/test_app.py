@@ -11,7 +11,7 @@ from wdn_explain.plot import opening_step
 from wdn_explain.shipped import DEFAULT_TIMELINE
 from wdn_explain.timeline import DEFAULT_REFERENCE, Timeline, read_meta, settings_of
 
-from conftest import ROOT, widget
+from conftest import ROOT, chart_figures, widget
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -28,7 +28,7 @@ def app(tmp_path, monkeypatch):
 
 
 def specs(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return list(chart_figures(at).values())
 
 
 def as_array(value):
@@ -46,7 +46,7 @@ def trace(spec, name):
 
 def charts(at) -> dict[str, dict]:
     """Every chart's spec by its widget key."""
-    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    return chart_figures(at)
 
 
 def panel_minutes(at) -> dict[str, float]:
@@ -194,7 +194,7 @@ def test_follow_messages(app):
     assert "SV of order 1 has no pair values" in app.info[0].value
     app.selectbox(key="index").set_value("k-SII").run()
     widget(app, "multiselect", "follow").set_value(["20", "21"]).run()
-    assert not app.info and len(app.get("plotly_chart")) == 5
+    assert not app.info and len(charts(app)) == 5
     assert charts(app)["value"]["layout"]["title"]["text"] == "k-SII of {20, 21} over time"
     assert "node 20" in charts(app)["node_chlorine"]["layout"]["title"]["text"]  # the first
 
@@ -265,7 +265,7 @@ def test_runs_from_another_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 5
+    assert len(charts(at)) == 5
 
 
 def test_notice_names_what_is_outside_the_design(tmp_path, monkeypatch, tiny_model_dir):
@@ -380,7 +380,7 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     compare.set_value(default).run()
     assert not app.exception and not app.error
     minute = cursor(app)
-    assert len(app.get("plotly_chart")) == 6  # the five panels and the second SI-Graph
+    assert len(charts(app)) == 6  # the five panels and the second SI-Graph
     other = next(spec for spec in specs(app) if spec["layout"].get("height") == 480)
     first = specs(app)[0]
     assert f"forecast made at {minute} min" in other["layout"]["title"]["text"]

@@ -24,7 +24,7 @@ from wdn_explain.shipped import (
 )
 from wdn_explain.timeline import Timeline, timeline_is_current
 
-from conftest import ROOT, widget
+from conftest import ROOT, chart_figures, widget
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -96,7 +96,7 @@ def start(cache, monkeypatch):
 
 
 def nodes_trace(at) -> dict:
-    si = json.loads(at.get("plotly_chart")[0].proto.spec)
+    si = next(iter(chart_figures(at).values()))
     return next(tr for tr in si["data"] if tr.get("name") == "nodes")
 
 

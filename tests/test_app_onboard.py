@@ -4,15 +4,13 @@ chooses and draws."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from streamlit.testing.v1 import AppTest
 from test_networks_pipeline import inp_node_ids
 
 from wdn_explain.network import builtin_network_path
 
-from conftest import ROOT, widget
+from conftest import ROOT, chart_figures, widget
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -67,7 +65,7 @@ def test_uploaded_net1_becomes_the_chosen_model(app, tmp_path):
     mae = {row[0]: float(row[1]) for row in rows if row[:1] in (["model"], ["persistence"])}
     warned = any("no better than persistence" in w.value for w in at.sidebar.warning)
     assert warned == (mae["model"] >= mae["persistence"])
-    si = json.loads(at.get("plotly_chart")[0].proto.spec)
+    si = next(iter(chart_figures(at).values()))
     nodes = next(tr for tr in si["data"] if tr.get("name") == "nodes")
     shown = {h.split("</b>")[0].removeprefix("<b>node ") for h in nodes["hovertext"]}
     assert shown == set(inp_node_ids(inp))  # the map draws Net1's nodes

@@ -28,8 +28,19 @@ pytestmark = pytest.mark.browser
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SHOTS = ROOT / "artifacts"
 
-PANELS_JS = """
-const plots = [...document.querySelectorAll('.js-plotly-plot')];
+# The page's charts, in page order: each is a Plotly plot inside its own frame, the chart
+# component of app/live_chart.py (the frame has the page's origin, so its document is open).
+FRAMES_JS = "const frames = [...document.querySelectorAll('iframe[src*=\"live_chart\"]')];"
+PLOTS_JS = (
+    FRAMES_JS
+    + """
+const plots = frames.map(f => f.contentDocument && f.contentDocument.querySelector('.js-plotly-plot'))
+  .filter(Boolean);
+"""
+)
+PANELS_JS = (
+    PLOTS_JS
+    + """
 return plots.map(p => {
   const data = p._fullData || [];
   return {
@@ -41,17 +52,21 @@ return plots.map(p => {
   };
 });
 """
+)
 
 
 # Where the SI-Graph (the first chart) lies on the screen, and what the sidebar shows.
-RECT_JS = """
-const r = document.querySelector('.js-plotly-plot').getBoundingClientRect();
+RECT_JS = (
+    FRAMES_JS
+    + """
+const r = frames[0].getBoundingClientRect();
 return [r.top, r.bottom, window.innerHeight];
 """
+)
 # The same, with the page scrolled back to its top first (later checks scroll it).
 RECT_AT_TOP_JS = (
     """
-let e = document.querySelector('.js-plotly-plot');
+let e = document.querySelector('iframe[src*="live_chart"]');
 for (let p = e; p; p = p.parentElement) p.scrollTop = 0;
 window.scrollTo(0, 0);
 """
@@ -62,16 +77,20 @@ const boxes = [...document.querySelectorAll('section[data-testid="stSidebar"] in
 const follow = [...document.querySelectorAll('[data-testid="stMultiSelect"]')].map(e => e.innerText);
 return [Object.fromEntries(boxes.map(e => [e.getAttribute('aria-label'), e.value])), follow];
 """
-CHLORINE_JS = """
-const p = [...document.querySelectorAll('.js-plotly-plot')][2];
-const t = p._fullData.find(t => t.name === 'chlorine');
+CHLORINE_JS = (
+    PLOTS_JS
+    + """
+const t = plots[2]._fullData.find(t => t.name === 'chlorine');
 return Math.max(...Array.from(t.marker.color));
 """
+)
 
 
 # A chart's traces by name (index into the page's charts): the fields the checks read.
-TRACES_JS = """
-const p = [...document.querySelectorAll('.js-plotly-plot')][arguments[0]];
+TRACES_JS = (
+    PLOTS_JS
+    + """
+const p = plots[arguments[0]];
 return Object.fromEntries((p._fullData || []).map(t => [t.name, {
   x: Array.from(t.x || []), y: Array.from(t.y || []), fill: t.fill || null,
   color: t.marker && t.marker.color !== undefined ? [].concat(Array.from(t.marker.color)) : null,
@@ -80,18 +99,36 @@ return Object.fromEntries((p._fullData || []).map(t => [t.name, {
   colorbar: t.marker && t.marker.colorbar ? t.marker.colorbar.title.text : null,
 }]).concat([['title', p._fullLayout.title.text || '']]));
 """
+)
 # Where point ``k`` of trace ``name`` of chart ``i`` lies, from the chart's centre (pixels).
-POINT_JS = """
-const p = [...document.querySelectorAll('.js-plotly-plot')][arguments[0]];
+POINT_JS = (
+    PLOTS_JS
+    + """
+const p = plots[arguments[0]];
 const t = p._fullData.find(t => t.name === arguments[1]); const k = arguments[2];
 const fl = p._fullLayout; const r = p.getBoundingClientRect();
 return [fl.xaxis.l2p(t.x[k]) + fl._size.l - r.width / 2,
         fl.yaxis.l2p(t.y[k]) + fl._size.t - r.height / 2];
 """
-HOVER_JS = """
-return [...document.querySelectorAll('.hoverlayer .hovertext text tspan.line')]
+)
+HOVER_JS = (
+    PLOTS_JS
+    + """
+return [...plots[arguments[0]].querySelectorAll('.hoverlayer .hovertext text tspan.line')]
   .map(t => t.textContent);
 """
+)
+# Whether chart ``i`` has Plotly's toolbar; the text of every chart (SVG text included).
+MODEBAR_JS = PLOTS_JS + "return !!plots[arguments[0]].querySelector('.modebar');"
+CHARTS_TEXT_JS = PLOTS_JS + "return plots.map(p => p.textContent).join('\\n');"
+# Marks the SI-Graph's DOM node (and its frame) with a property, then says whether the
+# node now in place still carries it: a chart updated in place keeps its node.
+MARK_JS = PLOTS_JS + "plots[0].wdnMark = arguments[0]; frames[0].wdnMark = arguments[0];"
+MARKED_JS = PLOTS_JS + "return [plots[0].wdnMark || null, frames[0].wdnMark || null];"
+# The SI-Graph's axis ranges (x then y): what a zoom changes.
+RANGES_JS = (
+    PLOTS_JS + "const l = plots[0]._fullLayout; return [...l.xaxis.range, ...l.yaxis.range];"
+)
 
 
 def hover_lines(driver, chart: int, name: str, point: int) -> list[str]:
@@ -99,11 +136,32 @@ def hover_lines(driver, chart: int, name: str, point: int) -> list[str]:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    element = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")[chart]
-    dx, dy = driver.execute_script(POINT_JS, chart, name, point)
-    ActionChains(driver).move_to_element_with_offset(element, int(dx), int(dy)).perform()
+    frame = driver.find_elements(By.CSS_SELECTOR, 'iframe[src*="live_chart"]')[chart]
+    dx, dy = driver.execute_script(POINT_JS, chart, name, point)  # the frame fits the chart
+    ActionChains(driver).move_to_element_with_offset(frame, int(dx), int(dy)).perform()
     time.sleep(0.5)
-    return driver.execute_script(HOVER_JS)
+    return driver.execute_script(HOVER_JS, chart)
+
+
+def drag_zoom(driver) -> list[float]:
+    """Drag a box on the SI-Graph as a user zooms; returns its axis ranges after."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    frame = driver.find_element(By.CSS_SELECTOR, 'iframe[src*="live_chart"]')
+    before = driver.execute_script(RANGES_JS)
+    drag = ActionChains(driver).move_to_element_with_offset(frame, -80, 0).click_and_hold()
+    drag.move_by_offset(60, 40).move_by_offset(60, 40).release().perform()
+    time.sleep(0.5)
+    after = driver.execute_script(RANGES_JS)
+    assert after[1] - after[0] < 0.5 * (before[1] - before[0])  # zoomed in
+    return after
+
+
+def chart_rect(driver, wait, script: str = RECT_JS) -> list[float]:
+    """Top and bottom of the first chart's frame and the window's height, once the frame is
+    shown (a new frame has no size until its chart is drawn)."""
+    return wait.until(lambda d: (r := d.execute_script(script)) and r[1] > r[0] and r)
 
 
 def free_port() -> int:
@@ -319,27 +377,31 @@ def test_app_in_headless_chromium(server):
         text = summary_text(driver)
         assert text.startswith(f"Forecast made at {minute:.0f} min for {minute + 20:.0f} min: ")
         assert "raise" in text and "share of nodes chlorinated" in text
-        charts = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
-        assert charts[0].find_elements(By.CSS_SELECTOR, ".modebar")  # maps: zoom, PNG
-        assert not charts[1].find_elements(By.CSS_SELECTOR, ".modebar")  # not over titles
+        assert driver.execute_script(MODEBAR_JS, 0)  # maps: zoom, PNG
+        assert not driver.execute_script(MODEBAR_JS, 1)  # not over titles
         assert "Deploy" not in driver.find_element(By.TAG_NAME, "header").text
-        top, bottom, height = driver.execute_script(RECT_JS)
+        top, bottom, height = chart_rect(driver, wait)
         assert height == 900 and 0 < top and bottom <= 900  # the SI-Graph in the first screen
         assert driver.execute_script(CHLORINE_JS) > 0  # chlorine on the first map
-        assert "source on" in driver.page_source
+        assert "source on" in driver.execute_script(CHARTS_TEXT_JS)
         driver.save_screenshot(str(SHOTS / "app_first_view.png"))
         check_flows_hover_band_and_compliance(driver, wait, shipped, step)
 
-        # play: every panel moves with the map; pause keeps the time
+        # play: every panel moves with the map, each chart updated in place (the SI-Graph's
+        # DOM node is the one drawn first, the user's zoom stays); pause keeps the time
+        driver.execute_script(MARK_JS, "first view")
+        zoomed = drag_zoom(driver)
         click_button(driver, "▶ play")
         wait.until(lambda d: (read_minutes(d) or {"map": 0})["map"] >= minute + 10)
-        assert driver.execute_script(RECT_JS)[1] <= 900  # still in the first screen
+        assert chart_rect(driver, wait)[1] <= 900  # still in the first screen
         click_button(driver, "❚❚ pause")
         still(driver, wait)
         click_button(driver, "❚❚ pause")  # a click landing during a frame's rerun may be lost
         played = still(driver, wait)
         assert played["map"] >= minute + 10
         assert summary_text(driver).startswith(f"Forecast made at {played['map']:.0f} min")
+        assert driver.execute_script(MARKED_JS) == ["first view", "first view"]
+        assert driver.execute_script(RANGES_JS) == pytest.approx(zoomed)
         driver.save_screenshot(str(SHOTS / "app_after_play.png"))
 
         # every index keeps the time
@@ -399,7 +461,7 @@ def test_app_in_headless_chromium(server):
         ltown = model_network(ROOT / "models" / "l-town").node_ids
         assert boxes["injection node"].split(" (")[0] in ltown  # not Hanoi's "1 (reservoir)"
         assert follow == ["node (or pair) to follow\n\nn303"]
-        assert driver.execute_script(RECT_JS)[1] <= 900
+        assert chart_rect(driver, wait)[1] <= 900
         driver.save_screenshot(str(SHOTS / "app_l_town.png"))
 
         # a node-level model: the sentence speaks mg/L at its explained node
@@ -407,7 +469,7 @@ def test_app_in_headless_chromium(server):
         wait.until(lambda d: "mg/L chlorine at node 27" in summary_text(d))
         boxes, _ = driver.execute_script(SIDEBAR_JS)
         assert boxes["explained node"] == "27"
-        top, bottom, _ = driver.execute_script(RECT_AT_TOP_JS)
+        top, bottom, _ = chart_rect(driver, wait, RECT_AT_TOP_JS)
         assert 0 < top and bottom <= 900  # under its notices, still in the first screen
         driver.save_screenshot(str(SHOTS / "app_hanoi_nodes.png"))
     finally:
@@ -462,7 +524,7 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
         chart["simulated"]["y"], shipped.chlorine[:, hanoi.node_index("20")], atol=1e-6
     )
     assert "chlorine at node 20 (mg/L)" in chart["title"]
-    assert "minimum 0.2 mg/L" in driver.page_source
+    assert "minimum 0.2 mg/L" in driver.execute_script(CHARTS_TEXT_JS)
     # the compliance map: the nodes below 0.2 mg/L now, counted from the timeline here
     below = int((shipped.chlorine[step] < 0.2).sum())
     click_label(driver, "below the minimum")
@@ -479,7 +541,7 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
     )
     time.sleep(1)
     driver.save_screenshot(str(SHOTS / "app_compliance_and_node_chart.png"))
-    driver.execute_script("document.querySelector('.js-plotly-plot').scrollIntoView()")
+    driver.execute_script("document.querySelector('iframe[src*=\"live_chart\"]').scrollIntoView()")
     click_label(driver, "chlorine (mg/L)")
     wait.until(lambda d: "below" not in d.execute_script(TRACES_JS, 2)["title"])
 

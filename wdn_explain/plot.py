@@ -601,6 +601,7 @@ def _map_layout(network: Network, height: int, title: str) -> dict:
         ),
         showlegend=False,
         hovermode="closest",
+        uirevision=network.name,  # a zoom survives the next step's figure (Plotly.react)
     )
 
 

@@ -1,0 +1,67 @@
+"""Plotly charts that stay in the page: each rerun updates them in place.
+
+``st.plotly_chart`` hashes the figure into its element's identity (Streamlit 1.67), so a
+chart whose figure changed is a new element, drawn anew (``Plotly.newPlot``) on every time
+step. :func:`live_chart` shows the figure in a small component instead
+(:mod:`streamlit.components.v1`; its identity is its key): the page keeps the chart and
+hands it each new figure, which Plotly.js draws with ``Plotly.react`` (only what changed;
+zoom kept while the layout's ``uirevision`` stays). Plotly.js comes from the installed
+``plotly`` package, written gzipped with the component's page (``live_chart.html``) once
+into a folder of the cache (:func:`asset_dir`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import plotly
+import plotly.graph_objects as go
+import streamlit.components.v1 as components
+
+PAGE = Path(__file__).with_name("live_chart.html")
+
+
+def asset_dir(cache_dir: Path) -> Path:
+    """The component's folder under ``cache_dir``: its page (``index.html``) and the installed
+    ``plotly.min.js`` gzipped (``plotly.min.js.gz``), written once per plotly version.
+
+    Gzipped here, once: Streamlit's server gzips every other file of a component on every
+    request (level 9, ~0.5 s of CPU for Plotly.js's 4.8 MB), once per chart on a page; a
+    ``.gz`` file goes out as it is and the page unpacks it (``DecompressionStream``)."""
+    folder = cache_dir / f"live-chart-plotly-{plotly.__version__}"
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "plotly.min.js.gz"
+    if not script.is_file():
+        source = resources.files("plotly") / "package_data" / "plotly.min.js"
+        _write_atomic(script, gzip.compress(source.read_bytes(), mtime=0))
+    index = folder / "index.html"
+    if not index.is_file() or index.read_bytes() != PAGE.read_bytes():
+        _write_atomic(index, PAGE.read_bytes())
+    return folder
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` through a temporary file (another session may read it)."""
+    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
+        tmp.write(data)
+    os.replace(tmp.name, target)
+
+
+def live_chart(fig: go.Figure, *, key: str, config: dict, cache_dir: Path) -> None:
+    """Show ``fig`` as the chart ``key`` (full width, Plotly ``config``), updated in place on
+    later reruns. The figure's template is dropped: Streamlit's sets placeholder colours
+    that only its own chart element replaces; the component gives the page's look."""
+    fig.layout.template = None
+    component = components.declare_component("live_chart", path=str(_assets(cache_dir)))
+    component(spec=fig.to_json(), config=config, key=key)
+
+
+@cache
+def _assets(cache_dir: Path) -> Path:
+    """:func:`asset_dir`, checked once per server process."""
+    return asset_dir(cache_dir)

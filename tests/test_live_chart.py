@@ -1,0 +1,41 @@
+"""The chart component's folder (app/live_chart.py): written once, with the installed
+Plotly.js (gzipped) and the project's page."""
+
+from __future__ import annotations
+
+import gzip
+import sys
+
+import plotly
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "app"))  # the app's folder is not a package
+from live_chart import asset_dir
+
+
+def test_asset_dir_holds_the_installed_plotly_js_and_the_page(tmp_path):
+    folder = asset_dir(tmp_path)
+    assert folder.parent == tmp_path and plotly.__version__ in folder.name
+    script = gzip.decompress((folder / "plotly.min.js.gz").read_bytes()).decode("utf-8")
+    assert script == get_plotlyjs()  # the installed package's bundle, byte for byte
+    assert f"plotly.js v{get_plotlyjs_version()}" in script[:200]
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    assert page == (ROOT / "app" / "live_chart.html").read_text(encoding="utf-8")
+    assert '"plotly.min.js.gz"' in page and 'DecompressionStream("gzip")' in page
+    assert "Plotly.react" in page and "streamlit:componentReady" in page
+
+
+def test_asset_dir_is_written_once_and_repaired(tmp_path):
+    folder = asset_dir(tmp_path)
+    script, page = folder / "plotly.min.js.gz", folder / "index.html"
+    stamps = script.stat().st_mtime_ns, page.stat().st_mtime_ns
+    assert asset_dir(tmp_path) == folder
+    assert (script.stat().st_mtime_ns, page.stat().st_mtime_ns) == stamps  # not rewritten
+    page.write_text("an older page")
+    script.unlink()
+    asset_dir(tmp_path)
+    assert page.read_text(encoding="utf-8") == (ROOT / "app" / "live_chart.html").read_text()
+    assert gzip.decompress(script.read_bytes()).decode("utf-8") == get_plotlyjs()
+    assert sorted(p.name for p in folder.iterdir()) == ["index.html", "plotly.min.js.gz"]
