@@ -278,7 +278,7 @@ def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir
 
     out = tmp_path / "t.npz"
     with monkeypatch.context() as patch:
-        patch.setattr(np, "savez_compressed", disk_full)  # the timeline file, not the steps
+        patch.setattr("wdn_explain.timeline.write_npz", disk_full)  # the timeline, not the steps
         result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 1
     assert result.output.strip() == f"error: cannot write '{out}' (No space left on device)"

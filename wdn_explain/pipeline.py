@@ -152,6 +152,8 @@ def explain_scenario(
     Returns (timeline, status) where status is ``cached`` (a matching file was reused),
     ``computed``, or ``recomputed: <reason>`` (the file was corrupt or stale), followed by
     `` (resumed: k of n steps ...)`` when steps of an interrupted run were reused.
+    With ``out`` the timeline is the file's (:meth:`~wdn_explain.timeline.Timeline.as_saved`:
+    MIs rounded to float32), equal to what reading ``out`` returns, computed or cached.
 
     With ``scheduler`` (a Dask scheduler address, needs ``out``), the steps are explained
     by :func:`_explain_task` tasks on that cluster (on workers with a ``GPU`` resource when
@@ -286,7 +288,8 @@ def explain_scenario(
         **node_arrays,
         **_hydraulics_at(result, steps),
     )
-    if out is not None:
+    if out is not None:  # returned as a later read returns it (MIs in float32)
+        timeline = timeline.as_saved()
         timeline.save(out)
         store.remove()
     return timeline, status
