@@ -72,6 +72,39 @@ def test_a_computed_timeline_equals_its_file(computed, tiny_model_dir):
         np.testing.assert_array_equal(stored[k][1], values.astype(np.float32))
 
 
+def test_references_explained_side_by_side_equal_one_at_a_time(
+    computed, tiny_model_dir, tmp_path, monkeypatch
+):
+    """Two references on two threads give the file of a one-thread run, bit for bit; both
+    threads work, and progress is reported by the calling thread, in order."""
+    import threading
+
+    from wdn_explain.explain import GraphSHAPIQ
+
+    out, serial, _ = computed  # the module's run, on this machine's cores
+    threads: dict[str, set[int]] = {}
+    explain = GraphSHAPIQ.explain
+
+    def spy(self, data, **kwargs):
+        threads.setdefault(self.baseline, set()).add(threading.get_ident())
+        return explain(self, data, **kwargs)
+
+    seen = []
+    monkeypatch.setattr(GraphSHAPIQ, "explain", spy)
+    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 2)
+    progress = lambda d, t: seen.append((d, t, threading.get_ident()))  # noqa: E731
+    two, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "two.npz", progress=progress)
+    assert len(threads) == 2 and len(set.union(*threads.values())) == 2
+    assert threading.get_ident() not in set.union(*threads.values())
+    total = 2 * len(two)
+    assert seen == [(d, total, threading.get_ident()) for d in range(1, total + 1)]
+    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 1)
+    one, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "one.npz")
+    _same_timeline(two, one)
+    _same_timeline(one, serial)
+    assert Timeline.load(tmp_path / "one.npz").meta == Timeline.load(out).meta
+
+
 def test_as_saved_equals_a_file_round_trip(computed, tmp_path):
     _, tl, _ = computed
     unrounded = Timeline.from_arrays(

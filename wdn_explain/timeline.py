@@ -121,11 +121,18 @@ class ExplainSettings(BaseModel):
             del key["target_nodes"]
         return key
 
-    def explainer_options(self, reference: str) -> dict[str, Any]:
-        """Keyword arguments of ``GraphSHAPIQ`` explaining relative to ``reference``."""
+    def explainer_options(self, reference: str, side_by_side: int = 1) -> dict[str, Any]:
+        """Keyword arguments of ``GraphSHAPIQ`` explaining relative to ``reference``, as one
+        of ``side_by_side`` explainers running at once (each gets that share of the memory
+        budget: it changes the chunking, not the values)."""
+        memory = self.memory_budget_gb
+        if side_by_side > 1:
+            from .explain.memory import default_memory_budget_gb
+
+            memory = (memory or default_memory_budget_gb()) / side_by_side
         options = {
             "method": self.method,
-            "memory_budget_gb": self.memory_budget_gb,
+            "memory_budget_gb": memory,
             "num_threads": self.num_threads,
         }
         if self.n_layers is not None:
