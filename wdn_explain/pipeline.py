@@ -8,7 +8,9 @@ import json
 import logging
 import os
 import warnings
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -441,11 +443,11 @@ def _explain_steps(
     reused; with target ``nodes`` (a node-level model) each step is the list of their
     explanations (``explain_nodes``), stored one file per target.
 
-    The references are explained side by side (:func:`parallel_references` threads, each
-    reference's steps in order on its own explainer; torch and NumPy release the GIL): on
-    two idle cores a 2-hour Hanoi timeline's explanations take ~0.7 of the time. The values
-    do not depend on it. Results are stored and reported (``progress``) by the calling
-    thread as they complete, so an interrupted run keeps exactly the steps reported."""
+    The references are explained side by side (:func:`parallel_references` threads, see
+    :func:`_completed`; torch and NumPy release the GIL): on two idle cores a 2-hour Hanoi
+    timeline's explanations take ~0.7 of the time. The values do not depend on it. Results
+    are stored and reported (``progress``) by the calling thread as they complete, so an
+    interrupted run keeps exactly the steps reported."""
     from .explain.threads import engine_threads
 
     k = 1 if nodes is None else len(nodes)
@@ -470,39 +472,62 @@ def _explain_steps(
             return [explainers[reference].explain(graph, budget=budget)]
         return explainers[reference].explain_nodes(graph, nodes, budget=budget)
 
+    workers = parallel_references(settings)
     with (
         progress_callback(progress, "explain timeline") as cb,
         engine_threads(settings.num_threads),  # set once here, not raced by the threads
-        ThreadPoolExecutor(parallel_references(settings)) as pool,
+        closing(_completed(explained, todo, workers)) as completed,
     ):
         if cb and kept:
             cb(kept, total)
         done = kept
-        queues = {reference: iter(steps_) for reference, steps_ in todo.items()}
-        running: dict[Future, tuple[str, int]] = {}
+        for reference, i, explanations in completed:
+            if store is not None:
+                step = list(explainers).index(reference) * len(steps) + i
+                for j, explanation in enumerate(explanations):
+                    store.put(step * k + j, explanation)
+            series[reference][i] = explanations[0] if nodes is None else explanations
+            done += 1
+            if cb:
+                cb(done, total)
+    return series, kept
 
-        def submit(reference: str) -> None:
-            i = next(queues[reference], None)
-            if i is not None:
-                running[pool.submit(explained, reference, i)] = (reference, i)
 
-        for reference in explainers:
+def _completed(
+    explained: Callable[[str, int], list[Explanation]],
+    todo: dict[str, list[int]],
+    workers: int,
+) -> Iterator[tuple[str, int, list[Explanation]]]:
+    """(reference, step index, ``explained(reference, index)``) for every index of ``todo``,
+    as the steps complete: in the calling thread with one worker, else on ``workers``
+    threads, one step per reference at a time (its explainer is never shared). Closing it
+    early (an error, an interrupt) waits for none of the steps in flight: they finish in
+    the background and are dropped."""
+    if workers == 1:
+        for reference, indices in todo.items():
+            for i in indices:
+                yield reference, i, explained(reference, i)
+        return
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="wdn-explain-reference")
+    queues = {reference: iter(indices) for reference, indices in todo.items()}
+    running: dict[Future, tuple[str, int]] = {}
+
+    def submit(reference: str) -> None:
+        i = next(queues[reference], None)
+        if i is not None:
+            running[pool.submit(explained, reference, i)] = (reference, i)
+
+    try:
+        for reference in queues:
             submit(reference)
         while running:
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 reference, i = running.pop(future)
-                explanations = future.result()
-                if store is not None:
-                    step = list(explainers).index(reference) * len(steps) + i
-                    for j, explanation in enumerate(explanations):
-                        store.put(step * k + j, explanation)
-                series[reference][i] = explanations[0] if nodes is None else explanations
-                done += 1
-                if cb:
-                    cb(done, total)
+                yield reference, i, future.result()
                 submit(reference)
-    return series, kept
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 _TASK_EXPLAINERS: dict[tuple, GraphSHAPIQ] = {}
