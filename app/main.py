@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
 from wdn_explain.errors import WdnExplainError
 from wdn_explain.explain.blocks import preload_shapiq
-from wdn_explain.model_folder import model_hash, read_card
+from wdn_explain.model_folder import CARD, model_hash, read_card
 from wdn_explain.narrative import (
     HOW_TO_READ,
     NO_COORDINATES,
@@ -119,11 +119,18 @@ def network(model_dir: str, model: str):
     return net
 
 
+# The timeline the scenario form has just computed and written, by path: read by
+# timeline_from in the same script run instead of the file (equal to it, see
+# Timeline.as_saved; reading a 2-hour Hanoi timeline back takes ~0.7 s).
+JUST_MADE: dict[str, Timeline] = {}
+
+
 @st.cache_resource(max_entries=8)
 def timeline_from(path: str, mtime: float) -> Timeline:
     """The timeline file with its flows and pressures (simulated again for a file written
     before they were stored, see :func:`with_hydraulics`)."""
-    return with_hydraulics(Timeline.load(path))
+    made = JUST_MADE.pop(path, None)
+    return made if made is not None else with_hydraulics(Timeline.load(path))
 
 
 def shown(path: str, mtime: float, reference: str, target: str | None = None) -> Timeline:
@@ -197,18 +204,54 @@ def _warm() -> None:
 def scenario_name(path: Path) -> str:
     """How the scenario picker names a cached timeline: what the scenario is, plus a short
     hash that keeps two scenarios differing only in other factors apart."""
-    meta = read_meta(path) or {}
+    meta = meta_of(path) or {}
     lam = settings_of(meta).approximation_lambda if meta else None
     approx = f" (approximation, lambda = {lam})" if lam else ""
-    return f"{timeline_label(path)}{approx} [{meta.get('scenario_hash', '?')[:6]}]"
+    return f"{label_of(path)}{approx} [{meta.get('scenario_hash', '?')[:6]}]"
+
+
+def meta_of(path: Path) -> dict | None:
+    """A timeline file's metadata (:func:`read_meta`, None when unreadable), read once per
+    version of the file: every full rerun lists the cached scenarios, ~20 ms a file."""
+    return _file_facts(path)[0]
+
+
+def label_of(path: Path) -> str:
+    """:func:`timeline_label` of a timeline file, once per version of the file."""
+    return _file_facts(path)[1]
+
+
+def _file_facts(path: Path) -> tuple[dict | None, str]:
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None, timeline_label(path)
+    return _facts(str(path), mtime)
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _facts(path: str, mtime: float) -> tuple[dict | None, str]:
+    return read_meta(path), timeline_label(path)
+
+
+def card_of(model_dir: Path):
+    """The model's card (:func:`read_card`), parsed once per version of the card: the model
+    picker names every model's network on every rerun."""
+    card = Path(model_dir, CARD)
+    return _card(str(model_dir), card.stat().st_mtime if card.is_file() else 0.0)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _card(model_dir: str, mtime: float):
+    return read_card(model_dir)
 
 
 def available_timelines(default: Path, model_dir: Path) -> dict[str, Path]:
-    found = {f"default: {timeline_label(default)}": default}
+    found = {f"default: {label_of(default)}": default}
     if CACHE_DIR.is_dir():
         digest = model_hash(model_dir)
         for path in sorted(CACHE_DIR.glob("timeline_*.npz")):
-            meta = read_meta(path)
+            meta = meta_of(path)
             if path != default and meta is not None and meta.get("model_hash") == digest:
                 found[scenario_name(path)] = path
     return found
@@ -225,11 +268,11 @@ def opening_timeline(model_dir: Path, net) -> Path:
 def models_beside(model_dir: Path) -> list[tuple[str, Path]]:
     """The other water models trained on the same network (the card's network hash): their
     explanation of the same scenario can be drawn beside this model's."""
-    digest = read_card(model_dir).data.network.sha256
+    digest = card_of(model_dir).data.network.sha256
     return [
         (name, folder)
         for name, folder in water_models().items()
-        if folder != model_dir and read_card(folder).data.network.sha256 == digest
+        if folder != model_dir and card_of(folder).data.network.sha256 == digest
     ]
 
 
@@ -249,11 +292,21 @@ def timeline_of(scenario: ScenarioConfig, model_dir: Path, net) -> Path:
 
 
 def usable(path: Path, model_dir: Path) -> bool:
-    """Whether a timeline file is current for the model and loads without error."""
+    """Whether a timeline file is current for the model and loads without error (decided
+    once per version of the file and of the model)."""
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return False
+    return _usable(str(path), mtime, str(model_dir), model_hash(model_dir))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _usable(path: str, mtime: float, model_dir: str, model: str) -> bool:
     if not timeline_is_current(path, model_dir):
         return False
     try:
-        timeline_from(str(path), path.stat().st_mtime)
+        timeline_from(path, mtime)
     except WdnExplainError:
         return False
     return True
@@ -321,7 +374,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
             "to lambda nodes evaluated), for networks too large for exact values",
         )
         targets = []
-        if read_card(model_dir).input_spec.node_level:
+        if card_of(model_dir).input_spec.node_level:
             targets = st.multiselect(
                 "nodes to explain",
                 list(net.node_ids),
@@ -335,7 +388,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
     if not submitted:
         return
     template = default_scenario(model_dir, net)
-    horizon = read_card(model_dir).input_spec.horizon
+    horizon = card_of(model_dir).input_spec.horizon
     shortest = (horizon + 2) * template.reporting_step_s
     if not shortest <= duration_min * 60 <= MAX_DURATION_S:
         st.sidebar.error(
@@ -369,7 +422,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
             approximation_lambda=int(budget) or None, target_nodes=tuple(targets) or None
         )
         out = cache_path(spec, model_dir, CACHE_DIR, settings)
-        _, status = explain_scenario(
+        made, status = explain_scenario(
             spec,
             model_dir,
             settings=settings,
@@ -379,6 +432,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
     except WdnExplainError as exc:
         st.sidebar.error(str(exc))
         return
+    JUST_MADE[str(out)] = made
     bar.progress(1.0, text=f"done ({status})")
     st.session_state[keyed("scenario")] = scenario_name(out)
 
@@ -421,7 +475,7 @@ def _forget_model_state() -> None:
 def _model_label(name: str, model_dir: Path) -> str:
     """``name (network)`` from the card, or the bare name when the card is unreadable."""
     try:
-        return f"{name} ({read_card(model_dir).data.network.name})"
+        return f"{name} ({card_of(model_dir).data.network.name})"
     except WdnExplainError:
         return name
 
@@ -528,7 +582,7 @@ def main() -> None:
     model_dir, net = pick_model()
     default = opening_timeline(model_dir, net)
     controls = st.sidebar.container()  # drawn above the form, filled after it ran
-    new_scenario_form(net, read_card(model_dir).design, model_dir)
+    new_scenario_form(net, card_of(model_dir).design, model_dir)
     timelines = available_timelines(default, model_dir)
     choice = controls.selectbox("scenario", list(timelines), key=keyed("scenario"))
     controls.caption(choice)  # the whole name, which the box may cut

@@ -217,6 +217,56 @@ def test_new_scenario_form_runs_a_tiny_scenario(app, tmp_path):
     assert set(panel_minutes(app).values()) == {cursor(app)}
 
 
+def test_a_new_scenario_is_drawn_as_its_file_holds_it_without_reading_it(
+    app, tmp_path, monkeypatch, hanoi
+):
+    """The form's timeline is shown from memory (not read back from the file just written),
+    and what is drawn equals the file's values bit for bit."""
+    from pathlib import Path
+
+    read = []
+    load = Timeline.load.__func__
+    monkeypatch.setattr(
+        Timeline, "load", classmethod(lambda cls, p: read.append(Path(p).name) or load(cls, p))
+    )
+    widget(app, "selectbox", "new_node").set_value("12")
+    widget(app, "number_input", "new_duration").set_value(45)
+    simulate_new(app)
+    assert not app.exception
+    (made,) = (tmp_path / "cache").glob("timeline_*.npz")
+    assert made.name not in read
+    tl = load(Timeline, made).relative_to(DEFAULT_REFERENCE)
+    step = [int(t // 60) for t in tl.times_s].index(cursor(app))
+    colours = as_array(trace(charts(app)["si_graph"], "nodes")["marker"]["color"])
+    np.testing.assert_array_equal(colours, tl.node_values("k-SII", 2)[step])
+    assert any(m.value == summary(tl, hanoi, step, "k-SII", 2) for m in app.markdown)
+
+
+def test_reruns_read_cached_files_once_per_version(app, tmp_path, monkeypatch):
+    """The scenario picker's names and the checks that a timeline is current are read once
+    per version of a file: a control change opens no cached file; a rewritten one is read
+    again and named anew."""
+    widget(app, "selectbox", "new_node").set_value("12")
+    widget(app, "number_input", "new_duration").set_value(45)
+    simulate_new(app)
+    (made,) = (tmp_path / "cache").glob("timeline_*.npz")
+    opened = []
+    load = np.load
+    monkeypatch.setattr(np, "load", lambda f, *a, **k: opened.append(str(f)) or load(f, *a, **k))
+    app.selectbox(key="index").set_value("FSII").run()
+    assert not app.exception
+    assert [f for f in opened if f.startswith(str(tmp_path))] == []
+    tl = Timeline.load(made)
+    tl.meta["scenario"]["injection_node"] = "13"  # as if another run had replaced the file
+    tl.save(made)
+    app.selectbox(key="index").set_value("STII").run()
+    assert not app.exception
+    assert str(made) in opened
+    options = widget(app, "selectbox", "scenario").options
+    assert any(o.startswith("booster at 13, ") for o in options)
+    assert not any(o.startswith("booster at 12, ") for o in options)
+
+
 def test_an_approximation_from_the_form_is_labelled_as_one(app, tmp_path):
     """lambda >= 1 in the form: its own cache file, named as an approximation in the scenario
     picker and the caption; the exact default stays listed beside it."""

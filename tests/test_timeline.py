@@ -38,6 +38,100 @@ def test_cache_round_trip_and_reuse(computed, tiny_model_dir):
     np.testing.assert_allclose(again.node_values("SV"), tl.node_values("SV"), atol=1e-6)
 
 
+def _same_timeline(a: Timeline, b: Timeline) -> None:
+    """Every array, the metadata and every explanation's MIs of a and b are equal, bit for bit."""
+    assert a.meta == b.meta and a.references == b.references
+    for name in ("steps", "times_s", "node_ids", "chlorine", "forecast", "truth", "lower"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.link_flow_lps, b.link_flow_lps)
+    for reference in a.references:
+        for x, y in zip(
+            a.relative_to(reference).explanations, b.relative_to(reference).explanations
+        ):
+            assert x.prediction == y.prediction and sorted(x.blocks.groups) == sorted(
+                y.blocks.groups
+            )
+            for k, (nodes, mi) in x.blocks.groups.items():
+                np.testing.assert_array_equal(nodes, y.blocks.groups[k][0])
+                np.testing.assert_array_equal(mi, y.blocks.groups[k][1])
+                assert mi.dtype == y.blocks.groups[k][1].dtype == np.float64
+
+
+def test_a_computed_timeline_equals_its_file(computed, tiny_model_dir):
+    """With ``out`` the returned timeline is what reading the file returns (MIs rounded to
+    float32 as stored), so a viewer may show it without reading the file back."""
+    out, tl, _ = computed
+    _same_timeline(tl, Timeline.load(out))
+    cached, status = explain_scenario(SPEC, tiny_model_dir, out=out)
+    assert status == "cached"
+    _same_timeline(tl, cached)
+    fresh, _ = explain_scenario(SPEC, tiny_model_dir)  # no file: the engine's float64 values
+    mi = fresh.explanations[3].blocks.groups
+    stored = tl.explanations[3].blocks.groups
+    for k, (_, values) in mi.items():
+        np.testing.assert_array_equal(stored[k][1], values.astype(np.float32))
+
+
+def test_references_explained_side_by_side_equal_one_at_a_time(
+    computed, tiny_model_dir, tmp_path, monkeypatch
+):
+    """Two references on two threads give the file of a one-thread run, bit for bit; both
+    threads work, and progress is reported by the calling thread, in order."""
+    import threading
+
+    from wdn_explain.explain import GraphSHAPIQ
+
+    out, serial, _ = computed  # the module's run, on this machine's cores
+    threads: dict[str, set[int]] = {}
+    explain = GraphSHAPIQ.explain
+
+    def spy(self, data, **kwargs):
+        threads.setdefault(self.baseline, set()).add(threading.get_ident())
+        return explain(self, data, **kwargs)
+
+    seen = []
+    monkeypatch.setattr(GraphSHAPIQ, "explain", spy)
+    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 2)
+    progress = lambda d, t: seen.append((d, t, threading.get_ident()))  # noqa: E731
+    two, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "two.npz", progress=progress)
+    assert len(threads) == 2 and len(set.union(*threads.values())) == 2
+    assert threading.get_ident() not in set.union(*threads.values())
+    total = 2 * len(two)
+    assert seen == [(d, total, threading.get_ident()) for d in range(1, total + 1)]
+    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 1)
+    one, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "one.npz")
+    _same_timeline(two, one)
+    _same_timeline(one, serial)
+    assert Timeline.load(tmp_path / "one.npz").meta == Timeline.load(out).meta
+
+
+def test_as_saved_equals_a_file_round_trip(computed, tmp_path):
+    _, tl, _ = computed
+    unrounded = Timeline.from_arrays(
+        {k: v.astype(np.float64) if "_mi_" in k else v for k, v in tl.arrays().items()}, "x"
+    )
+    _same_timeline(unrounded.as_saved(), Timeline.load(unrounded.save(tmp_path / "r.npz")))
+
+
+def test_timeline_file_is_a_plain_compressed_npz(computed, tmp_path):
+    """The file numpy writes with savez_compressed, at a faster zlib level: np.load reads
+    every array back unchanged, every member is deflated, and nothing needs pickles."""
+    import zipfile
+
+    _, tl, _ = computed
+    path = tl.save(tmp_path / "plain.npz")
+    arrays = tl.arrays()
+    with np.load(path, allow_pickle=False) as data:
+        assert sorted(data.files) == sorted(arrays)
+        for key, value in arrays.items():
+            np.testing.assert_array_equal(data[key], value)
+            assert data[key].dtype == np.asarray(value).dtype
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+        assert {i.compress_type for i in infos} == {zipfile.ZIP_DEFLATED}
+        assert sum(i.compress_size for i in infos) < sum(i.file_size for i in infos) / 2
+
+
 def test_cache_invalidation(computed, tiny_model_dir, tmp_path):
     out, _, _ = computed
     other = SPEC.model_copy(update={"seed": 6})

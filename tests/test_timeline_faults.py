@@ -181,6 +181,32 @@ def test_explain_overwrite_replaces_another_scenario(tmp_path, tiny_model_dir, g
     assert Timeline.load(out).scenario.seed == 8
 
 
+def test_an_interrupt_waits_for_no_step_in_flight(tmp_path, tiny_model_dir, monkeypatch):
+    """References explained side by side: an interrupt returns while the other reference's
+    step is still being explained (that step is dropped), and the store keeps exactly the
+    steps reported."""
+    release, finished = threading.Event(), []
+    explain = GraphSHAPIQ.explain
+
+    def held(self, data, **kwargs):
+        if self.baseline == "zeros":  # the second reference's first step never ends in time
+            release.wait(120)
+            finished.append(True)
+        return explain(self, data, **kwargs)
+
+    def stop(done, total):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(GraphSHAPIQ, "explain", held)
+    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 2)
+    out = tmp_path / "t.npz"
+    with pytest.raises(KeyboardInterrupt):
+        explain_scenario(SPEC, tiny_model_dir, out=out, progress=stop)
+    assert finished == []  # returned with the held step still in flight
+    release.set()
+    assert len(list((tmp_path / ".t.npz.partial").glob("step_*.npz"))) == 1
+
+
 def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, good, monkeypatch):
     out = tmp_path / "t.npz"
 
@@ -278,7 +304,7 @@ def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir
 
     out = tmp_path / "t.npz"
     with monkeypatch.context() as patch:
-        patch.setattr(np, "savez_compressed", disk_full)  # the timeline file, not the steps
+        patch.setattr("wdn_explain.timeline.write_npz", disk_full)  # the timeline, not the steps
         result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 1
     assert result.output.strip() == f"error: cannot write '{out}' (No space left on device)"

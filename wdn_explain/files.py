@@ -8,10 +8,13 @@ import os
 import tempfile
 import threading
 import uuid
+import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
+
+import numpy as np
 
 from .errors import DataError
 
@@ -41,6 +44,16 @@ def atomic_write(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+def write_npz(handle: IO[bytes], arrays: dict[str, np.ndarray], *, compresslevel: int) -> None:
+    """Write ``arrays`` to ``handle`` as ``np.savez_compressed`` does (an ``.npz`` that
+    ``np.load`` reads, without pickles), at zlib level ``compresslevel`` (numpy's is fixed
+    at 6)."""
+    with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=compresslevel) as zf:
+        for name, value in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 def save_torch(obj: object, path: str | Path) -> Path:
