@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sklearn.model_selection import train_test_split
-from torch_geometric.loader import DataLoader
+from torch.utils.data import DataLoader
 
 from ..errors import ConfigError, DataError
 from ..files import claimed
@@ -35,6 +35,7 @@ from ..model_folder import (
 )
 from ..progress import ProgressArg, progress_callback
 from ..records import first_problem
+from .batches import PackedGraphs
 from .datasets import DataVersion, MoleculeDataset
 from .models import ChemModelConfig, MoleculeGNN
 
@@ -157,18 +158,14 @@ def subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
 
 
 @torch.no_grad()
-def accuracy_and_loss(model: MoleculeGNN, loader: DataLoader, device: torch.device):
-    """Accuracy and mean cross-entropy of a model on a loader (eval mode)."""
+def accuracy_and_loss(model: MoleculeGNN, graphs: PackedGraphs) -> tuple[float, float]:
+    """Accuracy and mean cross-entropy of a model on graphs (eval mode, one batch)."""
     model.eval()
-    correct = total = 0
-    loss = 0.0
-    for batch in loader:
-        batch = batch.to(device)
-        logits = model(batch.x, batch.edge_index, batch.edge_attr, batch=batch.batch)
-        loss += float(torch.nn.functional.cross_entropy(logits, batch.y, reduction="sum"))
-        correct += int((logits.argmax(dim=1) == batch.y).sum())
-        total += len(batch.y)
-    return correct / max(total, 1), loss / max(total, 1)
+    batch = graphs.all()
+    logits = model(batch.x, batch.edge_index, batch.edge_attr, batch=batch.batch)
+    loss = float(torch.nn.functional.cross_entropy(logits, batch.y, reduction="sum"))
+    correct = int((logits.argmax(dim=1) == batch.y).sum())
+    return correct / max(len(graphs), 1), loss / max(len(graphs), 1)
 
 
 def train_classifier(
@@ -221,15 +218,15 @@ def _fit(
     split = {
         k: pool[v] for k, v in stratified_split(labels[pool], config.seed, config.split).items()
     }
-    loaders = {
-        k: DataLoader(
-            [dataset.graphs[i] for i in v],
-            batch_size=config.batch_size,
-            shuffle=k == "train",
-            generator=torch.Generator().manual_seed(config.seed),
-        )
-        for k, v in split.items()
-    }
+    # each split collated once; the training batches are cut from it in the order of a
+    # shuffling DataLoader over graph positions (the order PyG's DataLoader drew before)
+    graphs = {k: PackedGraphs([dataset.graphs[i] for i in v]).to(dev) for k, v in split.items()}
+    order = DataLoader(
+        range(len(split["train"])),
+        batch_size=config.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(config.seed),
+    )
     model = MoleculeGNN(model_config).to(dev)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = _scheduler(optimiser, config)
@@ -244,8 +241,8 @@ def _fit(
             lr = optimiser.param_groups[0]["lr"]
             model.train()
             train_loss = correct = 0.0
-            for batch in loaders["train"]:
-                batch = batch.to(dev)
+            for index in order:
+                batch = graphs["train"].batch(index)
                 optimiser.zero_grad()
                 logits = model(batch.x, batch.edge_index, batch.edge_attr, batch=batch.batch)
                 loss = torch.nn.functional.cross_entropy(logits, batch.y, weight=class_weight)
@@ -255,7 +252,7 @@ def _fit(
                 correct += int((logits.argmax(dim=1) == batch.y).sum())
             # running figures of the epoch (train mode), not a second pass
             train_loss, train_acc = train_loss / len(split["train"]), correct / len(split["train"])
-            val_acc, val_loss = accuracy_and_loss(model, loaders["val"], dev)
+            val_acc, val_loss = accuracy_and_loss(model, graphs["val"])
             if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
                 scheduler.step(val_loss)
             elif scheduler is not None:
@@ -286,7 +283,7 @@ def _fit(
         best_epoch = len(history)
     else:
         model.load_state_dict(best_state)
-    accuracy = {k: accuracy_and_loss(model, loader, dev)[0] for k, loader in loaders.items()}
+    accuracy = {k: accuracy_and_loss(model, split_graphs)[0] for k, split_graphs in graphs.items()}
     card = ChemCard(
         dataset=dataset.name,
         data_version=dataset.version,
