@@ -79,6 +79,15 @@ class ChemTrainConfig(BaseModel):
     split: tuple[float, float, float] = (0.8, 0.1, 0.1)
     # keep every positive (label 1) and this many negatives per positive, sampled with ``seed``
     negatives_per_positive: float | None = Field(None, gt=0)
+    # the split as the paper's code ran it (:func:`graphxai_split`): the pool in GraphXAI's
+    # order (the sampled negatives, then every positive) cut with sklearn's seed
+    # :data:`PAPER_SEED` whatever ``seed``, so that with ``negatives_per_positive`` only the
+    # negatives change between seeds and the same positives land in val and test every run
+    paper_split: bool = False
+    # seed of torch's random numbers -- initial weights, batch order, dropout masks -- when
+    # not ``seed`` (the paper's code: :data:`PAPER_SEED` for every run, one
+    # ``torch.manual_seed`` at import, so its re-runs differ only in the sampled negatives)
+    torch_seed: int | None = None
 
     @field_validator("split")
     @classmethod
@@ -87,6 +96,10 @@ class ChemTrainConfig(BaseModel):
             raise ValueError(f"split fractions must be positive and sum to 1 (got {split})")
         return split
 
+
+#: The seed of the paper's split (``CustomTUDataset(seed=1234)``) and of its torch random
+#: numbers (``torch.manual_seed(1234)`` at the import of its ``train_gnn.py``).
+PAPER_SEED = 1234
 
 #: The paper's training data per set of its data version (``version="paper"``): GraphXAI's
 #: AlkaneCarbonyl keeps all 375 positives and 750 random negatives, split 900/113/112;
@@ -137,14 +150,36 @@ def stratified_split(
     return {"train": np.sort(train), "val": np.sort(val), "test": np.sort(test)}
 
 
-def downsample_negatives(labels: np.ndarray, per_positive: float, seed: int = 0) -> np.ndarray:
-    """Sorted indices of every positive (label 1) and a seeded sample of ``per_positive``
-    negatives per positive (all negatives if there are fewer): the paper's AlkaneCarbonyl."""
+def downsample_negatives(
+    labels: np.ndarray, per_positive: float, seed: int = 0, *, sort: bool = True
+) -> np.ndarray:
+    """Indices of every positive (label 1) and a seeded sample of ``per_positive`` negatives
+    per positive (all negatives if there are fewer): the paper's AlkaneCarbonyl. Sorted, or
+    in GraphXAI's order (``sort=False``: the negatives as drawn, then the positives)."""
     positives = np.flatnonzero(labels == 1)
     negatives = np.flatnonzero(labels != 1)
     n_neg = min(len(negatives), round(per_positive * len(positives)))
     keep = np.random.default_rng(seed).choice(negatives, n_neg, replace=False)
-    return np.sort(np.concatenate([positives, keep]))
+    pool = np.concatenate([keep, positives])
+    return np.sort(pool) if sort else pool
+
+
+def graphxai_split(
+    labels: np.ndarray, split: tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = PAPER_SEED
+) -> dict[str, np.ndarray]:
+    """Indices of the stratified split of GraphXAI's ``GraphDataset`` (the paper's datasets):
+    train against the rest, then the rest into test and val, val the second part with
+    ceil(its share) graphs -- 900/113/112 of 1 125. The cut depends on ``seed`` and the
+    label sequence only: on the pool of :func:`downsample_negatives` in GraphXAI's order the
+    same positives land in test whatever negatives were drawn."""
+    rest = split[1] + split[2]
+    train, others = train_test_split(
+        np.arange(len(labels)), test_size=rest, random_state=seed, stratify=labels
+    )
+    test, val = train_test_split(
+        others, test_size=split[1] / rest, random_state=seed, stratify=labels[others]
+    )
+    return {"train": np.sort(train), "val": np.sort(val), "test": np.sort(test)}
 
 
 def subset(labels: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
@@ -209,15 +244,20 @@ def _fit(
             f"node features of '{dataset.name}'"
         )
     dev = resolve_device(device)
-    torch.manual_seed(config.seed)
+    torch_seed = config.seed if config.torch_seed is None else config.torch_seed
+    torch.manual_seed(torch_seed)
     labels = dataset.labels.numpy()
     pool = np.arange(len(labels))
     if config.negatives_per_positive is not None:
-        pool = downsample_negatives(labels, config.negatives_per_positive, config.seed)
+        pool = downsample_negatives(
+            labels, config.negatives_per_positive, config.seed, sort=not config.paper_split
+        )
     pool = pool[subset(labels[pool], config.max_graphs or len(pool), config.seed)]
-    split = {
-        k: pool[v] for k, v in stratified_split(labels[pool], config.seed, config.split).items()
-    }
+    if config.paper_split:
+        cut = graphxai_split(labels[pool], config.split)
+    else:
+        cut = stratified_split(labels[pool], config.seed, config.split)
+    split = {k: pool[v] for k, v in cut.items()}
     # each split collated once; the training batches are cut from it in the order of a
     # shuffling DataLoader over graph positions (the order PyG's DataLoader drew before)
     graphs = {k: PackedGraphs([dataset.graphs[i] for i in v]).to(dev) for k, v in split.items()}
@@ -225,7 +265,7 @@ def _fit(
         range(len(split["train"])),
         batch_size=config.batch_size,
         shuffle=True,
-        generator=torch.Generator().manual_seed(config.seed),
+        generator=torch.Generator().manual_seed(torch_seed),
     )
     model = MoleculeGNN(model_config).to(dev)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
