@@ -247,17 +247,7 @@ def _fit(
     torch_seed = config.seed if config.torch_seed is None else config.torch_seed
     torch.manual_seed(torch_seed)
     labels = dataset.labels.numpy()
-    pool = np.arange(len(labels))
-    if config.negatives_per_positive is not None:
-        pool = downsample_negatives(
-            labels, config.negatives_per_positive, config.seed, sort=not config.paper_split
-        )
-    pool = pool[subset(labels[pool], config.max_graphs or len(pool), config.seed)]
-    if config.paper_split:
-        cut = graphxai_split(labels[pool], config.split)
-    else:
-        cut = stratified_split(labels[pool], config.seed, config.split)
-    split = {k: pool[v] for k, v in cut.items()}
+    split = training_split(labels, config)
     # each split collated once; the training batches are cut from it in the order of a
     # shuffling DataLoader over graph positions (the order PyG's DataLoader drew before)
     graphs = {k: PackedGraphs([dataset.graphs[i] for i in v]).to(dev) for k, v in split.items()}
@@ -341,6 +331,22 @@ def _fit(
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     return model.cpu().eval(), card
+
+
+def training_split(labels: np.ndarray, config: ChemTrainConfig) -> dict[str, np.ndarray]:
+    """Dataset indices of the train/val/test graphs a config trains on: the pool (every graph,
+    or the sampled negatives and every positive; at most ``max_graphs``) and its split."""
+    pool = np.arange(len(labels))
+    if config.negatives_per_positive is not None:
+        pool = downsample_negatives(
+            labels, config.negatives_per_positive, config.seed, sort=not config.paper_split
+        )
+    pool = pool[subset(labels[pool], config.max_graphs or len(pool), config.seed)]
+    if config.paper_split:
+        cut = graphxai_split(labels[pool], config.split)
+    else:
+        cut = stratified_split(labels[pool], config.seed, config.split)
+    return {k: pool[v] for k, v in cut.items()}
 
 
 def balanced_weights(labels: np.ndarray, n_classes: int) -> torch.Tensor:
