@@ -103,10 +103,11 @@ PAPER_SEED = 1234
 
 #: The paper's training data per set of its data version (``version="paper"``): GraphXAI's
 #: AlkaneCarbonyl keeps all 375 positives and 750 random negatives, split 900/113/112;
-#: FluorideCarbonyl keeps every molecule, split 0.7/0.2/0.1.
+#: FluorideCarbonyl keeps every molecule, split 0.8/0.1/0.1 (its class defaults to 0.7/0.2/0.1,
+#: but the paper's ``train_gnn.py`` passes ``split_sizes=(0.8, 0.1, 0.1)`` for every set).
 PAPER_TRAINING: dict[str, dict] = {
     "AlkaneCarbonyl": {"negatives_per_positive": 2.0, "split": (0.8, 0.1, 0.1)},
-    "FluorideCarbonyl": {"negatives_per_positive": None, "split": (0.7, 0.2, 0.1)},
+    "FluorideCarbonyl": {"negatives_per_positive": None, "split": (0.8, 0.1, 0.1)},
 }
 
 
