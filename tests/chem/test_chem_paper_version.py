@@ -237,12 +237,13 @@ def test_cli_trains_and_explains_on_the_paper_version(chem_root, tmp_path):
     result = run(
         "train", "--dataset", "AlkaneCarbonyl", "--data-version", "paper", "--root", chem_root,
         "--out", out, "--model", "GCN", "--layers", "1", "--hidden", "8", "--epochs", "1",
-        "--device", "cpu",
+        "--device", "cpu", "--paper-split", "--torch-seed", "1234",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "paper data version, split 900/113/112" in result.output
     card = load_classifier(out)[1]
     assert card.data_version == "paper" and card.train.negatives_per_positive == 2.0
+    assert card.train.paper_split and card.train.torch_seed == 1234
     # explain reads the model's data version: the CSV version's 31 features would be refused
     result = run("explain", "--model", out, "--root", chem_root, "--index", "5", "--top", "2")
     assert result.exit_code == 0, result.output
