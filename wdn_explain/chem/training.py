@@ -1,10 +1,12 @@
 """Train, save and load molecule classifiers.
 
-Training: a stratified train/val/test split (80/10/10 unless set; seeded), optionally on a
-pool that keeps every positive and a seeded sample of negatives (the paper's AlkaneCarbonyl:
-two per positive, :data:`PAPER_TRAINING`), Adam on cross-entropy, early stopping on the
-validation accuracy (ties: lower validation loss, or the later epoch), the best epoch's
-weights kept, GPU when present. A model folder holds ``model.pt`` (a state_dict, loaded with
+Training: a stratified train/val/test split (80/10/10 unless set; seeded, or cut as the
+paper's code did: :func:`graphxai_split`), optionally on a pool that keeps every positive and
+a seeded sample of negatives (the paper's AlkaneCarbonyl: two per positive,
+:data:`PAPER_TRAINING`), Adam on cross-entropy over batches cut from splits collated once
+(:class:`~wdn_explain.chem.batches.PackedGraphs`), early stopping on the validation accuracy
+(ties: lower validation loss, or the later epoch), the best epoch's weights kept, GPU when
+present. A model folder holds ``model.pt`` (a state_dict, loaded with
 ``weights_only=True``) and ``card.json`` (a typed :class:`ChemCard`: dataset and its
 features, architecture, training config, split sizes, accuracies, history).
 """
