@@ -12,7 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from rdkit import Chem, RDLogger
+from sklearn.model_selection import train_test_split
+from torch_geometric.data import Batch
 
 from wdn_explain.chem.datasets import (
     ATOM_TYPES,
@@ -22,12 +25,15 @@ from wdn_explain.chem.datasets import (
     read_smiles_csv,
     smiles_graph_for,
 )
+from wdn_explain.chem.models import ChemModelConfig
 from wdn_explain.chem.training import (
     PAPER_TRAINING,
     ChemTrainConfig,
     downsample_negatives,
+    graphxai_split,
     load_classifier,
     stratified_split,
+    train_classifier,
 )
 from wdn_explain.errors import DataError
 
@@ -137,11 +143,49 @@ def test_paper_split_sizes():
     assert sizes == {"train": 900, "val": 113, "test": 112}
     labels = np.array([1] * 1527 + [0] * 7144)
     split = stratified_split(labels, 1, PAPER_TRAINING["FluorideCarbonyl"]["split"])
-    assert [len(split[k]) for k in ("train", "val", "test")] == [6069, 1735, 867]
+    assert [len(split[k]) for k in ("train", "val", "test")] == [6936, 868, 867]
     together = np.concatenate(list(split.values()))
     assert len(np.unique(together)) == len(labels)
     with pytest.raises(ValueError, match="sum to 1"):
         ChemTrainConfig(split=(0.8, 0.1, 0.2))
+
+
+def _graphxai_test_set(labels: np.ndarray, seed: int) -> np.ndarray:
+    """The paper's test molecules, rebuilt as GraphXAI's code does it: the sampled negatives
+    (in draw order) then the positives, ``train_test_split`` of a torch ``arange`` with
+    random_state 1234, its first cut 0.2, the rest halved, test the first part."""
+    negatives = np.random.default_rng(seed).choice(np.flatnonzero(labels == 0), 750, replace=False)
+    pool = np.concatenate([negatives, np.flatnonzero(labels == 1)])
+    y = torch.tensor(labels[pool])
+    _, rest = train_test_split(
+        torch.arange(len(pool)), test_size=0.2, random_state=1234, stratify=y
+    )
+    test, _ = train_test_split(rest, test_size=0.5, random_state=1234, stratify=y[rest])
+    return pool[test.numpy()]
+
+
+def test_paper_split_puts_the_same_positives_in_test_every_seed(chem_root):
+    """``paper_split``: the test set of GraphXAI's split rebuilt in the test; its 37 positives
+    are the same whatever negatives a seed draws, and a model trained with the option scores
+    on that set exactly its card's test accuracy."""
+    data = load_dataset("AlkaneCarbonyl", chem_root, version="paper")
+    labels = data.labels.numpy()
+    tests = {seed: _graphxai_test_set(labels, seed) for seed in (0, 1)}
+    positives = [set(t[labels[t] == 1].tolist()) for t in tests.values()]
+    assert positives[0] == positives[1] and len(positives[0]) == 37
+    assert set(tests[0][labels[tests[0]] == 0]) != set(tests[1][labels[tests[1]] == 0])
+    pool = downsample_negatives(labels, 2.0, 1, sort=False)
+    assert set(pool[graphxai_split(labels[pool])["test"]]) == set(tests[1].tolist())
+    config = ChemModelConfig(architecture="GCN", in_channels=len(ATOM_TYPES), hidden=8)
+    train = ChemTrainConfig(epochs=6, seed=1, paper_split=True, **PAPER_TRAINING["AlkaneCarbonyl"])
+    model, card = train_classifier(data, config, train, device="cpu")
+    assert card.split_sizes == {"train": 900, "val": 113, "test": 112}
+    batch = Batch.from_data_list([data.graphs[i] for i in tests[1]])
+    with torch.no_grad():
+        logits = model(batch.x, batch.edge_index, batch=batch.batch)
+    correct = int((logits.argmax(1) == batch.y).sum())
+    assert 37 < correct < 112  # more than "all positive": the set is what tells the figure
+    assert card.accuracy["test"] == correct / 112
 
 
 def test_paper_version_errors(chem_root, tmp_path):
@@ -193,12 +237,13 @@ def test_cli_trains_and_explains_on_the_paper_version(chem_root, tmp_path):
     result = run(
         "train", "--dataset", "AlkaneCarbonyl", "--data-version", "paper", "--root", chem_root,
         "--out", out, "--model", "GCN", "--layers", "1", "--hidden", "8", "--epochs", "1",
-        "--device", "cpu",
+        "--device", "cpu", "--paper-split", "--torch-seed", "1234",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "paper data version, split 900/113/112" in result.output
     card = load_classifier(out)[1]
     assert card.data_version == "paper" and card.train.negatives_per_positive == 2.0
+    assert card.train.paper_split and card.train.torch_seed == 1234
     # explain reads the model's data version: the CSV version's 31 features would be refused
     result = run("explain", "--model", out, "--root", chem_root, "--index", "5", "--top", "2")
     assert result.exit_code == 0, result.output

@@ -260,3 +260,24 @@ def test_keep_last_keeps_the_last_epochs_weights(mutag):
     assert accs[-1] < max(accs)  # the two choices differ on this run
     assert (cards["last"].best_epoch, cards["last"].accuracy["val"]) == (12, accs[-1])
     assert cards["best"].accuracy["val"] == max(accs)
+
+
+def test_torch_seed_sets_initial_weights_batches_and_dropout(mutag):
+    """With ``paper_split`` and no sampled negatives nothing else depends on ``seed``: a run
+    with seed 7 and ``torch_seed=3`` is the run with seed 3; another torch seed differs."""
+    config = ChemModelConfig(architecture="GCN", in_channels=7, hidden=8, dropout=0.3)
+    runs = {
+        key: train_classifier(
+            mutag,
+            config,
+            ChemTrainConfig(
+                epochs=3, patience=3, seed=seed, torch_seed=torch_seed, paper_split=True
+            ),
+            device="cpu",
+        )
+        for key, (seed, torch_seed) in {"a": (3, None), "b": (7, 3), "c": (3, 4)}.items()
+    }
+    weights = {key: model.state_dict() for key, (model, _) in runs.items()}
+    assert runs["a"][1].history == runs["b"][1].history
+    assert all(torch.equal(weights["a"][k], weights["b"][k]) for k in weights["a"])
+    assert not all(torch.equal(weights["a"][k], weights["c"][k]) for k in weights["a"])

@@ -70,7 +70,17 @@ def train(
     split: str = typer.Option(
         None,
         help="train,val,test fractions (default 0.8,0.1,0.1; with --data-version paper the "
-        "paper's: AlkaneCarbonyl 0.8,0.1,0.1 = 900/113/112, FluorideCarbonyl 0.7,0.2,0.1)",
+        "paper's: 0.8,0.1,0.1, AlkaneCarbonyl 900/113/112)",
+    ),
+    paper_split: bool = typer.Option(
+        False,
+        help="cut the split as the paper's code did (GraphXAI's pool order, sklearn seed 1234 "
+        "for every --seed: the same positives in val and test whatever negatives are drawn)",
+    ),
+    torch_seed: int = typer.Option(
+        None,
+        help="seed of the initial weights, batch order and dropout (default: --seed; "
+        "the paper's code: 1234 for every run)",
     ),
     device: str = typer.Option("auto", help="auto (GPU when present), cpu or cuda"),
     root: Path = typer.Option(None, help=ROOT_HELP),
@@ -102,7 +112,14 @@ def train(
                 dropout=dropout,
             )
             config = ChemTrainConfig(
-                epochs=epochs, patience=patience, lr=lr, seed=seed, max_graphs=max_graphs, **options
+                epochs=epochs,
+                patience=patience,
+                lr=lr,
+                seed=seed,
+                max_graphs=max_graphs,
+                paper_split=paper_split,
+                torch_seed=torch_seed,
+                **options,
             )
         except ValidationError as exc:
             err = exc.errors()[0]
