@@ -121,6 +121,12 @@ return [...plots[arguments[0]].querySelectorAll('.hoverlayer .hovertext text tsp
 # Whether chart ``i`` has Plotly's toolbar; the text of every chart (SVG text included).
 MODEBAR_JS = PLOTS_JS + "return !!plots[arguments[0]].querySelector('.modebar');"
 CHARTS_TEXT_JS = PLOTS_JS + "return plots.map(p => p.textContent).join('\\n');"
+# Where the SI-Graph's frame loaded Plotly.js from (resource URLs naming plotly).
+PLOTLY_SOURCE_JS = (
+    FRAMES_JS
+    + "return frames[0].contentWindow.performance.getEntriesByType('resource')"
+    + ".map(e => e.name).filter(n => n.includes('plotly'));"
+)
 # Marks the SI-Graph's DOM node (and its frame) with a property, then says whether the
 # node now in place still carries it: a chart updated in place keeps its node.
 MARK_JS = PLOTS_JS + "plots[0].wdnMark = arguments[0]; frames[0].wdnMark = arguments[0];"
@@ -377,6 +383,8 @@ def test_app_in_headless_chromium(server):
         text = summary_text(driver)
         assert text.startswith(f"Forecast made at {minute:.0f} min for {minute + 20:.0f} min: ")
         assert "raise" in text and "share of nodes chlorinated" in text
+        # Plotly.js from the app's static files: a URL the browser caches, compiled code too
+        assert any("/app/static/plotly-" in u for u in driver.execute_script(PLOTLY_SOURCE_JS))
         assert driver.execute_script(MODEBAR_JS, 0)  # maps: zoom, PNG
         assert not driver.execute_script(MODEBAR_JS, 1)  # not over titles
         assert "Deploy" not in driver.find_element(By.TAG_NAME, "header").text

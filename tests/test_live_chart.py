@@ -12,7 +12,7 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "app"))  # the app's folder is not a package
-from live_chart import asset_dir
+from live_chart import asset_dir, static_script
 
 
 def test_asset_dir_holds_the_installed_plotly_js_and_the_page(tmp_path):
@@ -39,3 +39,28 @@ def test_asset_dir_is_written_once_and_repaired(tmp_path):
     assert page.read_text(encoding="utf-8") == (ROOT / "app" / "live_chart.html").read_text()
     assert gzip.decompress(script.read_bytes()).decode("utf-8") == get_plotlyjs()
     assert sorted(p.name for p in folder.iterdir()) == ["index.html", "plotly.min.js.gz"]
+
+
+def test_static_script_is_the_installed_plotly_js_named_by_version(tmp_path):
+    """What the page loads first (app/static/, served by Streamlit): the installed
+    plotly.min.js byte for byte under a versioned name, written again when damaged."""
+    name = static_script(tmp_path / "static")
+    script = tmp_path / "static" / name
+    assert name == f"plotly-{plotly.__version__}.min.js"
+    assert script.read_text(encoding="utf-8") == get_plotlyjs()
+    stamp = script.stat().st_mtime_ns
+    assert static_script(tmp_path / "static") == name and script.stat().st_mtime_ns == stamp
+    script.write_text("cut short")
+    static_script(tmp_path / "static")
+    assert script.read_text(encoding="utf-8") == get_plotlyjs()
+
+
+def test_the_app_serves_its_static_folder():
+    """The page's first URL for Plotly.js works only with Streamlit's static serving on
+    (read by `streamlit run app/main.py` from the repository root)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["server"]["enableStaticServing"] is True
+    page = (ROOT / "app" / "live_chart.html").read_text(encoding="utf-8")
+    assert "../../app/static/${name}" in page
