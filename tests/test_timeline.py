@@ -91,14 +91,14 @@ def test_references_explained_side_by_side_equal_one_at_a_time(
 
     seen = []
     monkeypatch.setattr(GraphSHAPIQ, "explain", spy)
-    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("wdn_explain.pipeline.usable_cores", lambda: 2)
     progress = lambda d, t: seen.append((d, t, threading.get_ident()))  # noqa: E731
     two, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "two.npz", progress=progress)
     assert len(threads) == 2 and len(set.union(*threads.values())) == 2
     assert threading.get_ident() not in set.union(*threads.values())
     total = 2 * len(two)
     assert seen == [(d, total, threading.get_ident()) for d in range(1, total + 1)]
-    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 1)
+    monkeypatch.setattr("wdn_explain.pipeline.usable_cores", lambda: 1)
     one, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "one.npz")
     _same_timeline(two, one)
     _same_timeline(one, serial)

@@ -198,7 +198,7 @@ def test_an_interrupt_waits_for_no_step_in_flight(tmp_path, tiny_model_dir, monk
         raise KeyboardInterrupt
 
     monkeypatch.setattr(GraphSHAPIQ, "explain", held)
-    monkeypatch.setattr("wdn_explain.pipeline.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("wdn_explain.pipeline.usable_cores", lambda: 2)
     out = tmp_path / "t.npz"
     with pytest.raises(KeyboardInterrupt):
         explain_scenario(SPEC, tiny_model_dir, out=out, progress=stop)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -34,6 +33,7 @@ from .timeline import (
     cache_identity,
     cache_mismatch,
 )
+from .workers import usable_cores
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -425,9 +425,10 @@ def _cached(out: str | Path | None, identity: dict[str, Any]) -> tuple[Timeline 
 
 def parallel_references(settings: ExplainSettings) -> int:
     """How many references :func:`_explain_steps` explains side by side: one thread per
-    reference, at most one per core (the engine itself runs on one thread, see
+    reference, at most one per core this process may use
+    (:func:`~wdn_explain.workers.usable_cores`; the engine itself runs on one thread, see
     :mod:`~wdn_explain.explain.threads`)."""
-    return max(1, min(len(settings.references), os.cpu_count() or 1))
+    return max(1, min(len(settings.references), usable_cores()))
 
 
 def _explain_steps(
