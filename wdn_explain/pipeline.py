@@ -456,11 +456,16 @@ def _explain_steps(
     budget = settings.approximation_lambda
     series: dict[str, list] = {reference: [None] * len(steps) for reference in explainers}
     todo: dict[str, list[int]] = {reference: [] for reference in explainers}
+    order = {reference: r for r, reference in enumerate(explainers)}
+
+    def keys(reference: str, i: int) -> range:  # one store for every reference and target
+        step = order[reference] * len(steps) + i
+        return range(step * k, (step + 1) * k)
+
     kept = 0
-    for r, reference in enumerate(explainers):
+    for reference in explainers:
         for i in range(len(steps)):
-            keys = range((r * len(steps) + i) * k, (r * len(steps) + i + 1) * k)
-            stored = [store.get(key) for key in keys] if store is not None else [None]
+            stored = [store.get(key) for key in keys(reference, i)] if store is not None else [None]
             if all(e is not None for e in stored):
                 series[reference][i] = stored[0] if nodes is None else stored
                 kept += 1
@@ -484,9 +489,8 @@ def _explain_steps(
         done = kept
         for reference, i, explanations in completed:
             if store is not None:
-                step = list(explainers).index(reference) * len(steps) + i
-                for j, explanation in enumerate(explanations):
-                    store.put(step * k + j, explanation)
+                for key, explanation in zip(keys(reference, i), explanations):
+                    store.put(key, explanation)
             series[reference][i] = explanations[0] if nodes is None else explanations
             done += 1
             if cb:
