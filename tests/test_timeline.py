@@ -105,6 +105,21 @@ def test_references_explained_side_by_side_equal_one_at_a_time(
     assert Timeline.load(tmp_path / "one.npz").meta == Timeline.load(out).meta
 
 
+@pytest.mark.parametrize("memory_gb", [3.0, None])
+def test_explainers_side_by_side_share_the_memory_budget(memory_gb):
+    """Each of n explainers running at once gets 1/n of the budget (the given one, else the
+    engine's default); one explainer alone gets the setting as it is (None: the engine's)."""
+    from wdn_explain.explain.memory import default_memory_budget_gb
+    from wdn_explain.timeline import ExplainSettings
+
+    settings = ExplainSettings(memory_budget_gb=memory_gb)
+    whole = memory_gb if memory_gb is not None else default_memory_budget_gb()
+    assert settings.explainer_options("mean")["memory_budget_gb"] == memory_gb
+    for n in (2, 3):
+        share = settings.explainer_options("mean", n)["memory_budget_gb"]
+        assert share == pytest.approx(whole / n)
+
+
 def test_as_saved_equals_a_file_round_trip(computed, tmp_path):
     """MIs off the float32 grid (float64 noise added here) come out of as_saved exactly as
     a file written and read back holds them: rounded, not as they went in."""
