@@ -88,7 +88,17 @@ def damaged(request, good, tmp_path):
 
 def test_load_names_the_file_and_the_damage(damaged):
     path, message = damaged
-    with pytest.raises(DataError, match=rf"timeline file '{path}'.*{message}"):
+    with pytest.raises(DataError, match=rf"timeline file '{path}'.*{message}") as info:
+        Timeline.load(path)
+    assert str(info.value).count(str(path)) == 1  # one line, not a message inside a message
+
+
+def test_load_refuses_a_plain_npy_in_one_line(tmp_path):
+    """A lone array saved as .npz (np.load returns an array, not an archive)."""
+    path = tmp_path / "t.npz"
+    with open(path, "wb") as handle:  # np.save would add .npy to the name
+        np.save(handle, np.arange(3))
+    with pytest.raises(DataError, match=rf"^timeline file '{path}' is truncated or corrupt"):
         Timeline.load(path)
 
 

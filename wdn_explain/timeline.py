@@ -481,7 +481,9 @@ class Timeline:
                 return cls.from_arrays(data, path)
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        except DataError:  # from_arrays names the file and what is wrong
+            raise
+        except (OSError, ValueError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
 
     @classmethod
@@ -518,6 +520,8 @@ class Timeline:
                 **{name: data[name] for name in NODE_ARRAYS if name in data},
                 **{k: data[k] for k in HYDRAULICS if k in data},
             )
+        except DataError:  # _checked_meta names the file and what is wrong
+            raise
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
         timeline._check_shapes(path)
