@@ -26,6 +26,8 @@ import streamlit.components.v1 as components
 PAGE = Path(__file__).with_name("live_chart.html")
 STATIC_DIR = Path(__file__).with_name("static")
 """What ``server.enableStaticServing`` serves at ``app/static/`` (.streamlit/config.toml)."""
+PLOTLY_JS = resources.files("plotly") / "package_data" / "plotly.min.js"
+"""The installed ``plotly`` package's Plotly.js, the one both copies are made from."""
 
 
 def asset_dir(cache_dir: Path) -> Path:
@@ -39,8 +41,7 @@ def asset_dir(cache_dir: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "plotly.min.js.gz"
     if not script.is_file():
-        source = resources.files("plotly") / "package_data" / "plotly.min.js"
-        _write_atomic(script, gzip.compress(source.read_bytes(), mtime=0))
+        _write_atomic(script, gzip.compress(PLOTLY_JS.read_bytes(), mtime=0))
     index = folder / "index.html"
     if not index.is_file() or index.read_bytes() != PAGE.read_bytes():
         _write_atomic(index, PAGE.read_bytes())
@@ -55,10 +56,9 @@ def static_script(static_dir: Path) -> str:
     cores that each first view spent compiling 4.8 MB of script unpacked in the page."""
     name = f"plotly-{plotly.__version__}.min.js"
     target = static_dir / name
-    source = resources.files("plotly") / "package_data" / "plotly.min.js"
-    if not target.is_file() or target.stat().st_size != source.stat().st_size:
+    if not target.is_file() or target.stat().st_size != PLOTLY_JS.stat().st_size:
         static_dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, source.read_bytes())
+        _write_atomic(target, PLOTLY_JS.read_bytes())
     return name
 
 

@@ -281,9 +281,9 @@ def timeline_of(scenario: ScenarioConfig, model_dir: Path, net) -> Path:
     default timeline when that is the scenario and current, else one in the user cache,
     computed once (a spinner)."""
     shipped = default_timeline(model_dir)
-    if shipped is not None and default_scenario(model_dir, net) == scenario:
-        if usable(shipped, model_dir):
-            return shipped
+    is_default = shipped is not None and default_scenario(model_dir, net) == scenario
+    if is_default and usable(shipped, model_dir):
+        return shipped
     path = cache_path(scenario, model_dir, CACHE_DIR)
     if not usable(path, model_dir):
         with st.spinner(f"explaining the scenario with model {model_dir.name} (once)..."):
