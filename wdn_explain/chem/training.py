@@ -95,7 +95,7 @@ class ChemTrainConfig(BaseModel):
     @classmethod
     def _fractions(cls, split: tuple[float, float, float]) -> tuple[float, float, float]:
         if min(split) <= 0 or abs(sum(split) - 1) > 1e-6:
-            raise ValueError("split fractions must be positive and sum to 1")
+            raise ValueError(f"split fractions must be positive and sum to 1 (got {split})")
         return split
 
 
