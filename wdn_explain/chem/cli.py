@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ..errors import ConfigError, DataError, WdnExplainError
+from ..errors import DataError, WdnExplainError
 
 app = typer.Typer(
     help="Molecule classifiers (MUTAG, Benzene, ...) and their exact SI-Graphs.",
@@ -94,7 +94,6 @@ def train(
     from pydantic import ValidationError
 
     from ..model_folder import check_model_output
-    from ..records import first_problem
     from .datasets import load_dataset
     from .models import ChemModelConfig
     from .training import PAPER_TRAINING, ChemTrainConfig, train_classifier
@@ -127,7 +126,10 @@ def train(
                 **options,
             )
         except ValidationError as exc:
-            raise ConfigError(first_problem(exc)) from None
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            typer.echo(f"error: {field}: {err['msg']} (got {err.get('input')!r})", err=True)
+            raise typer.Exit(1) from None
         _, card = train_classifier(
             data, model_config, config, out, device=device, overwrite=overwrite, progress=True
         )
