@@ -24,9 +24,8 @@ from wdn_explain.chem.models import ChemModelConfig, MoleculeGNN
 from wdn_explain.chem.training import (
     PAPER_TRAINING,
     ChemTrainConfig,
-    downsample_negatives,
-    stratified_split,
     train_classifier,
+    training_split,
 )
 
 SEED = 0
@@ -35,9 +34,7 @@ SEED = 0
 def dataloader_loop(data, config: ChemModelConfig, train: ChemTrainConfig) -> MoleculeGNN:
     """The straightforward loop: PyG DataLoaders, validation in batches, last epoch kept."""
     torch.manual_seed(train.seed)
-    labels = data.labels.numpy()
-    pool = downsample_negatives(labels, train.negatives_per_positive, train.seed)
-    split = {k: pool[v] for k, v in stratified_split(labels[pool], train.seed, train.split).items()}
+    split = training_split(data.labels.numpy(), train)
     loaders = {
         k: DataLoader(
             [data.graphs[i] for i in v],

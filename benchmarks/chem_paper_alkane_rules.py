@@ -27,7 +27,7 @@ from rdkit import Chem
 from sklearn.linear_model import LogisticRegression
 
 from wdn_explain.chem.datasets import load_dataset
-from wdn_explain.chem.training import PAPER_TRAINING, downsample_negatives, stratified_split
+from wdn_explain.chem.training import PAPER_TRAINING, ChemTrainConfig, training_split
 
 FLUORINE = Chem.MolFromSmarts("[F]")
 F_CARBON = Chem.MolFromSmarts("[#6]F")
@@ -51,7 +51,6 @@ def main() -> None:
     data = load_dataset("AlkaneCarbonyl", root, version="paper")
     labels = data.labels.numpy()
     mols = [Chem.MolFromSmiles(s) for s in data.smiles]
-    options = PAPER_TRAINING["AlkaneCarbonyl"]
     predicted = {
         name: np.array([all(m.HasSubstructMatch(q) for q in queries) for m in mols])
         for name, queries in RULES.items()
@@ -59,14 +58,15 @@ def main() -> None:
     counts = np.array([group_counts(m) for m in mols], dtype=float)
     means: dict[tuple[str, str], list[float]] = {}
     for seed in SEEDS:
-        pool = downsample_negatives(labels, options["negatives_per_positive"], seed)
-        split = stratified_split(labels[pool], seed, options["split"])
-        train = pool[split["train"]]
+        split = training_split(
+            labels, ChemTrainConfig(seed=seed, **PAPER_TRAINING["AlkaneCarbonyl"])
+        )
+        train = split["train"]
         fit = LogisticRegression(C=1e4, max_iter=5000).fit(counts[train], labels[train])
         parts = []
         for name, rule in {**predicted, LINEAR: fit.predict(counts)}.items():
             for part, index in split.items():
-                acc = 100 * float(np.mean(rule[pool[index]] == labels[pool[index]]))
+                acc = 100 * float(np.mean(rule[index] == labels[index]))
                 means.setdefault((name, part), []).append(acc)
                 parts.append(f"{name} {part} {acc:.1f} %")
         print(f"seed {seed}: " + "; ".join(parts), flush=True)

@@ -59,7 +59,7 @@ TRAIN = {"epochs": 100, "patience": 20, "batch_size": 64, "lr": 3e-3}
 # (``dropout=True``), the hidden size of its best-hyperparameter table per cell, Adam lr 1e-2,
 # weight decay 5e-4, learning rate halved after 50 epochs without a lower validation loss,
 # up to 500 epochs, the last epoch of the best validation accuracy kept (``val_acc >= best``),
-# stopped 100 epochs after it. FluorideCarbonyl and Benzene (6 070 and 9 600 training
+# stopped 100 epochs after it. FluorideCarbonyl and Benzene (6 936 and 9 600 training
 # molecules) are capped at fewer epochs for the shared CPU (:data:`EPOCH_CAP`).
 PAPER_DROPOUT = 0.5
 PAPER_OPTIMISER = {"epochs": 500, "patience": 100, "batch_size": 64, "lr": 1e-2}

@@ -35,7 +35,7 @@ class PackedGraphs:
         packed = Batch.from_data_list(graphs)
         self.x, self.edge_index, self.y = packed.x, packed.edge_index, packed.y
         self.edge_attr: Tensor | None = packed.get("edge_attr")
-        self.node_ptr = packed.ptr
+        self.graph, self.node_ptr = packed.batch, packed.ptr
         n_edges = torch.tensor([g.edge_index.shape[1] for g in graphs], dtype=torch.long)
         self.edge_ptr = torch.cat([n_edges.new_zeros(1), n_edges.cumsum(0)])
 
@@ -44,15 +44,15 @@ class PackedGraphs:
 
     def to(self, device: torch.device | str) -> PackedGraphs:
         """Move every tensor to ``device`` (in place; returns self)."""
-        for name in ("x", "edge_index", "edge_attr", "y", "node_ptr", "edge_ptr"):
+        for name in ("x", "edge_index", "edge_attr", "y", "graph", "node_ptr", "edge_ptr"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, value.to(device))
         return self
 
     def all(self) -> GraphBatch:
-        """Every graph, in order, as one batch."""
-        return self.batch(torch.arange(len(self), device=self.y.device))
+        """Every graph, in order, as one batch: the collated tensors themselves."""
+        return GraphBatch(self.x, self.edge_index, self.edge_attr, self.y, self.graph)
 
     def batch(self, index: Tensor) -> GraphBatch:
         """The graphs ``index`` (graph positions, in this order) as one batch."""

@@ -60,7 +60,11 @@ def train(
     patience: int = typer.Option(20, help="early stopping: epochs without a better val accuracy"),
     lr: float = typer.Option(3e-3, help="Adam learning rate"),
     max_graphs: int = typer.Option(None, help="train on a stratified subset of this size"),
-    seed: int = typer.Option(0, help="seed of the split, initialisation and shuffling"),
+    seed: int = typer.Option(
+        0,
+        help="seed of the sampled negatives, the split (unless --paper-split), initialisation "
+        "and shuffling (unless --torch-seed)",
+    ),
     data_version: str = typer.Option("csv", help=VERSION_HELP),
     negatives_per_positive: float = typer.Option(
         None,
