@@ -17,8 +17,9 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +110,36 @@ def keyed(name: str) -> str:
     return f"{name}@{st.session_state.get('model', '')}"
 
 
+def version_of(path: str | Path) -> float | None:
+    """The version of a file that the app's caches are keyed by: its modification time (None
+    while it is missing). A file rewritten by another run or session is a new version, so
+    what was computed from it is computed again."""
+    try:
+        return Path(path).stat().st_mtime
+    except OSError:
+        return None
+
+
+def once_per_version(file: Callable[[Path], Path] = Path):
+    """Decorator: ``fn(path, *args)`` computed once per version (:func:`version_of`) of the
+    file ``file(path)`` and kept for the server's life: every full rerun lists the cached
+    scenarios and names every model, which would read each file again (~20 ms a file)."""
+
+    def decorate(fn):
+        @wraps(fn)
+        def once(path: str | Path, *args):
+            return _per_version(fn, fn.__qualname__, str(path), version_of(file(Path(path))), *args)
+
+        return once
+
+    return decorate
+
+
+@st.cache_resource(max_entries=1024, show_spinner=False)
+def _per_version(_fn, name: str, path: str, version: float | None, *args):
+    return _fn(Path(path), *args)  # keyed by the function's name, not the function (``_fn``)
+
+
 @st.cache_resource(max_entries=8, show_spinner="reading the network...")
 def network(model_dir: str, model: str):
     """The network of the model folder ``model_dir`` (hash ``model``), its map layout
@@ -191,8 +222,8 @@ def _warm() -> None:
             network(str(model_dir), model_hash(model_dir))
             shipped = default_timeline(model_dir)
             if shipped is not None and usable(shipped, model_dir):
-                mtime = shipped.stat().st_mtime
-                scale_of(str(shipped), mtime, DEFAULT_REFERENCE, None, INDICES[1], 2)
+                version = version_of(shipped)
+                scale_of(str(shipped), version, DEFAULT_REFERENCE, None, INDICES[1], 2)
         for module in WARM_MODULES:
             importlib.import_module(module)
     except Exception:  # a later request meets the same failure and shows it
@@ -210,39 +241,22 @@ def scenario_name(path: Path) -> str:
     return f"{label_of(path)}{approx} [{meta.get('scenario_hash', '?')[:6]}]"
 
 
+@once_per_version()
 def meta_of(path: Path) -> dict | None:
-    """A timeline file's metadata (:func:`read_meta`, None when unreadable), read once per
-    version of the file: every full rerun lists the cached scenarios, ~20 ms a file."""
-    return _file_facts(path)[0]
+    """A timeline file's metadata (:func:`read_meta`, None when unreadable)."""
+    return read_meta(path)
 
 
+@once_per_version()
 def label_of(path: Path) -> str:
-    """:func:`timeline_label` of a timeline file, once per version of the file."""
-    return _file_facts(path)[1]
+    """:func:`timeline_label` of a timeline file."""
+    return timeline_label(path)
 
 
-def _file_facts(path: Path) -> tuple[dict | None, str]:
-    try:
-        mtime = path.stat().st_mtime
-    except OSError:
-        return None, timeline_label(path)
-    return _facts(str(path), mtime)
-
-
-@st.cache_resource(max_entries=512, show_spinner=False)
-def _facts(path: str, mtime: float) -> tuple[dict | None, str]:
-    return read_meta(path), timeline_label(path)
-
-
+@once_per_version(file=lambda model_dir: model_dir / CARD)
 def card_of(model_dir: Path):
-    """The model's card (:func:`read_card`), parsed once per version of the card: the model
-    picker names every model's network on every rerun."""
-    card = Path(model_dir, CARD)
-    return _card(str(model_dir), card.stat().st_mtime if card.is_file() else 0.0)
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _card(model_dir: str, mtime: float):
+    """The model's card (:func:`read_card`): the model picker names every model's network
+    on every rerun."""
     return read_card(model_dir)
 
 
@@ -294,19 +308,15 @@ def timeline_of(scenario: ScenarioConfig, model_dir: Path, net) -> Path:
 def usable(path: Path, model_dir: Path) -> bool:
     """Whether a timeline file is current for the model and loads without error (decided
     once per version of the file and of the model)."""
-    try:
-        mtime = path.stat().st_mtime
-    except OSError:
-        return False
-    return _usable(str(path), mtime, str(model_dir), model_hash(model_dir))
+    return _usable(path, str(model_dir), model_hash(model_dir))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _usable(path: str, mtime: float, model_dir: str, model: str) -> bool:
+@once_per_version()
+def _usable(path: Path, model_dir: str, model: str) -> bool:
     if not timeline_is_current(path, model_dir):
         return False
     try:
-        timeline_from(path, mtime)
+        timeline_from(str(path), version_of(path))
     except WdnExplainError:
         return False
     return True
@@ -587,7 +597,7 @@ def main() -> None:
     choice = controls.selectbox("scenario", list(timelines), key=keyed("scenario"))
     controls.caption(choice)  # the whole name, which the box may cut
     path = timelines[choice]
-    mtime = path.stat().st_mtime
+    mtime = version_of(path)
     target = target_picker(controls, timeline_from(str(path), mtime))
     reference = controls.radio(
         "values relative to",
@@ -696,13 +706,12 @@ class View:
     def other_target(self) -> str | None:
         """The second timeline's explained node: the view's target when that timeline
         explains it too, else None (its file's own)."""
-        targets = timeline_from(self.other, Path(self.other).stat().st_mtime).targets
+        targets = timeline_from(self.other, version_of(self.other)).targets
         return self.target if self.target in targets else None
 
     @property
     def other_timeline(self) -> Timeline:
-        path = Path(self.other)
-        return shown(self.other, path.stat().st_mtime, self.reference, self.other_target)
+        return shown(self.other, version_of(self.other), self.reference, self.other_target)
 
 
 def time_cursor(tl: Timeline) -> None:
@@ -865,9 +874,10 @@ def second_scenario(view: View, net, time_s: int, scale: float) -> None:
     title = scenario_text(other.scenario)
     if other.meta["model_hash"] != view.timeline.meta["model_hash"]:
         title = f"model {Path(other.meta['model_dir']).name} on this scenario"
-        mtime = Path(view.other).stat().st_mtime
         target = view.other_target
-        scale = scale_of(view.other, mtime, view.reference, target, view.index, view.order)
+        scale = scale_of(
+            view.other, version_of(view.other), view.reference, target, view.index, view.order
+        )
     fig = view_si_graph(view, other, net, step, scale, height=480)
     st.markdown(f"**Side by side: {title}**")
     chart(fig, key="si_graph_other", config=MAP)
