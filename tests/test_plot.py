@@ -342,7 +342,7 @@ def test_large_network_maps_shrink_markers(tl):
     assert set(devices.hovertext) == expected and len(expected) == 4
     assert set(devices.marker.symbol) == {"triangle-right", "bowtie"}
     assert nodes.text is None  # too many nodes to write their ids
-    assert source.text == ("n303: source on (1.5 mg/L)",)
+    assert source.text[0].replace("<br>", " ") == "n303: source on (1.5 mg/L)"  # maybe wrapped
     assert len(pipes.x) == 3 * town.n_links
     assert len(nodes.x) == town.n_nodes
     np.testing.assert_array_equal(nodes.marker.color, chlorine[3])
@@ -502,3 +502,74 @@ def test_compliance_map_and_sentence_count_the_nodes_below(tl, hanoi, minimum):
         assert text.startswith(f"{len(below)} of 32 nodes have less than the minimum residual")
     else:
         assert text.startswith("Every node has at least")
+
+
+def _label_box(fig, trace, width):
+    """The pixel box (x0, x1, y0, y1; y up, in the plot area) of ``trace``'s text on
+    ``fig`` shown ``width`` px wide: text 0.5 em a character and 1.3 em a line (Chromium
+    measured 0.45 em), kept marker radius / 0.8 + 1 px off its point (plotly.js), on equal
+    axes that fill the plot area left by the margins and an 80 px colour bar."""
+    layout = fig.layout
+    size = np.array(
+        [
+            width - layout.margin.l - layout.margin.r - 80,
+            layout.height - layout.margin.t - layout.margin.b,
+        ]
+    )
+    lo = np.array([layout.xaxis.range[0], layout.yaxis.range[0]])
+    hi = np.array([layout.xaxis.range[1], layout.yaxis.range[1]])
+    scale = (size / (hi - lo)).min()
+    origin = (lo + hi) / 2 - size / scale / 2
+
+    def pixels(x, y):
+        return (np.column_stack([x, y]) - origin) * scale
+
+    lines = trace.text[0].split("<br>")
+    w, h = 0.5 * trace.textfont.size * max(map(len, lines)), 1.3 * trace.textfont.size * len(lines)
+    gap = trace.marker.size / 2 / 0.8 + 1
+    vertical, horizontal = trace.textposition.split()
+    x = {"left": -gap - w, "right": gap, "center": -w / 2}[horizontal]
+    y = {"top": gap, "bottom": -gap - h, "middle": -h / 2}[vertical]
+    ((px, py),) = pixels(trace.x, trace.y)
+    return np.array([px + x, px + x + w, py + y, py + y + h]), size, pixels
+
+
+@pytest.mark.parametrize("model", ["default", "l-town", "waq-paper"])
+@pytest.mark.parametrize("figure", ["si_graph", "chlorine", "compliance"])
+def test_the_source_label_covers_no_node_and_stays_on_the_map(model, figure):
+    """On every shipped network, at the widths the app shows each map at (1280 x 900 px:
+    the SI-Graph 478 px on Hanoi, 810 on L-Town; the panels 316 and ~260), and wider: the
+    source's label (its box estimated from position, font and text length) covers no node
+    marker and no node id and lies inside the plot area (Plotly clips text there)."""
+    from wdn_explain.plot import compliance_figure, opening_step
+    from wdn_explain.shipped import SHIPPED_ROOT, model_network
+
+    folder = SHIPPED_ROOT / "models" / model
+    tl, net = Timeline.load(folder / "default_timeline.npz"), model_network(folder)
+    step = opening_step(tl)
+    large = net.n_nodes > 60
+    if figure == "si_graph":
+        fig, widths = si_graph_figure(tl, net, step, height=540), (478, 640, 810)
+    else:
+        make = chlorine_figure if figure == "chlorine" else compliance_figure
+        fig, widths = make(tl, net, step), (260, 320, 400) if large else (316, 400, 480)
+    (source,) = traces(fig, "source")
+    assert source.text[0].replace("<br>", " ").startswith(f"{tl.scenario.injection_node}: source")
+    (nodes,) = [tr for tr in fig.data if tr.name in ("nodes", "chlorine", "compliance")]
+    at = net.node_ids.index(tl.scenario.injection_node)
+    others = np.arange(net.n_nodes) != at
+    radii = np.broadcast_to(np.asarray(nodes.marker.size, dtype=float) / 2, (net.n_nodes,))
+    for width in widths:
+        box, size, pixels = _label_box(fig, source, width)
+        assert box[0] >= 0 and box[2] >= 0 and box[1] <= size[0] and box[3] <= size[1], width
+        centres = pixels(nodes.x, nodes.y)
+        nearest = np.clip(centres, box[[0, 2]], box[[1, 3]])
+        covered = (np.linalg.norm(centres - nearest, axis=1) < radii) & others
+        assert not covered.any(), (width, [net.node_ids[i] for i in np.flatnonzero(covered)])
+        if nodes.text is not None:  # ids written top right of their markers
+            for i in np.flatnonzero(others):
+                gap = radii[i] / 0.8 + 1
+                w, h = 0.5 * nodes.textfont.size * len(nodes.text[i]), 1.3 * nodes.textfont.size
+                x0, y0 = centres[i] + gap
+                apart = x0 + w <= box[0] or box[1] <= x0 or y0 + h <= box[2] or box[3] <= y0
+                assert apart, (width, nodes.text[i])
