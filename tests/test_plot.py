@@ -132,7 +132,9 @@ def test_titles_units_and_the_time_they_show(tl, hanoi):
     np.testing.assert_allclose(forecast.data[4].y, [e.empty_prediction for e in tl.explanations])
     (now,) = traces(forecast, "now")
     assert now.x == (40.0,) and now.y == (pytest.approx(tl.forecast[step]),)
-    assert forecast.layout.title.text == "share of nodes chlorinated, 20 min ahead"
+    assert forecast.layout.title.text == (
+        "share of nodes chlorinated<br><sup>forecast 20 min ahead</sup>"
+    )
     chlorine = chlorine_figure(tl, hanoi, step)
     title = "chlorine at 40 min<br><sup>chlorinated: at least 0.05 mg/L</sup>"
     assert chlorine.layout.title.text == title
@@ -466,8 +468,10 @@ def test_node_chlorine_chart_with_minimum_and_optional_forecast(tl, hanoi):
     (now,) = traces(fig, "now")
     assert now.x[0] == tl.times_s[step] / 60 and now.y[0] == tl.chlorine[step, k]
     (line,) = fig.layout.shapes
-    assert line.y0 == line.y1 == 0.3
-    assert "minimum 0.3 mg/L" in fig.layout.annotations[0].text
+    assert line.y0 == line.y1 == 0.3 and line.xref == "x domain" and (line.x0, line.x1) == (0, 1)
+    # named in the legend below the chart, not written on it where a series may run
+    assert line.name == "minimum 0.3 mg/L" and line.showlegend and fig.layout.showlegend
+    assert not fig.layout.annotations and fig.layout.legend.y < 0
     assert "node 17" in fig.layout.title.text and "mg/L" in fig.layout.title.text
     assert not traces(fig, "forecast")
     # a node-level forecast joins in one call: drawn at the time it is made for
@@ -573,3 +577,27 @@ def test_the_source_label_covers_no_node_and_stays_on_the_map(model, figure):
                 x0, y0 = centres[i] + gap
                 apart = x0 + w <= box[0] or box[1] <= x0 or y0 + h <= box[2] or box[3] <= y0
                 assert apart, (width, nodes.text[i])
+
+
+def test_chart_titles_fit_a_narrow_column():
+    """L-Town's panels are ~260 px wide (three columns at 1280 px): every line of the
+    forecast, node chlorine and value charts' titles fits in 240 px (0.5 em a character,
+    superscripts at 0.7 of the title's size), written from the left."""
+    import re
+
+    from wdn_explain.plot import node_chlorine_figure
+    from wdn_explain.shipped import SHIPPED_ROOT, model_network
+
+    folder = SHIPPED_ROOT / "models" / "l-town"
+    tl, net = Timeline.load(folder / "default_timeline.npz"), model_network(folder)
+    node = net.node_index(tl.scenario.injection_node)
+    for fig in (
+        forecast_figure(tl, 3),
+        node_chlorine_figure(tl, net, node, step=3),
+        value_figure(tl, net, (node,), "SV", 1, step=3),
+    ):
+        title = fig.layout.title
+        assert title.x <= 0.02 and title.xanchor == "left"
+        for line in title.text.split("<br>"):
+            size = title.font.size * (0.7 if line.startswith("<sup>") else 1.0)
+            assert 0.5 * size * len(re.sub("<[^>]+>", "", line)) <= 240, line

@@ -851,6 +851,16 @@ def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[dict]:
     ]
 
 
+CHART_TITLE_PX = 14  # the charts' titles: short lines that fit a narrow column
+
+
+def chart_title(text: str) -> dict:
+    """A chart's title at the top left in :data:`CHART_TITLE_PX` px type (Plotly's 17 px
+    default cut e.g. ``share of nodes chlorinated, 20 min ahead`` in L-Town's ~260 px
+    columns): keep each line short."""
+    return dict(text=text, x=0.01, xanchor="left", font=dict(size=CHART_TITLE_PX))
+
+
 def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
     """Forecast with its calibrated interval (a band, when the timeline holds one),
     simulated truth and reference forecast (share of nodes chlorinated at t + horizon, or a
@@ -888,9 +898,9 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
         shapes.append(vertical_line(float(made[step])))
     layout = dict(
         height=height,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(
-            text=f"{unit(timeline)}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"
+        margin=dict(l=10, r=10, t=50, b=10),
+        title=chart_title(
+            f"{unit(timeline)}<br><sup>forecast {minutes(horizon_s(timeline))} ahead</sup>"
         ),
         xaxis=dict(title=dict(text="forecast made at (min)")),
         yaxis=dict(rangemode="tozero", title=dict(text=value_unit(timeline)))
@@ -917,10 +927,11 @@ def vertical_line(x: float) -> dict:
     )
 
 
-def horizontal_line(y: float, colour: str, label: str) -> tuple[dict, dict]:
-    """A dashed line across a chart's width at ``y`` and its label at the top left (the
-    shape and annotation ``add_hline`` makes, without its cost)."""
-    shape = dict(
+def horizontal_line(y: float, colour: str, name: str) -> dict:
+    """A dashed line across a chart's width at ``y``, named ``name`` in the legend (the
+    shape ``add_hline`` makes, without its cost; a label in the legend never sits on the
+    chart's lines, whatever their values)."""
+    return dict(
         type="line",
         x0=0,
         x1=1,
@@ -929,18 +940,9 @@ def horizontal_line(y: float, colour: str, label: str) -> tuple[dict, dict]:
         y1=y,
         yref="y",
         line=dict(color=colour, dash="dash"),
+        name=name,
+        showlegend=True,
     )
-    label = dict(
-        text=label,
-        showarrow=False,
-        x=0,
-        xref="x domain",
-        xanchor="left",
-        y=y,
-        yref="y",
-        yanchor="bottom",
-    )
-    return shape, label
 
 
 def chlorine_figure(
@@ -1038,7 +1040,7 @@ def value_figure(
     layout = dict(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
+        title=chart_title(f"{index_name(index)} of {{{label}}} over time"),
         xaxis=dict(title=dict(text="forecast made at (min)")),
         yaxis=dict(title=dict(text=value_unit(timeline))),
     )
@@ -1059,10 +1061,11 @@ def node_chlorine_figure(
     forecast: np.ndarray | None = None,
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
-    height: int = 260,
+    height: int = 290,
 ) -> go.Figure:
     """The simulated chlorine (mg/L) at node index ``node`` at every step of the timeline,
-    the minimum residual as a line and a marker at ``step``. A node-level forecast joins
+    the minimum residual as a line (named in the legend, below the chart) and a marker at
+    ``step``. A node-level forecast joins
     with ``forecast`` (and its interval ``lower``/``upper``): mg/L, shape (T,), made at the
     timeline's times for one horizon later, so drawn at times + horizon."""
     made = timeline.times_s / 60
@@ -1094,18 +1097,16 @@ def node_chlorine_figure(
                 showlegend=False,
             )
         )
-    minimum, label = horizontal_line(minimum_mg_l, BELOW, f"minimum {minimum_mg_l:g} mg/L")
+    minimum = horizontal_line(minimum_mg_l, BELOW, f"minimum {minimum_mg_l:g} mg/L")
     layout = dict(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(
-            text=f"chlorine at node {network.node_ids[node]} (mg/L)", x=0.01, xanchor="left"
-        ),
+        title=chart_title(f"chlorine at node {network.node_ids[node]} (mg/L)"),
         xaxis=dict(title=dict(text="time (min)")),
         yaxis=dict(title=dict(text="mg/L"), rangemode="tozero"),
         legend=dict(orientation="h", y=-0.35),
+        showlegend=True,  # the minimum's line is named there
         shapes=[minimum],
-        annotations=[label],
     )
     return go.Figure(dict(data=traces, layout=layout))
 
