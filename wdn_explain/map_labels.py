@@ -100,63 +100,55 @@ def map_views(
     return views
 
 
-def _hits_circles(box: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> int:
-    """How many circles (pixel centres, radii) reach into ``box`` (x0, x1, y0, y1)."""
-    nearest = np.clip(centres, box[[0, 2]], box[[1, 3]])
-    return int((np.linalg.norm(centres - nearest, axis=1) < radii).sum())
-
-
-def _hits_boxes(box: np.ndarray, boxes: np.ndarray) -> int:
-    """How many of ``boxes`` (k, 4) overlap ``box``."""
-    apart = (
-        (boxes[:, 1] <= box[0])
-        | (box[1] <= boxes[:, 0])
-        | (boxes[:, 3] <= box[2])
-        | (box[3] <= boxes[:, 2])
-    )
-    return int((~apart).sum())
-
-
-def label_clashes(
-    position: str,
+def position_clashes(
     *,
     xy: np.ndarray,
     at: int,
     text: str,
     font_px: float,
     marker_px: float,
-    node_px: np.ndarray,
+    node_px: np.ndarray | float,
     views: list[MapView],
     node_labels: tuple[list[str], float] | None = None,
-) -> int:
-    """Clashes of the label ``text`` of node ``at`` written at ``position``, summed over
-    ``views``: node markers it covers (diameters ``node_px``, the labelled node's own
+) -> np.ndarray:
+    """Clashes of the label ``text`` of node ``at`` at each of :data:`POSITIONS`, summed
+    over ``views``: node markers it covers (diameters ``node_px``, the labelled node's own
     excepted), node ids it covers (``node_labels``: the ids and their font size, written
-    ``top right`` of their markers), and one for leaving the plot."""
+    ``top right`` of their markers), and one for leaving the plot. Shape (8,)."""
     others = np.arange(len(xy)) != at
-    relative = text_box_px(position, text, font_px, marker_px)
+    boxes = np.array([text_box_px(p, text, font_px, marker_px) for p in POSITIONS])  # (8, 4)
     radii = np.broadcast_to(np.asarray(node_px, dtype=float) / 2, (len(xy),))[others]
-    ids = []
+    ids = None  # the other nodes' ids, written top right of their markers: relative boxes
     if node_labels is not None:
         names, size = node_labels
-        ids = [
-            text_box_px("top right", names[i], size, 2 * radii[k])
-            for k, i in enumerate(np.flatnonzero(others))
-        ]
-    clashes = 0
+        gap = radii / 0.8 + 1
+        width = CHAR_EM * size * np.array([len(names[i]) for i in np.flatnonzero(others)])
+        ids = np.column_stack([gap, gap + width, gap, gap + LINE_EM * size])
+    clashes = np.zeros(len(POSITIONS), dtype=int)
     for view in views:
         pixels = (xy - view.origin) * view.scale
-        box = relative + np.repeat(pixels[at], 2)
-        clashes += _hits_circles(box, pixels[others], radii)
-        if ids:
-            clashes += _hits_boxes(box, np.array(ids) + np.repeat(pixels[others], 2, axis=1))
-        inside = box[0] >= 0 and box[2] >= 0 and box[1] <= view.size[0] and box[3] <= view.size[1]
-        clashes += not inside
+        box = boxes + np.repeat(pixels[at], 2)  # (8, 4): x0, x1, y0, y1
+        centres = pixels[others]
+        nearest = np.clip(centres[None], box[:, None, [0, 2]], box[:, None, [1, 3]])
+        clashes += (np.linalg.norm(centres[None] - nearest, axis=2) < radii).sum(axis=1)
+        if ids is not None:
+            other = ids + np.repeat(centres, 2, axis=1)
+            apart = (
+                (other[None, :, 1] <= box[:, None, 0])
+                | (box[:, None, 1] <= other[None, :, 0])
+                | (other[None, :, 3] <= box[:, None, 2])
+                | (box[:, None, 3] <= other[None, :, 2])
+            )
+            clashes += (~apart).sum(axis=1)
+        inside = (box[:, [0, 2]] >= 0).all(axis=1) & (box[:, [1, 3]] <= view.size).all(axis=1)
+        clashes += ~inside
     return clashes
 
 
-def free_position(**label) -> str:
+def free_position(**label) -> tuple[str, int]:
     """The first of :data:`POSITIONS` where the label clashes with nothing
-    (:func:`label_clashes`, same keyword arguments), else the one with the fewest clashes."""
-    clashes = [label_clashes(position, **label) for position in POSITIONS]
-    return POSITIONS[int(np.argmin(clashes))]
+    (:func:`position_clashes`, same keyword arguments), else the one with the fewest
+    clashes; and its clashes."""
+    clashes = position_clashes(**label)
+    best = int(np.argmin(clashes))
+    return POSITIONS[best], int(clashes[best])

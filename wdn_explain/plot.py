@@ -33,7 +33,6 @@ from .map_labels import (
     MAP_WIDTHS_PX,
     PANEL_WIDTHS_PX,
     free_position,
-    label_clashes,
     map_views,
 )
 from .narrative import (
@@ -528,7 +527,7 @@ def _label_place(
     network: Network, layout: dict, nodes: dict, colorbar: bool, widths: tuple[int, ...]
 ) -> dict:
     """What places a label on a map of ``layout`` whose node trace is ``nodes``, shown at
-    ``widths`` px (:func:`~wdn_explain.map_labels.label_clashes`' arguments less the
+    ``widths`` px (:func:`~wdn_explain.map_labels.position_clashes`' arguments less the
     label's own)."""
     text = nodes.get("text")
     return dict(
@@ -565,8 +564,7 @@ def source_label(network: Network, timeline: Timeline, step: int, place: dict) -
     best = None
     for after_name, after_state in LABEL_BREAKS:
         longest = f"{name}{after_name}source on{after_state}{on}"
-        position = free_position(text=longest, **label)
-        clashes = label_clashes(position, text=longest, **label)
+        position, clashes = free_position(text=longest, **label)
         if best is None or clashes < best[0]:
             best = (clashes, after_name, after_state, position)
         if not clashes:
