@@ -4,9 +4,9 @@ inside the drawn area.
 Plotly writes a trace's text beside its marker at one of nine ``textposition`` values, in
 pixels; a map's pixels per metre are known only in the browser (equal aspect, the page's
 column width). So a label is placed where it is free at every width a map is shown at
-(:data:`MAP_WIDTHS_PX`, :data:`PANEL_WIDTHS_PX`, :data:`COLUMN_WIDTHS_PX`), from estimates of the text's size (:func:`text_size_px`) and of
-where Plotly puts it (:func:`text_box_px`, after plotly.js ``textPointPosition``).
-"""
+(:data:`MAP_WIDTHS_PX`, :data:`PANEL_WIDTHS_PX`, :data:`COLUMN_WIDTHS_PX`), from estimates
+of the text's size (:func:`text_size_px`) and of where Plotly puts it (:func:`text_box_px`,
+after plotly.js ``textPointPosition``): :func:`free_position`."""
 
 from __future__ import annotations
 
