@@ -348,16 +348,20 @@ def fit(
 def _ema(decay: float) -> Callable[[list[torch.Tensor], list[torch.Tensor], torch.Tensor], None]:
     """``AveragedModel``'s ``multi_avg_fn`` for an exponential moving average whose decay
     rises as min(decay, (1 + n) / (10 + n)) after n updates: a short run averages its late
-    steps instead of staying near the initial weights. One ``torch._foreach_lerp_`` per
-    device and dtype, its weight computed on the device from n: no host sync per tensor."""
+    steps instead of staying near the initial weights. Vectorised over the tensors of a
+    device and dtype (three ``torch._foreach_*`` calls), the weight a tensor computed on
+    the device from n: no host sync (``_foreach_lerp_`` reads a tensor weight as a Python
+    number: a sync per update; the per-tensor ``float(n)`` before, one per tensor)."""
 
     @torch.no_grad()
     def average(averaged: list[torch.Tensor], current: list[torch.Tensor], n: torch.Tensor):
         floating = torch.is_floating_point(averaged[0])
         n = n.to(averaged[0].dtype if floating else torch.float64)
         weight = 1 - torch.clamp((1 + n) / (10 + n), max=decay)  # in the weights' precision
-        if floating:
-            torch._foreach_lerp_(averaged, current, weight)
+        if floating:  # averaged += weight * (current - averaged)
+            step = torch._foreach_sub(current, averaged)
+            torch._foreach_mul_(step, weight)
+            torch._foreach_add_(averaged, step)
         else:  # integer buffers (e.g. batch norm's count): lerp takes floats only
             for a, c in zip(averaged, current, strict=True):
                 a.copy_(a + weight * (c - a))
