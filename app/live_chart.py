@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
+import zlib
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -32,7 +33,9 @@ PLOTLY_JS = resources.files("plotly") / "package_data" / "plotly.min.js"
 
 def asset_dir(cache_dir: Path) -> Path:
     """The component's folder under ``cache_dir``: its page (``index.html``) and the installed
-    ``plotly.min.js`` gzipped (``plotly.min.js.gz``), written once per plotly version.
+    ``plotly.min.js`` gzipped (``plotly.min.js.gz``), written once per plotly version, again
+    when a copy's content differs from the installed files (a damaged copy, even at the same
+    size; checked once per server process, :func:`_assets`, ~40 ms).
 
     Gzipped here, once: Streamlit's server gzips every other file of a component on every
     request (level 9, ~0.5 s of CPU for Plotly.js's 4.8 MB), once per chart on a page; a
@@ -40,8 +43,9 @@ def asset_dir(cache_dir: Path) -> Path:
     folder = cache_dir / f"live-chart-plotly-{plotly.__version__}"
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "plotly.min.js.gz"
-    if not script.is_file():
-        _write_atomic(script, gzip.compress(PLOTLY_JS.read_bytes(), mtime=0))
+    installed = PLOTLY_JS.read_bytes()
+    if _unpacked(script) != installed:
+        _write_atomic(script, gzip.compress(installed, mtime=0))
     index = folder / "index.html"
     if not index.is_file() or index.read_bytes() != PAGE.read_bytes():
         _write_atomic(index, PAGE.read_bytes())
@@ -50,16 +54,27 @@ def asset_dir(cache_dir: Path) -> Path:
 
 def static_script(static_dir: Path) -> str:
     """The installed ``plotly.min.js`` as ``plotly-<version>.min.js`` in ``static_dir`` (written
-    once), returned by name: the page loads it from there first. A file the app serves
-    carries a validator (Last-Modified, ETag), so the browser keeps it in its cache and keeps
-    Plotly.js compiled (V8's code cache) from one visit to the next: ~2 s on this machine's
-    cores that each first view spent compiling 4.8 MB of script unpacked in the page."""
+    once, again when its bytes differ, even at the same size: compared once per server
+    process, :func:`_static`), returned by name: the page loads it from there first. A file
+    the app serves carries a validator (Last-Modified, ETag), so the browser keeps it in its
+    cache and keeps Plotly.js compiled (V8's code cache) from one visit to the next: ~2 s on
+    this machine's cores that each first view spent compiling 4.8 MB of script unpacked in
+    the page."""
     name = f"plotly-{plotly.__version__}.min.js"
     target = static_dir / name
-    if not target.is_file() or target.stat().st_size != PLOTLY_JS.stat().st_size:
+    installed = PLOTLY_JS.read_bytes()
+    if not target.is_file() or target.read_bytes() != installed:
         static_dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, PLOTLY_JS.read_bytes())
+        _write_atomic(target, installed)
     return name
+
+
+def _unpacked(script: Path) -> bytes | None:
+    """The content of the gzipped ``script``; None when it is missing or damaged."""
+    try:
+        return gzip.decompress(script.read_bytes())
+    except (OSError, EOFError, zlib.error):  # missing, not gzip, or cut short
+        return None
 
 
 def _write_atomic(target: Path, data: bytes) -> None:

@@ -55,6 +55,30 @@ def test_static_script_is_the_installed_plotly_js_named_by_version(tmp_path):
     assert script.read_text(encoding="utf-8") == get_plotlyjs()
 
 
+def _damaged(data: bytes) -> bytes:
+    """``data`` with one byte in its middle changed: the same size, other content."""
+    middle = len(data) // 2
+    return data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1 :]
+
+
+def test_same_size_damaged_copies_are_repaired(tmp_path):
+    """A copy damaged without changing its size (a flipped byte) is written again: the
+    static script and the component's gzipped one."""
+    script = tmp_path / "static" / static_script(tmp_path / "static")
+    script.write_bytes(_damaged(script.read_bytes()))
+    assert script.read_text(encoding="utf-8") != get_plotlyjs()
+    static_script(tmp_path / "static")
+    assert script.read_text(encoding="utf-8") == get_plotlyjs()
+    packed = asset_dir(tmp_path) / "plotly.min.js.gz"
+    for damaged in (
+        _damaged(packed.read_bytes()),  # a flipped byte in the compressed stream
+        gzip.compress(_damaged(get_plotlyjs().encode("utf-8")), mtime=0),  # valid gzip
+    ):
+        packed.write_bytes(damaged)
+        asset_dir(tmp_path)
+        assert gzip.decompress(packed.read_bytes()).decode("utf-8") == get_plotlyjs()
+
+
 def test_the_app_serves_its_static_folder():
     """The page's first URL for Plotly.js works only with Streamlit's static serving on
     (read by `streamlit run app/main.py` from the repository root)."""

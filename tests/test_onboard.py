@@ -214,6 +214,30 @@ def test_too_few_scenarios_refused(tmp_path, net1_inp):
     assert not (tmp_path / "m").exists()
 
 
+def test_help_shows_the_defaults_the_function_uses():
+    """The command's defaults are the library function's: read from its signature here
+    and from the help text the user sees."""
+    import inspect
+    import re
+
+    from wdn_explain.onboard import onboard as run_onboarding
+
+    defaults = {name: p.default for name, p in inspect.signature(run_onboarding).parameters.items()}
+    help_text = runner.invoke(app, ["network", "onboard", "--help"]).output
+    text = " ".join(help_text.replace("│", " ").split())  # one line, without the box
+    shown = {}  # option -> the default its help shows
+    for block in re.split(r" --(?=[a-z])", text)[1:]:
+        default = re.search(r"\[default: ([^\]]+)\]", block)
+        shown[block.split()[0]] = default and default[1]
+    assert shown["scenarios"] == str(defaults["n_scenarios"])
+    assert shown["epochs"] == str(defaults["epochs"])
+    assert shown["seed"] == str(defaults["seed"])
+    assert shown["device"] == defaults["device"]
+    assert shown["no-overwrite"] == ("overwrite" if defaults["overwrite"] else "no-overwrite")
+    assert shown["layers"] is None and defaults["layers"] is None  # chosen from the network
+    assert f"at least {inspect.getmodule(run_onboarding).MIN_SCENARIOS})" in text
+
+
 def test_missing_file_refused(tmp_path):
     result = onboard(tmp_path / "nowhere.inp", "--out", tmp_path / "m")
     assert result.exit_code == 1

@@ -132,7 +132,9 @@ def test_titles_units_and_the_time_they_show(tl, hanoi):
     np.testing.assert_allclose(forecast.data[4].y, [e.empty_prediction for e in tl.explanations])
     (now,) = traces(forecast, "now")
     assert now.x == (40.0,) and now.y == (pytest.approx(tl.forecast[step]),)
-    assert forecast.layout.title.text == "share of nodes chlorinated, 20 min ahead"
+    assert forecast.layout.title.text == (
+        "share of nodes chlorinated<br><sup>forecast 20 min ahead</sup>"
+    )
     chlorine = chlorine_figure(tl, hanoi, step)
     title = "chlorine at 40 min<br><sup>chlorinated: at least 0.05 mg/L</sup>"
     assert chlorine.layout.title.text == title
@@ -342,7 +344,7 @@ def test_large_network_maps_shrink_markers(tl):
     assert set(devices.hovertext) == expected and len(expected) == 4
     assert set(devices.marker.symbol) == {"triangle-right", "bowtie"}
     assert nodes.text is None  # too many nodes to write their ids
-    assert source.text == ("n303: source on (1.5 mg/L)",)
+    assert source.text[0].replace("<br>", " ") == "n303: source on (1.5 mg/L)"  # maybe wrapped
     assert len(pipes.x) == 3 * town.n_links
     assert len(nodes.x) == town.n_nodes
     np.testing.assert_array_equal(nodes.marker.color, chlorine[3])
@@ -466,8 +468,10 @@ def test_node_chlorine_chart_with_minimum_and_optional_forecast(tl, hanoi):
     (now,) = traces(fig, "now")
     assert now.x[0] == tl.times_s[step] / 60 and now.y[0] == tl.chlorine[step, k]
     (line,) = fig.layout.shapes
-    assert line.y0 == line.y1 == 0.3
-    assert "minimum 0.3 mg/L" in fig.layout.annotations[0].text
+    assert line.y0 == line.y1 == 0.3 and line.xref == "x domain" and (line.x0, line.x1) == (0, 1)
+    # named in the legend below the chart, not written on it where a series may run
+    assert line.name == "minimum 0.3 mg/L" and line.showlegend and fig.layout.showlegend
+    assert not fig.layout.annotations and fig.layout.legend.y < 0
     assert "node 17" in fig.layout.title.text and "mg/L" in fig.layout.title.text
     assert not traces(fig, "forecast")
     # a node-level forecast joins in one call: drawn at the time it is made for
@@ -502,3 +506,98 @@ def test_compliance_map_and_sentence_count_the_nodes_below(tl, hanoi, minimum):
         assert text.startswith(f"{len(below)} of 32 nodes have less than the minimum residual")
     else:
         assert text.startswith("Every node has at least")
+
+
+def _label_box(fig, trace, width):
+    """The pixel box (x0, x1, y0, y1; y up, in the plot area) of ``trace``'s text on
+    ``fig`` shown ``width`` px wide: text 0.5 em a character and 1.3 em a line (Chromium
+    measured 0.45 em), kept marker radius / 0.8 + 1 px off its point (plotly.js), on equal
+    axes that fill the plot area left by the margins and an 80 px colour bar."""
+    layout = fig.layout
+    size = np.array(
+        [
+            width - layout.margin.l - layout.margin.r - 80,
+            layout.height - layout.margin.t - layout.margin.b,
+        ]
+    )
+    lo = np.array([layout.xaxis.range[0], layout.yaxis.range[0]])
+    hi = np.array([layout.xaxis.range[1], layout.yaxis.range[1]])
+    scale = (size / (hi - lo)).min()
+    origin = (lo + hi) / 2 - size / scale / 2
+
+    def pixels(x, y):
+        return (np.column_stack([x, y]) - origin) * scale
+
+    lines = trace.text[0].split("<br>")
+    w, h = 0.5 * trace.textfont.size * max(map(len, lines)), 1.3 * trace.textfont.size * len(lines)
+    gap = trace.marker.size / 2 / 0.8 + 1
+    vertical, horizontal = trace.textposition.split()
+    x = {"left": -gap - w, "right": gap, "center": -w / 2}[horizontal]
+    y = {"top": gap, "bottom": -gap - h, "middle": -h / 2}[vertical]
+    ((px, py),) = pixels(trace.x, trace.y)
+    return np.array([px + x, px + x + w, py + y, py + y + h]), size, pixels
+
+
+@pytest.mark.parametrize("model", ["default", "l-town", "waq-paper"])
+@pytest.mark.parametrize("figure", ["si_graph", "chlorine", "compliance"])
+def test_the_source_label_covers_no_node_and_stays_on_the_map(model, figure):
+    """On every shipped network, at the widths the app shows each map at (1280 x 900 px:
+    the SI-Graph 478 px on Hanoi, 810 on L-Town; the panels 316 and ~260), and wider: the
+    source's label (its box estimated from position, font and text length) covers no node
+    marker and no node id and lies inside the plot area (Plotly clips text there)."""
+    from wdn_explain.plot import compliance_figure, opening_step
+    from wdn_explain.shipped import SHIPPED_ROOT, model_network
+
+    folder = SHIPPED_ROOT / "models" / model
+    tl, net = Timeline.load(folder / "default_timeline.npz"), model_network(folder)
+    step = opening_step(tl)
+    large = net.n_nodes > 60
+    if figure == "si_graph":
+        fig, widths = si_graph_figure(tl, net, step, height=540), (478, 640, 810)
+    else:
+        make = chlorine_figure if figure == "chlorine" else compliance_figure
+        fig, widths = make(tl, net, step), (260, 320, 400) if large else (316, 400, 480)
+    (source,) = traces(fig, "source")
+    assert source.text[0].replace("<br>", " ").startswith(f"{tl.scenario.injection_node}: source")
+    (nodes,) = [tr for tr in fig.data if tr.name in ("nodes", "chlorine", "compliance")]
+    at = net.node_ids.index(tl.scenario.injection_node)
+    others = np.arange(net.n_nodes) != at
+    radii = np.broadcast_to(np.asarray(nodes.marker.size, dtype=float) / 2, (net.n_nodes,))
+    for width in widths:
+        box, size, pixels = _label_box(fig, source, width)
+        assert box[0] >= 0 and box[2] >= 0 and box[1] <= size[0] and box[3] <= size[1], width
+        centres = pixels(nodes.x, nodes.y)
+        nearest = np.clip(centres, box[[0, 2]], box[[1, 3]])
+        covered = (np.linalg.norm(centres - nearest, axis=1) < radii) & others
+        assert not covered.any(), (width, [net.node_ids[i] for i in np.flatnonzero(covered)])
+        if nodes.text is not None:  # ids written top right of their markers
+            for i in np.flatnonzero(others):
+                gap = radii[i] / 0.8 + 1
+                w, h = 0.5 * nodes.textfont.size * len(nodes.text[i]), 1.3 * nodes.textfont.size
+                x0, y0 = centres[i] + gap
+                apart = x0 + w <= box[0] or box[1] <= x0 or y0 + h <= box[2] or box[3] <= y0
+                assert apart, (width, nodes.text[i])
+
+
+def test_chart_titles_fit_a_narrow_column():
+    """L-Town's panels are ~260 px wide (three columns at 1280 px): every line of the
+    forecast, node chlorine and value charts' titles fits in 240 px (0.5 em a character,
+    superscripts at 0.7 of the title's size), written from the left."""
+    import re
+
+    from wdn_explain.plot import node_chlorine_figure
+    from wdn_explain.shipped import SHIPPED_ROOT, model_network
+
+    folder = SHIPPED_ROOT / "models" / "l-town"
+    tl, net = Timeline.load(folder / "default_timeline.npz"), model_network(folder)
+    node = net.node_index(tl.scenario.injection_node)
+    for fig in (
+        forecast_figure(tl, 3),
+        node_chlorine_figure(tl, net, node, step=3),
+        value_figure(tl, net, (node,), "SV", 1, step=3),
+    ):
+        title = fig.layout.title
+        assert title.x <= 0.02 and title.xanchor == "left"
+        for line in title.text.split("<br>"):
+            size = title.font.size * (0.7 if line.startswith("<sup>") else 1.0)
+            assert 0.5 * size * len(re.sub("<[^>]+>", "", line)) <= 240, line

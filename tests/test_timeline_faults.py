@@ -4,6 +4,7 @@ concurrent sessions computing one scenario; outputs that must not be replaced.""
 import json
 import shutil
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -215,6 +216,69 @@ def test_an_interrupt_waits_for_no_step_in_flight(tmp_path, tiny_model_dir, monk
     assert finished == []  # returned with the held step still in flight
     release.set()
     assert len(list((tmp_path / ".t.npz.partial").glob("step_*.npz"))) == 1
+
+
+def test_an_interrupt_stops_the_step_in_flight_at_its_next_chunk(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """A slow model (the engine's last layer in chunks of 4 node states): Ctrl-C in the
+    main thread while the other reference's step is in flight. That step gives up at its
+    next chunk (the one it was in: <= 1 of the step's ~1000 chunks after the interrupt), no
+    other step starts, the worker threads end; a resumed run gives the timeline of an
+    uninterrupted one bit for bit."""
+    from collections import Counter
+
+    from wdn_explain.explain import local
+
+    monkeypatch.setattr(local, "MIN_CHUNK_STATES", 1)
+    monkeypatch.setattr(local, "MAX_CHUNK_STATES", 4)
+    monkeypatch.setattr("wdn_explain.pipeline.usable_cores", lambda: 2)
+    uninterrupted, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "whole.npz")
+
+    other = threading.local()  # set in the thread explaining the other reference
+    returned = threading.Event()  # the interrupted call has returned
+    chunks, started = Counter(), Counter()  # after the interrupt: last-layer chunks, steps
+    explain, layer = GraphSHAPIQ.explain, local._layer
+
+    def marked(self, data, **kwargs):
+        other.held = self.baseline == "zeros"
+        started["after" if returned.is_set() else "before"] += 1
+        return explain(self, data, **kwargs)
+
+    def slow(model, i, h, edge_feat, state_graph, device):
+        apply = layer(model, i, h, edge_feat, state_graph, device)
+
+        def chunk(wiring):
+            if i == state_graph.n_layers - 1 and getattr(other, "held", False):
+                returned.wait(60)  # in flight until the interrupted call has returned
+                chunks["total"] += 1
+            return apply(wiring)
+
+        return chunk
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(GraphSHAPIQ, "explain", marked)
+    monkeypatch.setattr(local, "_layer", slow)
+    out = tmp_path / "t.npz"
+    with pytest.raises(KeyboardInterrupt):
+        explain_scenario(SPEC, tiny_model_dir, out=out, progress=interrupt)
+    returned.set()
+    workers = [t for t in threading.enumerate() if t.name.startswith("wdn-explain-reference")]
+    for thread in workers:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in workers)
+    assert chunks["total"] <= 1 and started["after"] == 0
+    monkeypatch.setattr(local, "_layer", layer)
+    timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
+    assert status.startswith("computed (resumed: 1 of ")
+    for reference in REFERENCES:
+        whole, resumed = uninterrupted.relative_to(reference), timeline.relative_to(reference)
+        np.testing.assert_array_equal(
+            resumed.node_values("k-SII", 2), whole.node_values("k-SII", 2)
+        )
+    assert Path(out).read_bytes() == (tmp_path / "whole.npz").read_bytes()
 
 
 def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, good, monkeypatch):

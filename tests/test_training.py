@@ -244,6 +244,47 @@ def test_fit_equals_a_plain_loop_over_dataloader_batches(
     assert result.history[-1]["val_mae"] == pytest.approx(val_mae, rel=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_moving_average_equals_a_plain_per_tensor_ema(dtype):
+    """The weights' moving average fit() keeps (``AveragedModel`` with ``training._ema``)
+    equals an EMA written here tensor by tensor -- the first update copies, the k-th
+    blends with decay min(0.9, k / (9 + k)) -- over parameters and batch-norm buffers,
+    the integer count included."""
+    from torch.optim import swa_utils
+
+    from wdn_explain.training import _ema
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 1)
+    ).to(dtype)
+    kept = swa_utils.AveragedModel(model, multi_avg_fn=_ema(0.9), use_buffers=True)
+    plain = {}
+    for k in range(1, 31):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p))
+            model(torch.randn(16, 4, dtype=dtype))  # training mode: moves the buffers
+        kept.update_parameters(model)
+        decay = min(0.9, k / (9 + k))
+        for name, value in model.state_dict().items():
+            value = value.detach().clone()
+            if k == 1:
+                plain[name] = value
+            elif value.is_floating_point():
+                plain[name] = decay * plain[name] + (1 - decay) * value
+            else:  # the count: blended, then truncated like the buffer it is copied into
+                plain[name] = torch.tensor(int(plain[name] + (1 - decay) * (value - plain[name])))
+    averaged = kept.module.state_dict()
+    assert averaged.keys() == plain.keys()
+    for name, value in plain.items():
+        if value.is_floating_point():
+            tolerance = dict(rtol=0, atol=1e-7) if dtype == torch.float64 else {}
+            torch.testing.assert_close(averaged[name], value, **tolerance)
+        else:  # a float32 weight against a float64 one may truncate one count apart
+            assert abs(int(averaged[name]) - int(value)) <= 1 and int(value) > 0
+
+
 def test_tiny_training_is_deterministic(waq_dir):
     from wdn_explain.training import fit
 

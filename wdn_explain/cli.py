@@ -732,8 +732,13 @@ def onboard(
         help="model folder (default: the file stem, lower case, in the user models folder, "
         "which the app lists: $WDN_EXPLAIN_MODELS, else ~/.local/share/wdn-explain/models)",
     ),
-    scenarios: int = typer.Option(40, help="scenarios of the default design (at least 8)"),
-    epochs: int = typer.Option(30, help="maximum training epochs (early stopping)"),
+    scenarios: int = typer.Option(
+        recipe.ONBOARD_SCENARIOS,
+        help=f"scenarios of the default design (at least {recipe.ONBOARD_MIN_SCENARIOS})",
+    ),
+    epochs: int = typer.Option(
+        recipe.ONBOARD_EPOCHS, help="maximum training epochs (early stopping)"
+    ),
     layers: int = typer.Option(
         None, help="message-passing layers (default: 3 where exact explanations stay cheap, else 2)"
     ),

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from . import recipe
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output
 from .model_folder import CARD, read_card
@@ -41,11 +42,9 @@ DESIGN, EVALUATION, DATA = "design.yaml", "evaluation.txt", "data"
 WARNING = "warning: "
 """How a line of ``evaluation.txt`` that warns begins."""
 STAGES = ("check", "design", "simulate", "train", "evaluate", "explain")
-DEFAULT_SCENARIOS = 40
-"""Scenarios simulated by default: trains in minutes on 2 cores, up to networks of hundreds
-of nodes (README, "Your own network")."""
-MIN_SCENARIOS = 8
-"""The fewest scenarios that leave one each for calibration, validation and test."""
+# the design's size, shared with the command line and the app's form (:mod:`.recipe`)
+DEFAULT_SCENARIOS = recipe.ONBOARD_SCENARIOS
+MIN_SCENARIOS = recipe.ONBOARD_MIN_SCENARIOS
 MAX_BOOSTERS = 40
 """Booster candidates: the junctions with the largest mean flow through them (as the L-Town
 design, ``simulations/ltown.yaml``)."""
@@ -275,7 +274,7 @@ def onboard(
     *,
     n_scenarios: int = DEFAULT_SCENARIOS,
     seed: int = 0,
-    epochs: int = 30,
+    epochs: int = recipe.ONBOARD_EPOCHS,
     layers: int | None = None,
     n_workers: int | None = None,
     device: str = "auto",

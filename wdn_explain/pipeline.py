@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -180,8 +181,11 @@ def explain_scenario(
             f"the scenario runs on '{network.name}'"
         )
     side_by_side = parallel_references(settings)
+    stop = threading.Event()  # set when the run ends early: steps in flight give up
     explainers = {  # built first: a bad setting is refused before any simulation
-        r: GraphSHAPIQ(model, progress=False, **settings.explainer_options(r, side_by_side))
+        r: GraphSHAPIQ(
+            model, progress=_giving_up(stop), **settings.explainer_options(r, side_by_side)
+        )
         for r in settings.references
     }
     inputs = card.input_spec
@@ -243,7 +247,9 @@ def explain_scenario(
         if chosen is None:
             source = network.node_index(injection_node(scenario, network))
             chosen = [default_target(node_forecast, inputs.min_residual_mg_l, source)]
-    series, resumed = _explain_steps(explainers, graphs, steps, store, settings, progress, chosen)
+    series, resumed = _explain_steps(
+        explainers, graphs, steps, store, settings, progress, stop, chosen
+    )
     kept += resumed if scheduler is None else 0
     if kept:
         total = len(steps) * len(settings.references)
@@ -438,6 +444,7 @@ def _explain_steps(
     store: StepStore | None,
     settings: ExplainSettings,
     progress: ProgressArg,
+    stop: threading.Event,
     nodes: list[int] | None = None,
 ) -> tuple[dict[str, list[Explanation | list[Explanation]]], int]:
     """Every step relative to every reference (stored steps reused), and how many were
@@ -448,7 +455,8 @@ def _explain_steps(
     :func:`_completed`; torch and NumPy release the GIL): on two idle cores a 2-hour Hanoi
     timeline's explanations take ~0.7 of the time. The values do not depend on it. Results
     are stored and reported (``progress``) by the calling thread as they complete, so an
-    interrupted run keeps exactly the steps reported."""
+    interrupted run keeps exactly the steps reported; ``stop`` is set when it ends early
+    (see :func:`_completed`)."""
     from .explain.threads import engine_threads
 
     k = 1 if nodes is None else len(nodes)
@@ -482,7 +490,7 @@ def _explain_steps(
     with (
         progress_callback(progress, "explain timeline") as cb,
         engine_threads(settings.num_threads),  # set once here, not raced by the threads
-        closing(_completed(explained, todo, workers)) as completed,
+        closing(_completed(explained, todo, workers, stop)) as completed,
     ):
         if cb and kept:
             cb(kept, total)
@@ -502,12 +510,16 @@ def _completed(
     explained: Callable[[str, int], list[Explanation]],
     todo: dict[str, list[int]],
     workers: int,
+    stop: threading.Event,
 ) -> Iterator[tuple[str, int, list[Explanation]]]:
     """(reference, step index, ``explained(reference, index)``) for every index of ``todo``,
     as the steps complete: in the calling thread with one worker, else on ``workers``
     threads, one step per reference at a time (its explainer is never shared). Closing it
-    early (an error, an interrupt) waits for none of the steps in flight: they finish in
-    the background and are dropped."""
+    early (an error, an interrupt) starts no other step and waits for none in flight: it
+    sets ``stop``, so the steps in flight give up at their engine's next progress report
+    (:func:`_giving_up`, a chunk of node states) and are dropped, unreported and unstored
+    (a resumed run explains them). The threads end within a chunk, so the process does
+    not wait at exit (where Python joins them) for whole steps."""
     if workers == 1:
         for reference, indices in todo.items():
             for i in indices:
@@ -532,7 +544,24 @@ def _completed(
                 yield reference, i, future.result()
                 submit(reference)
     finally:
+        stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _GivenUp(Exception):
+    """A step abandoned in its worker thread after the run ended early (never seen by a
+    caller: the step's future is dropped)."""
+
+
+def _giving_up(stop: threading.Event) -> Callable[[int, int], None]:
+    """An explainer's progress callback that abandons the step (raises :class:`_GivenUp`)
+    once ``stop`` is set: the engine reports after each chunk of node states."""
+
+    def check(done: int, total: int) -> None:
+        if stop.is_set():
+            raise _GivenUp
+
+    return check
 
 
 _TASK_EXPLAINERS: dict[tuple, GraphSHAPIQ] = {}

@@ -28,6 +28,13 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from .explain.indices import check_index
+from .map_labels import (
+    COLUMN_WIDTHS_PX,
+    MAP_WIDTHS_PX,
+    PANEL_WIDTHS_PX,
+    free_position,
+    map_views,
+)
 from .narrative import (
     forecast_time,
     horizon_s,
@@ -123,6 +130,9 @@ PIPE = "#d4d4d4"
 FLOW_SCALE = [[0.0, "#d9d9d9"], [1.0, "#252525"]]
 FLOW_WIDTHS = (1.0, 2.0, 3.5, 5.0)
 STILL_LPS = 1e-3  # a link carrying less than this (L/s) gets no arrow
+VALUE_BAR = dict(y=1.0, yanchor="top", len=0.5)
+"""A map's values' colour bar: the upper half of the right margin, the flow bar below it
+(the map itself stays free of both)."""
 
 
 def flow_scale(timeline: Timeline) -> float:
@@ -215,14 +225,10 @@ def _link_markers(
             cmax=top,
             line=dict(width=0),
             colorbar=dict(
-                title=dict(text="flow (L/s)", side="top"),
-                orientation="h",
-                x=0.0,
-                xanchor="left",
-                y=0.0,
+                title=dict(text="flow<br>(L/s)", side="top"),
+                y=0.0,  # the lower part of the right margin, under the values' colour bar
                 yanchor="bottom",
-                len=110,
-                lenmode="pixels",
+                len=0.42,
                 nticks=4,
                 thickness=8,
             ),
@@ -436,6 +442,7 @@ def _node_trace(
                     side="top",
                 ),
                 thickness=14,
+                **VALUE_BAR,
             ),
             symbol=np.where(
                 roles == "reservoir", "square", np.where(roles == "tank", "diamond", "circle")
@@ -455,19 +462,24 @@ def frame_traces(
     scale: float,
     index: str,
     arrows: bool = True,
+    height: int = 620,
 ) -> list[dict]:
     """The traces of one frame, nodes and the source last (on top): pipes by flow with
     their arrows (:func:`_pipe_traces`; ``arrows=False``: without), pumps and valves (if
     any), six pair classes and the pair values, two hyperedge signs and the group values,
-    nodes, the source, and a node-level model's explained node."""
+    nodes, the source (its label placed for a map ``height`` px high), and a node-level
+    model's explained node."""
     name = index_name(index)
+    nodes = _node_trace(network, timeline, step, data.node_values, scale, name)
+    layout = _map_layout(network, height, "")
+    place = _label_place(network, layout, nodes, colorbar=True, widths=MAP_WIDTHS_PX)
     return [
         *_pipe_traces(network, timeline, step, arrows),
         *_device_traces(network),
         *_pair_traces(network, data.pairs, name, value_unit(timeline)),
         *_hyperedge_traces(network, data.higher, name, value_unit(timeline)),
-        _node_trace(network, timeline, step, data.node_values, scale, name),
-        _source_trace(network, timeline, step),
+        nodes,
+        _source_trace(network, timeline, step, place),
         *([_explained_trace(network, timeline)] if timeline.node_level else []),
     ]
 
@@ -501,24 +513,87 @@ def source_state(timeline: Timeline, step: int) -> str:
     return f"source on ({setpoint:g} mg/L)" if setpoint > 0 else "source off"
 
 
-def _source_trace(network: Network, timeline: Timeline, step: int) -> dict:
+SOURCE_PX, SOURCE_FONT_PX = 30, 12  # the source's star and its label
+
+
+def _panel_widths(network: Network) -> tuple[int, ...]:
+    """The widths a side panel's map of ``network`` is shown at: beside the SI-Graph where
+    nodes are labelled, in one of three columns below it on larger networks (the app's
+    layout)."""
+    return PANEL_WIDTHS_PX if network.n_nodes <= LABELLED_NODES else COLUMN_WIDTHS_PX
+
+
+def _label_place(
+    network: Network, layout: dict, nodes: dict, colorbar: bool, widths: tuple[int, ...]
+) -> dict:
+    """What places a label on a map of ``layout`` whose node trace is ``nodes``, shown at
+    ``widths`` px (:func:`~wdn_explain.map_labels.position_clashes`' arguments less the
+    label's own)."""
+    text = nodes.get("text")
+    return dict(
+        xy=network.map_coordinates,
+        node_px=nodes["marker"]["size"],
+        views=map_views(
+            layout["xaxis"]["range"],
+            layout["yaxis"]["range"],
+            layout["height"],
+            layout["margin"],
+            colorbar,
+            widths,
+        ),
+        node_labels=None if text is None else (text, nodes["textfont"]["size"]),
+    )
+
+
+LABEL_BREAKS = ((": ", " "), (": ", "<br>"), (":<br>", "<br>"))
+"""How a source label's three parts (node, state, strength) are joined, widest first: on one
+line, the strength below, or each on its own line (a narrow map)."""
+
+
+def source_label(network: Network, timeline: Timeline, step: int, place: dict) -> tuple[str, str]:
+    """The source's label at ``step`` (``20: source on (1.5 mg/L)``) and its
+    ``textposition``: where the label clashes with no node, its marker or id, and stays
+    inside the map at every width the map is shown at (:mod:`.map_labels`; ``place``: what
+    :func:`_label_place` gives), on more lines (:data:`LABEL_BREAKS`) where one line finds
+    no free place (the fewest clashes where none does). Placed as the label reads while
+    the source is on (the longer one), so it keeps its place through the steps."""
+    node = network.node_index(injection_node(timeline.scenario, network))
+    name = network.node_ids[node]
+    on = f"({timeline.scenario.injection_strength_mg_l:g} mg/L)"
+    label = dict(at=node, font_px=SOURCE_FONT_PX, marker_px=SOURCE_PX, **place)
+    best = None
+    for after_name, after_state in LABEL_BREAKS:
+        longest = f"{name}{after_name}source on{after_state}{on}"
+        position, clashes = free_position(text=longest, **label)
+        if best is None or clashes < best[0]:
+            best = (clashes, after_name, after_state, position)
+        if not clashes:
+            break
+    _, after_name, after_state, position = best
+    state = source_state(timeline, step).replace(" (", f"{after_state}(")
+    return f"{name}{after_name}{state}", position
+
+
+def _source_trace(network: Network, timeline: Timeline, step: int, place: dict) -> dict:
     """A hollow star around the node where chlorine enters (the node's colour stays
-    visible), labelled with its state at ``step``: orange and bold while on, grey while off."""
+    visible), labelled with its state at ``step`` where the label is free
+    (:func:`source_label`): orange and bold while on, grey while off."""
     node = network.node_index(injection_node(timeline.scenario, network))
     state = source_state(timeline, step)
     on = state != "source off"
     x, y = network.map_coordinates[node]
+    text, position = source_label(network, timeline, step, place)
     return dict(
         type=trace_type(network),
         x=[x],
         y=[y],
         mode="markers+text",
-        text=[f"{network.node_ids[node]}: {state}"],
-        textposition="bottom center",
-        textfont=dict(size=12, color="#000" if on else "#666"),
+        text=[text],
+        textposition=position,
+        textfont=dict(size=SOURCE_FONT_PX, color="#000" if on else "#666"),
         marker=dict(
             symbol="star-open",
-            size=30,
+            size=SOURCE_PX,
             color="#e67300" if on else "#888",
             line=dict(width=3 if on else 1.5),
         ),
@@ -592,7 +667,7 @@ def _map_layout(network: Network, height: int, title: str) -> dict:
         margin=dict(l=10, r=10, t=60, b=10),
         plot_bgcolor="white",
         title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
-        xaxis=dict(visible=False, range=[lo[0] - pad[0], hi[0] + 1.5 * pad[0]]),
+        xaxis=dict(visible=False, range=[lo[0] - 1.5 * pad[0], hi[0] + 1.5 * pad[0]]),
         yaxis=dict(
             visible=False,
             range=[lo[1] - pad[1], hi[1] + pad[1]],
@@ -626,7 +701,7 @@ def si_graph_figure(
     scale = value_scale(timeline, index, order) if scale is None else scale
     data = frame_data(timeline, step, index, order, top_k)
     layout = _map_layout(network, height, frame_title(timeline, step, index, order))
-    traces = drawn(frame_traces(network, timeline, step, data, scale, index, arrows))
+    traces = drawn(frame_traces(network, timeline, step, data, scale, index, arrows, height))
     return map_figure(traces, layout, network, focus)
 
 
@@ -668,7 +743,13 @@ def timeline_figure(
         dict(
             name=str(t),
             data=frame_traces(
-                network, timeline, t, frame_data(timeline, t, index, order, top_k), scale, index
+                network,
+                timeline,
+                t,
+                frame_data(timeline, t, index, order, top_k),
+                scale,
+                index,
+                height=height,
             ),
             layout=dict(title=dict(text=frame_title(timeline, t, index, order))),
         )
@@ -768,6 +849,16 @@ def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[dict]:
     ]
 
 
+CHART_TITLE_PX = 14  # the charts' titles: short lines that fit a narrow column
+
+
+def chart_title(text: str) -> dict:
+    """A chart's title at the top left in :data:`CHART_TITLE_PX` px type (Plotly's 17 px
+    default cut e.g. ``share of nodes chlorinated, 20 min ahead`` in L-Town's ~260 px
+    columns): keep each line short."""
+    return dict(text=text, x=0.01, xanchor="left", font=dict(size=CHART_TITLE_PX))
+
+
 def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
     """Forecast with its calibrated interval (a band, when the timeline holds one),
     simulated truth and reference forecast (share of nodes chlorinated at t + horizon, or a
@@ -805,9 +896,9 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
         shapes.append(vertical_line(float(made[step])))
     layout = dict(
         height=height,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(
-            text=f"{unit(timeline)}, {minutes(horizon_s(timeline))} ahead", x=0.01, xanchor="left"
+        margin=dict(l=10, r=10, t=50, b=10),
+        title=chart_title(
+            f"{unit(timeline)}<br><sup>forecast {minutes(horizon_s(timeline))} ahead</sup>"
         ),
         xaxis=dict(title=dict(text="forecast made at (min)")),
         yaxis=dict(rangemode="tozero", title=dict(text=value_unit(timeline)))
@@ -834,10 +925,11 @@ def vertical_line(x: float) -> dict:
     )
 
 
-def horizontal_line(y: float, colour: str, label: str) -> tuple[dict, dict]:
-    """A dashed line across a chart's width at ``y`` and its label at the top left (the
-    shape and annotation ``add_hline`` makes, without its cost)."""
-    shape = dict(
+def horizontal_line(y: float, colour: str, name: str) -> dict:
+    """A dashed line across a chart's width at ``y``, named ``name`` in the legend (the
+    shape ``add_hline`` makes, without its cost; a label in the legend never sits on the
+    chart's lines, whatever their values)."""
+    return dict(
         type="line",
         x0=0,
         x1=1,
@@ -846,18 +938,9 @@ def horizontal_line(y: float, colour: str, label: str) -> tuple[dict, dict]:
         y1=y,
         yref="y",
         line=dict(color=colour, dash="dash"),
+        name=name,
+        showlegend=True,
     )
-    label = dict(
-        text=label,
-        showarrow=False,
-        x=0,
-        xref="x domain",
-        xanchor="left",
-        y=y,
-        yref="y",
-        yanchor="bottom",
-    )
-    return shape, label
 
 
 def chlorine_figure(
@@ -870,26 +953,23 @@ def chlorine_figure(
     """Chlorine (mg/L) on the map at one step (colour scale up to the source strength), node
     ids on small networks, the source marked with its state; ``focus`` as in
     :func:`si_graph_figure`."""
-    traces = [
-        *_pipe_traces(network, timeline, step),
-        *_device_traces(network),
-        _node_markers(
-            network,
-            dict(size=10, color="#444"),
-            marker=dict(
-                size=12 * marker_scale(network.n_nodes),
-                color=timeline.chlorine[step],
-                colorscale="Greens",
-                cmin=0,
-                cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
-                line=dict(width=marker_scale(network.n_nodes), color="black"),
-                colorbar=dict(title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10),
+    nodes = _node_markers(
+        network,
+        dict(size=10, color="#444"),
+        marker=dict(
+            size=12 * marker_scale(network.n_nodes),
+            color=timeline.chlorine[step],
+            colorscale="Greens",
+            cmin=0,
+            cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
+            line=dict(width=marker_scale(network.n_nodes), color="black"),
+            colorbar=dict(
+                title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10, **VALUE_BAR
             ),
-            hovertext=np.array(node_hover(network, timeline, step)),
-            name="chlorine",
         ),
-        _source_trace(network, timeline, step),
-    ]
+        hovertext=np.array(node_hover(network, timeline, step)),
+        name="chlorine",
+    )
     layout = _small_map_layout(
         network,
         height,
@@ -897,6 +977,13 @@ def chlorine_figure(
         f"<sup>chlorinated: {threshold_text(timeline)}</sup>",  # short lines: clear of the toolbar
         top=50,
     )
+    place = _label_place(network, layout, nodes, colorbar=True, widths=_panel_widths(network))
+    traces = [
+        *_pipe_traces(network, timeline, step),
+        *_device_traces(network),
+        nodes,
+        _source_trace(network, timeline, step, place),
+    ]
     return map_figure(traces, layout, network, focus)
 
 
@@ -951,7 +1038,7 @@ def value_figure(
     layout = dict(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=f"{index_name(index)} of {{{label}}} over time", x=0.01, xanchor="left"),
+        title=chart_title(f"{index_name(index)} of {{{label}}} over time"),
         xaxis=dict(title=dict(text="forecast made at (min)")),
         yaxis=dict(title=dict(text=value_unit(timeline))),
     )
@@ -972,10 +1059,11 @@ def node_chlorine_figure(
     forecast: np.ndarray | None = None,
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
-    height: int = 260,
+    height: int = 290,
 ) -> go.Figure:
     """The simulated chlorine (mg/L) at node index ``node`` at every step of the timeline,
-    the minimum residual as a line and a marker at ``step``. A node-level forecast joins
+    the minimum residual as a line (named in the legend, below the chart) and a marker at
+    ``step``. A node-level forecast joins
     with ``forecast`` (and its interval ``lower``/``upper``): mg/L, shape (T,), made at the
     timeline's times for one horizon later, so drawn at times + horizon."""
     made = timeline.times_s / 60
@@ -1007,18 +1095,16 @@ def node_chlorine_figure(
                 showlegend=False,
             )
         )
-    minimum, label = horizontal_line(minimum_mg_l, BELOW, f"minimum {minimum_mg_l:g} mg/L")
+    minimum = horizontal_line(minimum_mg_l, BELOW, f"minimum {minimum_mg_l:g} mg/L")
     layout = dict(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(
-            text=f"chlorine at node {network.node_ids[node]} (mg/L)", x=0.01, xanchor="left"
-        ),
+        title=chart_title(f"chlorine at node {network.node_ids[node]} (mg/L)"),
         xaxis=dict(title=dict(text="time (min)")),
         yaxis=dict(title=dict(text="mg/L"), rangemode="tozero"),
         legend=dict(orientation="h", y=-0.35),
+        showlegend=True,  # the minimum's line is named there
         shapes=[minimum],
-        annotations=[label],
     )
     return go.Figure(dict(data=traces, layout=layout))
 
@@ -1040,26 +1126,22 @@ def compliance_figure(
     xy = network.map_coordinates
     below = timeline.chlorine[step] < minimum_mg_l
     size = 12 * marker_scale(network.n_nodes)
-    traces = [
-        *_pipe_traces(network, timeline, step),
-        *_device_traces(network),
-        dict(
-            type=trace_type(network),
-            x=xy[:, 0],
-            y=xy[:, 1],
-            mode="markers",
-            marker=dict(
-                size=np.where(below, 1.3 * size, size),
-                color=np.where(below, BELOW, ABOVE),
-                symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
-                line=dict(width=marker_scale(network.n_nodes), color="black"),
-            ),
-            hovertext=np.array(node_hover(network, timeline, step)),
-            hoverinfo="text",
-            name="compliance",
+    nodes = dict(
+        type=trace_type(network),
+        x=xy[:, 0],
+        y=xy[:, 1],
+        mode="markers",
+        marker=dict(
+            size=np.where(below, 1.3 * size, size),
+            color=np.where(below, BELOW, ABOVE),
+            symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
+            line=dict(width=marker_scale(network.n_nodes), color="black"),
         ),
-        _source_trace(network, timeline, step),
-    ]
+        hovertext=np.array(node_hover(network, timeline, step)),
+        hoverinfo="text",
+        name="compliance",
+    )
+    traces = [*_pipe_traces(network, timeline, step), *_device_traces(network), nodes]
     title = (  # short lines: clear of the toolbar
         f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
         f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
@@ -1084,4 +1166,7 @@ def compliance_figure(
             f"{int(ahead.sum())} below (orange rings)</sup>"
         )
     layout = _small_map_layout(network, height, title, top=70 if timeline.node_level else 50)
+    colorbar = timeline.link_flow_lps is not None  # the flow bar
+    place = _label_place(network, layout, nodes, colorbar, widths=_panel_widths(network))
+    traces.insert(len(traces) - timeline.node_level, _source_trace(network, timeline, step, place))
     return map_figure(traces, layout, network, focus)

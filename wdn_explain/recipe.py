@@ -1,8 +1,10 @@
-"""The training recipe's defaults: architecture and optimisation of the shipped model.
+"""The training recipe's defaults: architecture and optimisation of the shipped model, and
+the size of an onboarded network's design and training.
 
 One home for the numbers that :class:`~wdn_explain.model.ModelConfig`,
-:class:`~wdn_explain.training.TrainConfig` and the ``train`` command share, importable
-without torch (the command line shows them before loading the model stack).
+:class:`~wdn_explain.training.TrainConfig`, :func:`~wdn_explain.onboard.onboard` and the
+``train`` and ``network onboard`` commands share, importable without torch (the command
+line shows them before loading the model stack).
 """
 
 from __future__ import annotations
@@ -16,3 +18,11 @@ EMA_DECAY: float | None = 0.999
 """Per-step decay of the weights' moving average that is validated and saved (None: the raw
 weights); 0.999 averages over about 1000 steps, three epochs of the default data at batch 64
 (the decay rises to it over the first steps, see :func:`~wdn_explain.training.fit`)."""
+
+ONBOARD_SCENARIOS = 40
+"""Scenarios of an onboarded network's default design: trains in minutes on 2 cores, up to
+networks of hundreds of nodes (README, "Your own network")."""
+ONBOARD_MIN_SCENARIOS = 8
+"""The fewest scenarios that leave one each for calibration, validation and test."""
+ONBOARD_EPOCHS = 30
+"""Maximum training epochs of an onboarded network's model (early stopping on validation)."""

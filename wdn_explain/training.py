@@ -281,7 +281,7 @@ def fit(
         )
     kept = model  # the model validated and saved: the weights' moving average if any
     if cfg.ema_decay is not None:
-        kept = swa_utils.AveragedModel(model, avg_fn=_ema(cfg.ema_decay), use_buffers=True)
+        kept = swa_utils.AveragedModel(model, multi_avg_fn=_ema(cfg.ema_decay), use_buffers=True)
     step, best, best_state, stale, history, interrupted = 0, float("inf"), None, 0, [], False
     bar = None
     if progress is True:
@@ -345,14 +345,26 @@ def fit(
     return FitResult(best_state, history, interrupted)
 
 
-def _ema(decay: float) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``AveragedModel``'s update for an exponential moving average whose decay rises as
-    min(decay, (1 + n) / (10 + n)) after n updates: a short run averages its late steps
-    instead of staying near the initial weights."""
+def _ema(decay: float) -> Callable[[list[torch.Tensor], list[torch.Tensor], torch.Tensor], None]:
+    """``AveragedModel``'s ``multi_avg_fn`` for an exponential moving average whose decay
+    rises as min(decay, (1 + n) / (10 + n)) after n updates: a short run averages its late
+    steps instead of staying near the initial weights. Vectorised over the tensors of a
+    device and dtype (three ``torch._foreach_*`` calls), the weight a tensor computed on
+    the device from n: no host sync (``_foreach_lerp_`` reads a tensor weight as a Python
+    number: a sync per update; the per-tensor ``float(n)`` before, one per tensor)."""
 
-    def average(averaged: torch.Tensor, current: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
-        weight = 1 - min(decay, (1 + float(n)) / (10 + float(n)))
-        return averaged + weight * (current - averaged)
+    @torch.no_grad()
+    def average(averaged: list[torch.Tensor], current: list[torch.Tensor], n: torch.Tensor):
+        floating = torch.is_floating_point(averaged[0])
+        n = n.to(averaged[0].dtype if floating else torch.float64)
+        weight = 1 - torch.clamp((1 + n) / (10 + n), max=decay)  # in the weights' precision
+        if floating:  # averaged += weight * (current - averaged)
+            step = torch._foreach_sub(current, averaged)
+            torch._foreach_mul_(step, weight)
+            torch._foreach_add_(averaged, step)
+        else:  # integer buffers (e.g. batch norm's count): lerp takes floats only
+            for a, c in zip(averaged, current, strict=True):
+                a.copy_(a + weight * (c - a))
 
     return average
 
