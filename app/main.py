@@ -755,8 +755,10 @@ def page(view: View, net) -> None:
     step = times.index(st.session_state["time_min"])
     large = net.n_nodes > LABELLED_NODES
     playing = large and bool(st.session_state.get("playing"))  # a large map plays lighter
-    left, right = (st.container(), st.columns(3)) if large else st.columns([3, 2])
-    with left:
+    # the SI-Graph in the first of a row of columns on every network: one place in the page
+    # (the element path of its frame), so a switch of model keeps its frame (live_chart.py)
+    top = st.columns(1) if large else st.columns([3, 2])
+    with top[0]:
         scale = scale_of(view.path, view.mtime, view.reference, view.target, view.index, view.order)
         fig = view_si_graph(view, tl, net, step, scale, height=540, arrows=not playing)
         chart(fig, key="si_graph", config=MAP)
@@ -767,9 +769,9 @@ def page(view: View, net) -> None:
             f"min; {what}; values relative to "
             f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, {tl.engine_label}"
         )
-    if view.other:
-        second_scenario(view, net, int(tl.times_s[step]), scale)
-    panels = right if large else [right] * 3
+        if view.other:  # right below the first SI-Graph, before any panel
+            second_scenario(view, net, int(tl.times_s[step]), scale)
+    panels = st.columns(3) if large else [top[1]] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
     if playing:
