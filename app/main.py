@@ -736,11 +736,13 @@ def _advance(times: list[int]) -> None:
 def page(view: View, net) -> None:
     """The time slider and every panel at the cursor's time: SI-Graph, summary, forecast
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
-    it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
-    on networks too large for node labels it spans the page and the panels go below it,
-    out of the first screen: there, while playing, only the SI-Graph (without its flow
-    arrows) and its sentence move, and the arrows and the panels below follow on pause
-    (:data:`PANELS_ON_PAUSE`). Every chart is a :func:`~live_chart.live_chart`, redrawn in
+    it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen,
+    in the first column of a row: beside the panels (two columns), or on networks too large
+    for node labels spanning the page (one column) with the panels in three columns below
+    it, out of the first screen. The one place keeps its frame across a switch of model; a
+    second scenario's SI-Graph sits right below it, in its column. On large networks, while
+    playing, only the SI-Graph (without its flow arrows) and its sentence move, and the
+    arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`). Every chart is a :func:`~live_chart.live_chart`, redrawn in
     place."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
