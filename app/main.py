@@ -742,8 +742,8 @@ def page(view: View, net) -> None:
     it, out of the first screen. The one place keeps its frame across a switch of model; a
     second scenario's SI-Graph sits right below it, in its column. On large networks, while
     playing, only the SI-Graph (without its flow arrows) and its sentence move, and the
-    arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`). Every chart is a :func:`~live_chart.live_chart`, redrawn in
-    place."""
+    arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`). Every chart is a
+    :func:`~live_chart.live_chart`, redrawn in place."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
