@@ -446,13 +446,11 @@ CHECKS = {
 
 def design_notice(tl: Timeline) -> None:
     """Visible notices above the map: the scenario lies outside the model's training design
-    (naming what) or the model records no design; the simulation has negative pressures or
-    the forecasts leave their range. Nothing otherwise (wide intervals are noted under the
-    forecast chart)."""
+    (naming what); the simulation has negative pressures or the forecasts leave their
+    range. Nothing otherwise (wide intervals are noted under the forecast chart; a model
+    without a recorded design is noted under the model picker, :func:`pick_model`)."""
     ood = tl.meta.get("out_of_design")
-    if ood is None:
-        st.info(f"Note: {UNKNOWN_DESIGN}.")
-    elif ood:
+    if ood:
         st.warning(
             "**Outside what this model learned** -- the forecast is an extrapolation and its "
             "explanation describes that extrapolation: " + "; ".join(ood) + "."
@@ -482,8 +480,10 @@ def _model_label(name: str, model_dir: Path) -> str:
 
 def pick_model():
     """The model chooser (top of the sidebar): returns the model folder and its network,
-    with a caption naming the network and the warnings its evaluation recorded;
-    below it, the upload that builds a model of the user's own network."""
+    with a caption naming the network, the warnings its evaluation recorded and a note when
+    its card records no training design (here, not above the map: the SI-Graph keeps its
+    place in the first screen); below it, the upload that builds a model of the user's own
+    network."""
     models = water_models()
     built = st.session_state.pop(BUILT, None)  # a model the upload just made: chosen
     if built in models:
@@ -504,6 +504,8 @@ def pick_model():
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
     for warning in evaluation_warnings(model_dir):  # recorded when the model was built
         st.sidebar.warning(f"**Check the model** -- {warning}.")
+    if card_of(model_dir).design is None:
+        st.sidebar.info(f"Note: {UNKNOWN_DESIGN}.")
     own_network_form()
     return model_dir, net
 
