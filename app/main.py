@@ -456,13 +456,11 @@ CHECKS = {
 
 def design_notice(tl: Timeline) -> None:
     """Visible notices above the map: the scenario lies outside the model's training design
-    (naming what) or the model records no design; the simulation has negative pressures or
-    the forecasts leave their range. Nothing otherwise (wide intervals are noted under the
-    forecast chart)."""
+    (naming what); the simulation has negative pressures or the forecasts leave their
+    range. Nothing otherwise (wide intervals are noted under the forecast chart; a model
+    without a recorded design is noted under the model picker, :func:`pick_model`)."""
     ood = tl.meta.get("out_of_design")
-    if ood is None:
-        st.info(f"Note: {UNKNOWN_DESIGN}.")
-    elif ood:
+    if ood:
         st.warning(
             "**Outside what this model learned** -- the forecast is an extrapolation and its "
             "explanation describes that extrapolation: " + "; ".join(ood) + "."
@@ -492,8 +490,10 @@ def _model_label(name: str, model_dir: Path) -> str:
 
 def pick_model():
     """The model chooser (top of the sidebar): returns the model folder and its network,
-    with a caption naming the network and the warnings its evaluation recorded;
-    below it, the upload that builds a model of the user's own network."""
+    with a caption naming the network, the warnings its evaluation recorded and a note when
+    its card records no training design (here, not above the map: the SI-Graph keeps its
+    place in the first screen); below it, the upload that builds a model of the user's own
+    network."""
     models = water_models()
     built = st.session_state.pop(BUILT, None)  # a model the upload just made: chosen
     if built in models:
@@ -514,6 +514,8 @@ def pick_model():
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
     for warning in evaluation_warnings(model_dir):  # recorded when the model was built
         st.sidebar.warning(f"**Check the model** -- {warning}.")
+    if card_of(model_dir).design is None:
+        st.sidebar.info(f"Note: {UNKNOWN_DESIGN}.")
     own_network_form()
     return model_dir, net
 
@@ -745,12 +747,14 @@ def _advance(times: list[int]) -> None:
 def page(view: View, net) -> None:
     """The time slider and every panel at the cursor's time: SI-Graph, summary, forecast
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
-    it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen;
-    on networks too large for node labels it spans the page and the panels go below it,
-    out of the first screen: there, while playing, only the SI-Graph (without its flow
-    arrows) and its sentence move, and the arrows and the panels below follow on pause
-    (:data:`PANELS_ON_PAUSE`). Every chart is a :func:`~live_chart.live_chart`, redrawn in
-    place."""
+    it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen,
+    in the first column of a row: beside the panels (two columns), or on networks too large
+    for node labels spanning the page (one column) with the panels in three columns below
+    it, out of the first screen. The one place keeps its frame across a switch of model; a
+    second scenario's SI-Graph sits right below it, in its column. On large networks, while
+    playing, only the SI-Graph (without its flow arrows) and its sentence move, and the
+    arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`). Every chart is a
+    :func:`~live_chart.live_chart`, redrawn in place."""
     tl = view.timeline
     times = [int(t // 60) for t in tl.times_s]
     _advance(times)
@@ -764,8 +768,10 @@ def page(view: View, net) -> None:
     step = times.index(st.session_state["time_min"])
     large = net.n_nodes > LABELLED_NODES
     playing = large and bool(st.session_state.get("playing"))  # a large map plays lighter
-    left, right = (st.container(), st.columns(3)) if large else st.columns([3, 2])
-    with left:
+    # the SI-Graph in the first of a row of columns on every network: one place in the page
+    # (the element path of its frame), so a switch of model keeps its frame (live_chart.py)
+    top = st.columns(1) if large else st.columns([3, 2])
+    with top[0]:
         scale = scale_of(view.path, view.mtime, view.reference, view.target, view.index, view.order)
         fig = view_si_graph(view, tl, net, step, scale, height=540, arrows=not playing)
         chart(fig, key="si_graph", config=MAP)
@@ -776,9 +782,9 @@ def page(view: View, net) -> None:
             f"min; {what}; values relative to "
             f"{REFERENCES[tl.reference][1]}; model {tl.meta['model_hash']}, {tl.engine_label}"
         )
-    if view.other:
-        second_scenario(view, net, int(tl.times_s[step]), scale)
-    panels = right if large else [right] * 3
+        if view.other:  # right below the first SI-Graph, before any panel
+            second_scenario(view, net, int(tl.times_s[step]), scale)
+    panels = st.columns(3) if large else [top[1]] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
     if playing:

@@ -433,6 +433,9 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     assert not app.exception and not app.error
     minute = cursor(app)
     assert len(charts(app)) == 6  # the five panels and the second SI-Graph
+    # right below the first SI-Graph, in its column (not after the panels beside it)
+    (column,) = [c for c in app.columns if "si_graph" in chart_keys(c)]
+    assert chart_keys(column) == ["si_graph", "si_graph_other"]
     other = next(spec for spec in specs(app) if spec["layout"].get("height") == 480)
     first = specs(app)[0]
     assert f"forecast made at {minute} min" in other["layout"]["title"]["text"]
@@ -441,6 +444,11 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     np.testing.assert_allclose(as_array(nodes["marker"]["color"]), tl.node_values("k-SII", 2)[step])
     assert nodes["marker"]["cmax"] == trace(first, "nodes")["marker"]["cmax"]
     assert any(m.value.startswith("**Side by side: booster at 20, 1.5 mg/L") for m in app.markdown)
+
+
+def chart_keys(block) -> list[str]:
+    """The keys of the charts inside ``block`` (an AppTest column), in page order."""
+    return [json.loads(e.proto.json_args)["key"] for e in block.get("component_instance")]
 
 
 def _network_sha(card) -> str:

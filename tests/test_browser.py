@@ -5,7 +5,8 @@ first 900 px; flow arrows, a node's hover, the forecast's band, the followed nod
 chart and the compliance map checked against values computed in the test), plays the
 animation (the map stays there), switches every index, runs a new
 scenario (the followed node moves to its injection node) and an error case, switches to
-L-Town and reads the sidebar, and asserts on what the page shows: the summary sentence and
+L-Town and back to a Hanoi model (the sidebar read; the SI-Graph's frame kept, its new map
+painted), and asserts on what the page shows: the summary sentence and
 every panel's time equal to the map's. Screenshots go to artifacts/ (git-ignored)."""
 
 from __future__ import annotations
@@ -131,6 +132,18 @@ PLOTLY_SOURCE_JS = (
 # node now in place still carries it: a chart updated in place keeps its node.
 MARK_JS = PLOTS_JS + "plots[0].wdnMark = arguments[0]; frames[0].wdnMark = arguments[0];"
 MARKED_JS = PLOTS_JS + "return [plots[0].wdnMark || null, frames[0].wdnMark || null];"
+# The SI-Graph as painted: its plot's box height, its node count, its width and each colour
+# bar's text and left edge (a frame kept across a switch of model must show the new map).
+PAINTED_JS = (
+    PLOTS_JS
+    + """
+const p = plots[0]; const nodes = p._fullData.find(t => t.name === 'nodes');
+const bars = [...p.querySelectorAll('g.colorbar')]
+  .map(g => [g.textContent, g.getBoundingClientRect().left]);
+return [p.querySelector('.svg-container').offsetHeight, nodes.x.length,
+        p.getBoundingClientRect().width, bars];
+"""
+)
 # The SI-Graph's axis ranges (x then y): what a zoom changes.
 RANGES_JS = (
     PLOTS_JS + "const l = plots[0]._fullLayout; return [...l.xaxis.range, ...l.yaxis.range];"
@@ -162,6 +175,21 @@ def drag_zoom(driver) -> list[float]:
     after = driver.execute_script(RANGES_JS)
     assert after[1] - after[0] < 0.5 * (before[1] - before[0])  # zoomed in
     return after
+
+
+def check_painted(driver, wait, n_nodes: int) -> None:
+    """The SI-Graph is the frame drawn first (marked "kept") and shows a map of ``n_nodes``
+    nodes, painted: a plot box of its figure's height (a kept frame once folded to 0 px) and
+    two colour bars, the values' one in the map's right half (it was once drawn where the
+    other network's flow bar had stood)."""
+    wait.until(lambda d: d.execute_script(PAINTED_JS)[1] == n_nodes)
+    time.sleep(1)  # a width change of the frame redraws once more
+    assert driver.execute_script(MARKED_JS) == ["kept", "kept"]
+    height, nodes, width, bars = driver.execute_script(PAINTED_JS)
+    assert nodes == n_nodes and height == 540, (nodes, height)
+    assert sorted("flow (L/s)" in text for text, _ in bars) == [False, True], bars
+    values_left = next(left for text, left in bars if "flow (L/s)" not in text)
+    assert values_left > width / 2, bars
 
 
 def chart_rect(driver, wait, script: str = RECT_JS) -> list[float]:
@@ -451,7 +479,9 @@ def test_app_in_headless_chromium(server):
         wait.until(lambda d: d.execute_script(SIDEBAR_JS)[1] == ["node (or pair) to follow\n\n1"])
         driver.save_screenshot(str(SHOTS / "app_new_scenario.png"))
 
-        # another model: the sidebar, the followed node and the map are all L-Town's
+        # another model: the sidebar, the followed node and the map are all L-Town's; the
+        # SI-Graph's frame is kept (Plotly.js not started again) and shows L-Town painted
+        driver.execute_script(MARK_JS, "kept")
         retried(lambda: pick(driver, "model", "l-town (l-town)"))
         # (until the run ends: an element of the previous model may stand while the first
         # L-Town run still draws, e.g. while it simulates the shipped timeline's flows)
@@ -470,6 +500,7 @@ def test_app_in_headless_chromium(server):
         assert boxes["injection node"].split(" (")[0] in ltown  # not Hanoi's "1 (reservoir)"
         assert follow == ["node (or pair) to follow\n\nn303"]
         assert chart_rect(driver, wait)[1] <= 900
+        check_painted(driver, wait, len(ltown))
         driver.save_screenshot(str(SHOTS / "app_l_town.png"))
 
         # a node-level model: the sentence speaks mg/L at its explained node
@@ -477,6 +508,7 @@ def test_app_in_headless_chromium(server):
         wait.until(lambda d: "mg/L chlorine at node 27" in summary_text(d))
         boxes, _ = driver.execute_script(SIDEBAR_JS)
         assert boxes["explained node"] == "27"
+        check_painted(driver, wait, len(model_network(ROOT / "models" / "hanoi-nodes").node_ids))
         top, bottom, _ = chart_rect(driver, wait, RECT_AT_TOP_JS)
         assert 0 < top and bottom <= 900  # under its notices, still in the first screen
         driver.save_screenshot(str(SHOTS / "app_hanoi_nodes.png"))
