@@ -139,7 +139,7 @@ PAINTED_JS = (
     + """
 const p = plots[0]; const nodes = p._fullData.find(t => t.name === 'nodes');
 const bars = [...p.querySelectorAll('g.colorbar')]
-  .map(g => [g.textContent, g.getBoundingClientRect().left]);
+  .map(g => [g.textContent, g.getBoundingClientRect().left, g.getBoundingClientRect().top]);
 return [p.querySelector('.svg-container').offsetHeight, nodes.x.length,
         p.getBoundingClientRect().width, bars];
 """
@@ -180,16 +180,19 @@ def drag_zoom(driver) -> list[float]:
 def check_painted(driver, wait, n_nodes: int) -> None:
     """The SI-Graph is the frame drawn first (marked "kept") and shows a map of ``n_nodes``
     nodes, painted: a plot box of its figure's height (a kept frame once folded to 0 px) and
-    two colour bars, the values' one in the map's right half (it was once drawn where the
-    other network's flow bar had stood)."""
+    two colour bars in the map's right margin, the values' one above the flows' (it was
+    once drawn where the other network's flow bar had stood)."""
     wait.until(lambda d: d.execute_script(PAINTED_JS)[1] == n_nodes)
     time.sleep(1)  # a width change of the frame redraws once more
     assert driver.execute_script(MARKED_JS) == ["kept", "kept"]
     height, nodes, width, bars = driver.execute_script(PAINTED_JS)
     assert nodes == n_nodes and height == 540, (nodes, height)
-    assert sorted("flow (L/s)" in text for text, _ in bars) == [False, True], bars
-    values_left = next(left for text, left in bars if "flow (L/s)" not in text)
-    assert values_left > width / 2, bars
+    assert sorted("(L/s)" in text for text, _, _ in bars) == [False, True], bars
+    (values_left, values_top), (_, flows_top) = (
+        next((left, top) for text, left, top in bars if ("(L/s)" in text) == flows)
+        for flows in (False, True)
+    )
+    assert values_left > width / 2 and values_top < flows_top, bars
 
 
 def chart_rect(driver, wait, script: str = RECT_JS) -> list[float]:
