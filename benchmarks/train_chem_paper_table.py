@@ -267,7 +267,8 @@ def training(name: str, arch: str, layers: int, variant: str | None = None) -> s
     dropout = model_options(name, arch, layers, variant)["dropout"]
     train = training_options(name, variant)
     lr, decay = (
-        f"{v:.0e}".replace("e-0", "e-") if v else "0" for v in (train["lr"], train["weight_decay"])
+        f"{v:.0e}".replace("e-0", "e-") if v else "0"
+        for v in (train["lr"], train.get("weight_decay", 0))
     )
     decay = f", weight decay {decay}" if name in PAPER_SETUP else ""
     whose = "paper's" if name in PAPER_SETUP else "project's"
