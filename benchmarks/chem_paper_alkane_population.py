@@ -118,7 +118,10 @@ def feature_ceiling(graphs: list, labels: np.ndarray) -> None:
                 ),
                 None,
             )
-            (home.append(i) if home is not None else classes.append([i]))
+            if home is None:
+                classes.append([i])
+            else:
+                home.append(i)
         iso += classes
     n_pos, n_neg = int((labels == 1).sum()), int((labels == 0).sum())
     for name, groups in (("isomorphic atom-type graphs", iso), ("1-WL, 3 rounds", wl.values())):
