@@ -39,7 +39,7 @@ from train_chem_table import PAPER  # the paper's Table 1, (dataset, architectur
 
 RESULTS = Path("benchmarks/results")
 # the paper's own code re-run 10 times on its AlkaneCarbonyl data (../shared/datasets/chem)
-PAPER_CODE_RERUN = {("AlkaneCarbonyl", "GCN", 3): "96.5 (94.6-98.2)"}
+PAPER_CODE_RERUN = {("AlkaneCarbonyl", "GCN", 3): "96.5 (94.6-98.2) issue's; 96.3 (94.6-98.2) here"}
 GRID = [(arch, layers) for arch in ARCHITECTURES for layers in (1, 2, 3)]
 # dataset -> its cells in training order (the paper's cell first) and seeds per cell
 CELLS = {
