@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import gzip
 import sys
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import plotly
+import pytest
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "app"))  # the app's folder is not a package
 from live_chart import asset_dir, static_script
+from test_browser import CHROMIUM, DRIVER
 
 
 def test_asset_dir_holds_the_installed_plotly_js_and_the_page(tmp_path):
@@ -88,3 +94,66 @@ def test_the_app_serves_its_static_folder():
     assert config["server"]["enableStaticServing"] is True
     page = (ROOT / "app" / "live_chart.html").read_text(encoding="utf-8")
     assert "../../app/static/${name}" in page
+
+
+QUEUE_STUB_JS = """
+// Plotly stubbed: each drawing waits until the test releases it, then records its figure
+plotly = Promise.resolve(); fonts = Promise.resolve(); chart.on = () => {};
+window.drawn = []; window.pending = [];
+window.Plotly = { react: (el, data, layout) => new Promise(done => window.pending.push(() => {
+  el._fullLayout = { width: layout.width };
+  window.drawn.push([data[0].name, layout.width]);
+  done();
+})) };
+window.figure = name => ({ spec: JSON.stringify({ data: [{ name }], layout: {} }), config: {} });
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian chromium and chromium-driver")
+def test_a_resize_while_a_newer_figure_waits_draws_the_newer_one(tmp_path):
+    """live_chart.html's one-drawing-at-a-time queue (Plotly stubbed so the test decides
+    when a drawing ends): figure B is drawing, C arrives and waits, then the frame is
+    resized. The queue ends on C at the new width; B drawn again (the resize's redraw of
+    the last figure replacing the waiting one) would drop C."""
+    from test_browser import chromium
+
+    (tmp_path / "live_chart").mkdir()
+    (tmp_path / "live_chart" / "index.html").write_bytes(
+        (ROOT / "app" / "live_chart.html").read_bytes()
+    )
+    (tmp_path / "page.html").write_text(
+        '<iframe src="live_chart/index.html" style="width:400px;height:300px"></iframe>'
+    )
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=tmp_path)
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    driver = chromium()
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_port}/page.html")
+        frame = driver.find_element("tag name", "iframe")
+        driver.switch_to.frame(frame)
+        driver.execute_script(QUEUE_STUB_JS)
+
+        def release_all():  # end every drawing, one after the other, until none waits
+            for _ in range(20):
+                if not driver.execute_script("return busy"):
+                    return
+                driver.execute_script("const next = window.pending.shift(); if (next) next();")
+                time.sleep(0.05)
+            raise AssertionError("the queue never ended")
+
+        driver.execute_script("show(figure('A'), {})")
+        release_all()
+        driver.execute_script("show(figure('B'), {}); show(figure('C'), {})")
+        driver.switch_to.default_content()
+        driver.execute_script("arguments[0].style.width = '300px'", frame)
+        driver.switch_to.frame(frame)
+        driver.execute_script("window.dispatchEvent(new Event('resize'))")
+        release_all()
+        drawn = driver.execute_script("return window.drawn")
+    finally:
+        driver.quit()
+        server.shutdown()
+    assert drawn[0] == ["A", 400] and drawn[-1] == ["C", 300], drawn
