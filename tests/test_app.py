@@ -336,7 +336,10 @@ def test_notice_for_a_card_without_design(tmp_path, monkeypatch):
     monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(ROOT / "models" / "waq-paper"))
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert not at.exception
-    assert any("does not record the scenarios it was trained on" in i.value for i in at.info)
+    # under the model picker, not above the map (where it pushed the SI-Graph down)
+    note = "does not record the scenarios it was trained on"
+    assert any(note in i.value for i in at.sidebar.info)
+    assert not any(note in i.value for i in at.main.info)
 
 
 def test_switching_models_shows_the_new_models_sidebar(app):

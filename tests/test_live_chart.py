@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import gzip
 import sys
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import plotly
+import pytest
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "app"))  # the app's folder is not a package
 from live_chart import asset_dir, static_script
+from test_browser import CHROMIUM, DRIVER
 
 
 def test_asset_dir_holds_the_installed_plotly_js_and_the_page(tmp_path):
@@ -88,3 +94,105 @@ def test_the_app_serves_its_static_folder():
     assert config["server"]["enableStaticServing"] is True
     page = (ROOT / "app" / "live_chart.html").read_text(encoding="utf-8")
     assert "../../app/static/${name}" in page
+
+
+QUEUE_STUB_JS = """
+// Plotly stubbed: each drawing waits until the test releases it, then records its figure
+// (a figure named "bad" is refused, as Plotly.react rejects a figure it cannot draw)
+plotly = Promise.resolve(); fonts = Promise.resolve(); chart.on = () => {};
+window.drawn = []; window.pending = []; window.refused = 0;
+window.Plotly = { react: (el, data, layout) => new Promise((done, fail) => window.pending.push(
+  () => {
+    if (data[0].name === "bad") { window.refused += 1; return fail(new Error("refused")); }
+    el._fullLayout = { width: layout.width };
+    window.drawn.push([data[0].name, layout.width]);
+    done();
+  })) };
+window.figure = name => ({ spec: JSON.stringify({ data: [{ name }], layout: {} }), config: {} });
+"""
+
+
+class StubbedChart:
+    """live_chart.html in a 400 px frame of a page in headless Chromium, Plotly stubbed so
+    the test decides when each drawing ends (:data:`QUEUE_STUB_JS`)."""
+
+    def __init__(self, driver, frame):
+        self.driver, self.frame = driver, frame
+
+    def js(self, script: str):
+        return self.driver.execute_script(script)
+
+    def release_all(self) -> None:
+        """End every drawing, one after the other, until the queue is idle."""
+        for _ in range(20):
+            if not self.js("return busy"):
+                return
+            self.js("const next = window.pending.shift(); if (next) next();")
+            time.sleep(0.05)
+        raise AssertionError("the queue never ended")
+
+    def resize(self, width_px: int) -> None:
+        self.driver.switch_to.default_content()
+        self.driver.execute_script(f"arguments[0].style.width = '{width_px}px'", self.frame)
+        self.driver.switch_to.frame(self.frame)
+        self.js("window.dispatchEvent(new Event('resize'))")
+
+
+@pytest.fixture
+def stubbed_chart(tmp_path):
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("needs Debian chromium and chromium-driver")
+    from test_browser import chromium
+
+    (tmp_path / "live_chart").mkdir()
+    (tmp_path / "live_chart" / "index.html").write_bytes(
+        (ROOT / "app" / "live_chart.html").read_bytes()
+    )
+    (tmp_path / "page.html").write_text(
+        '<iframe src="live_chart/index.html" style="width:400px;height:300px"></iframe>'
+    )
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=tmp_path)
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    driver = chromium()
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_port}/page.html")
+        frame = driver.find_element("tag name", "iframe")
+        driver.switch_to.frame(frame)
+        driver.execute_script(QUEUE_STUB_JS)
+        yield StubbedChart(driver, frame)
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+@pytest.mark.browser
+def test_a_resize_while_a_newer_figure_waits_draws_the_newer_one(stubbed_chart):
+    """live_chart.html's one-drawing-at-a-time queue: figure B is drawing, C arrives and
+    waits, then the frame is resized. The queue ends on C at the new width; B drawn again
+    (the resize's redraw of the last figure replacing the waiting one) would drop C."""
+    chart = stubbed_chart
+    chart.js("show(figure('A'), {})")
+    chart.release_all()
+    chart.js("show(figure('B'), {}); show(figure('C'), {})")
+    chart.resize(300)
+    chart.release_all()
+    drawn = chart.js("return window.drawn")
+    assert drawn[0] == ["A", 400] and drawn[-1] == ["C", 300], drawn
+
+
+@pytest.mark.browser
+def test_a_refused_figure_stops_neither_the_queue_nor_its_own_next_try(stubbed_chart):
+    """A figure Plotly refuses: the figure waiting behind it is drawn, and the same figure
+    sent again is tried again (not skipped as the one shown)."""
+    chart = stubbed_chart
+    chart.js("show(figure('A'), {})")
+    chart.release_all()
+    for _ in range(2):
+        chart.js("show(figure('bad'), {})")
+        chart.release_all()
+    assert chart.js("return window.refused") == 2
+    chart.js("show(figure('bad'), {}); show(figure('C'), {})")
+    chart.release_all()
+    assert chart.js("return [window.refused, window.drawn]") == [3, [["A", 400], ["C", 400]]]

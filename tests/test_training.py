@@ -285,6 +285,19 @@ def test_moving_average_equals_a_plain_per_tensor_ema(dtype):
             assert abs(int(averaged[name]) - int(value)) <= 1 and int(value) > 0
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_moving_average_weight_keeps_its_precision_in_half_types(dtype):
+    """After 5000 updates the decay is min(0.999, 5001 / 5010) = 0.999: an average at 0
+    blended with weights at 1 moves to 1 - 0.999 = 0.001 in every dtype (computed in
+    bfloat16 the weight is 0, in float16 0.0015)."""
+    from wdn_explain.training import _ema
+
+    averaged, current = [torch.zeros(4, dtype=dtype)], [torch.ones(4, dtype=dtype)]
+    _ema(0.999)(averaged, current, torch.tensor(5000))
+    expected = torch.full((4,), 1 - min(0.999, 5001 / 5010), dtype=dtype)
+    torch.testing.assert_close(averaged[0], expected, rtol=1e-2, atol=0)
+
+
 def test_tiny_training_is_deterministic(waq_dir):
     from wdn_explain.training import fit
 

@@ -517,9 +517,10 @@ def _completed(
     threads, one step per reference at a time (its explainer is never shared). Closing it
     early (an error, an interrupt) starts no other step and waits for none in flight: it
     sets ``stop``, so the steps in flight give up at their engine's next progress report
-    (:func:`_giving_up`, a chunk of node states) and are dropped, unreported and unstored
-    (a resumed run explains them). The threads end within a chunk, so the process does
-    not wait at exit (where Python joins them) for whole steps."""
+    (:func:`_giving_up`) and are dropped, unreported and unstored (a resumed run explains
+    them). The engine reports after each chunk of the last layer's node states (exact
+    values; the earlier layers run to their end first) or of coalitions (model calls), so
+    the process does not wait at exit (where Python joins the threads) for whole steps."""
     if workers == 1:
         for reference, indices in todo.items():
             for i in indices:
@@ -555,7 +556,8 @@ class _GivenUp(Exception):
 
 def _giving_up(stop: threading.Event) -> Callable[[int, int], None]:
     """An explainer's progress callback that abandons the step (raises :class:`_GivenUp`)
-    once ``stop`` is set: the engine reports after each chunk of node states."""
+    once ``stop`` is set: the engine reports after each chunk of its last layer's node states
+    or of its coalitions."""
 
     def check(done: int, total: int) -> None:
         if stop.is_set():

@@ -556,7 +556,9 @@ def source_label(network: Network, timeline: Timeline, step: int, place: dict) -
     inside the map at every width the map is shown at (:mod:`.map_labels`; ``place``: what
     :func:`_label_place` gives), on more lines (:data:`LABEL_BREAKS`) where one line finds
     no free place (the fewest clashes where none does). Placed as the label reads while
-    the source is on (the longer one), so it keeps its place through the steps."""
+    the source is on (the longer one), so it keeps its place through the steps where the
+    markers around it keep their size (the SI-Graph's sizes follow the step's values and
+    the compliance map enlarges the nodes below the minimum: there it may move)."""
     node = network.node_index(injection_node(timeline.scenario, network))
     name = network.node_ids[node]
     on = f"({timeline.scenario.injection_strength_mg_l:g} mg/L)"

@@ -356,8 +356,12 @@ def _ema(decay: float) -> Callable[[list[torch.Tensor], list[torch.Tensor], torc
     @torch.no_grad()
     def average(averaged: list[torch.Tensor], current: list[torch.Tensor], n: torch.Tensor):
         floating = torch.is_floating_point(averaged[0])
-        n = n.to(averaged[0].dtype if floating else torch.float64)
-        weight = 1 - torch.clamp((1 + n) / (10 + n), max=decay)  # in the weights' precision
+        # the weight in the weights' precision, at least float32's: 1 - 0.999 in bfloat16
+        # is 0 (the average would stop moving) and in float16 0.0015
+        n = n.to(
+            torch.promote_types(averaged[0].dtype, torch.float32) if floating else torch.float64
+        )
+        weight = 1 - torch.clamp((1 + n) / (10 + n), max=decay)
         if floating:  # averaged += weight * (current - averaged)
             step = torch._foreach_sub(current, averaged)
             torch._foreach_mul_(step, weight)
