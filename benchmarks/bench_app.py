@@ -111,8 +111,9 @@ def payload() -> None:
         step, scale = opening_step(tl) + 1, value_scale(tl, "k-SII", 2)
         fig = si_graph_figure(tl, net, step, index="k-SII", order=2, top_k=8, scale=scale)
         data = frame_data(tl, step, "k-SII", 2, 8)
+        layout = fig.layout.to_plotly_json()
         slots = go.Figure(
-            dict(data=frame_traces(net, tl, step, data, scale, "k-SII"), layout=fig.layout)
+            dict(data=frame_traces(net, tl, step, data, scale, "k-SII", layout), layout=layout)
         )
         chlorine = chlorine_figure(tl, net, step)
         print(

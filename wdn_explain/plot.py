@@ -461,17 +461,16 @@ def frame_traces(
     data: FrameData,
     scale: float,
     index: str,
+    layout: dict,
     arrows: bool = True,
-    height: int = 620,
 ) -> list[dict]:
     """The traces of one frame, nodes and the source last (on top): pipes by flow with
     their arrows (:func:`_pipe_traces`; ``arrows=False``: without), pumps and valves (if
     any), six pair classes and the pair values, two hyperedge signs and the group values,
-    nodes, the source (its label placed for a map ``height`` px high), and a node-level
-    model's explained node."""
+    nodes, the source (its label placed for the map's ``layout``, :func:`_map_layout`), and
+    a node-level model's explained node."""
     name = index_name(index)
     nodes = _node_trace(network, timeline, step, data.node_values, scale, name)
-    layout = _map_layout(network, height, "")
     place = _label_place(network, layout, nodes, colorbar=True, widths=MAP_WIDTHS_PX)
     return [
         *_pipe_traces(network, timeline, step, arrows),
@@ -703,7 +702,7 @@ def si_graph_figure(
     scale = value_scale(timeline, index, order) if scale is None else scale
     data = frame_data(timeline, step, index, order, top_k)
     layout = _map_layout(network, height, frame_title(timeline, step, index, order))
-    traces = drawn(frame_traces(network, timeline, step, data, scale, index, arrows, height))
+    traces = drawn(frame_traces(network, timeline, step, data, scale, index, layout, arrows))
     return map_figure(traces, layout, network, focus)
 
 
@@ -741,6 +740,8 @@ def timeline_figure(
     The figure opens on frame ``start`` (default: :func:`opening_step`)."""
     start = opening_step(timeline) if start is None else start
     scale = value_scale(timeline, index, order)
+    layout = _map_layout(network, height, frame_title(timeline, start, index, order))
+    layout["margin"]["b"] = 90
     frames = [
         dict(
             name=str(t),
@@ -751,14 +752,12 @@ def timeline_figure(
                 frame_data(timeline, t, index, order, top_k),
                 scale,
                 index,
-                height=height,
+                layout,
             ),
             layout=dict(title=dict(text=frame_title(timeline, t, index, order))),
         )
         for t in range(len(timeline))
     ]
-    layout = _map_layout(network, height, frame_title(timeline, start, index, order))
-    layout["margin"]["b"] = 90
     layout["updatemenus"] = [
         dict(
             type="buttons",
