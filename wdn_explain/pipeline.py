@@ -181,7 +181,7 @@ def explain_scenario(
             f"the scenario runs on '{network.name}'"
         )
     side_by_side = parallel_references(settings)
-    stop = threading.Event()  # set when the run ends early: steps in flight give up
+    stop = threading.Event()  # set when the steps end (early: those in flight give up)
     explainers = {  # built first: a bad setting is refused before any simulation
         r: GraphSHAPIQ(
             model, progress=_giving_up(stop), **settings.explainer_options(r, side_by_side)
