@@ -1,0 +1,167 @@
+"""Pressure-driven hydraulics: EPyT-Flow's run of a scenario against an independent EPANET 2.2
+run of the same scenario built through WNTR, and what the scenario files record of it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.simulation import SimulationResult, simulate
+
+# Constant demand multipliers (no noise, no diurnal swing), so the test can give WNTR the
+# same demands without the package's pattern code: every junction at 1.25 x its base demand,
+# more than Hanoi delivers at 20 m (its pipes serve about 0.84 x).
+OVERLOADED = dict(
+    demand_scale=1.25,
+    demand_variation=0.0,
+    diurnal_amplitude=0.0,
+    duration_s=7200,
+    injection_node="12",
+    injection_strength_mg_l=1.5,
+    bulk_decay_per_day=2.0,
+)
+
+
+def _wntr_run(config: ScenarioConfig, inp_path: str):
+    """The scenario through WNTR's EpanetSimulator (EPANET 2.2), built from its config alone:
+    node chlorine (mg/L) and pressure (m), indexed by time (s) and node id."""
+    wntr = pytest.importorskip("wntr")
+    wn = wntr.network.WaterNetworkModel(inp_path)
+    o = wn.options
+    o.time.duration = config.duration_s
+    o.time.hydraulic_timestep = config.hydraulic_step_s
+    o.time.quality_timestep = config.quality_step_s
+    o.time.report_timestep = config.reporting_step_s
+    o.time.pattern_timestep = config.pattern_step_s
+    n_steps = config.duration_s // config.pattern_step_s + 1
+    wn.add_pattern("level", [config.demand_scale] * n_steps)
+    for _, junction in wn.junctions():
+        if junction.demand_timeseries_list and junction.base_demand:
+            junction.demand_timeseries_list[0].pattern_name = "level"
+    o.hydraulic.demand_model = "PDA"
+    o.hydraulic.minimum_pressure = config.pressure_min_m
+    o.hydraulic.required_pressure = config.pressure_required_m
+    o.hydraulic.pressure_exponent = config.pressure_exponent
+    o.quality.parameter = "CHEMICAL"
+    o.reaction.bulk_coeff = -config.bulk_decay_per_day / 86400  # 1/s
+    wn.add_pattern("booster", [1.0] * n_steps)
+    strength_kg_m3 = config.injection_strength_mg_l / 1000
+    wn.add_source("booster", config.injection_node, "SETPOINT", strength_kg_m3, "booster")
+    results = wntr.sim.EpanetSimulator(wn).run_sim(file_prefix=str(inp_path) + ".wntr-test")
+    return results.node["quality"] * 1000, results.node["pressure"]
+
+
+@pytest.fixture(scope="module")
+def overloaded(hanoi):
+    return simulate(ScenarioConfig(**OVERLOADED), hanoi)
+
+
+def test_pressure_driven_run_equals_an_independent_epanet_run(overloaded, hanoi, tmp_path):
+    inp = tmp_path / "hanoi.inp"
+    inp.write_bytes(open(hanoi.inp_path, "rb").read())
+    chlorine, pressure = _wntr_run(overloaded.config, str(inp))
+    ids = [str(n) for n in overloaded.node_ids]
+    times = list(overloaded.times_s)
+    np.testing.assert_allclose(
+        overloaded.node_chlorine_mg_l, chlorine.loc[times, ids].to_numpy(), rtol=0, atol=1e-4
+    )
+    np.testing.assert_allclose(
+        overloaded.node_pressure_m, pressure.loc[times, ids].to_numpy(), rtol=0, atol=0.01
+    )
+    assert overloaded.node_pressure_m.min() > -1  # demand-driven, this goes to about -50 m
+
+
+def test_delivered_and_requested_demand(overloaded, hanoi):
+    asked, got = overloaded.node_requested_demand_lps, overloaded.node_demand_lps
+    junctions = [i for i, role in enumerate(hanoi.node_roles) if role == "junction"]
+    # requested: the .inp's base demand (Hanoi's units are LPS) x 1.25, read from the file
+    text = open(hanoi.inp_path).read()
+    assert "LPS" in text.split("[OPTIONS]")[1].split("[")[0]
+    base = {
+        f[0]: float(f[2])
+        for line in text.split("[JUNCTIONS]")[1].split("[")[0].splitlines()
+        if (f := line.split(";")[0].split()) and len(f) >= 3
+    }
+    for i in junctions:
+        np.testing.assert_allclose(asked[:, i], base[str(overloaded.node_ids[i])] * 1.25, rtol=1e-6)
+    # delivered never above requested; somewhere well below it at 1.25 x
+    assert (got[:, junctions] <= asked[:, junctions] * (1 + 1e-5) + 1e-6).all()
+    fraction = overloaded.delivered_fraction
+    assert fraction.min() < 0.9
+    assert "demand not met at" in overloaded.delivery_warning
+
+
+def test_demand_driven_delivers_what_is_asked(hanoi):
+    r = simulate(ScenarioConfig(**{**OVERLOADED, "demand_model": "DDA"}), hanoi)
+    np.testing.assert_allclose(r.node_demand_lps, r.node_requested_demand_lps, rtol=1e-5)
+    assert r.delivery_warning is None
+    assert r.node_pressure_m.min() < -1 and "negative pressure" in r.pressure_warning
+
+
+def test_requested_demand_round_trips_and_old_files_read_as_demand_driven(overloaded, tmp_path):
+    back = SimulationResult.load(overloaded.save(tmp_path / "s.npz"))
+    np.testing.assert_array_equal(
+        back.node_requested_demand_lps, overloaded.node_requested_demand_lps
+    )
+    assert back.config == overloaded.config and back.config.demand_model == "PDA"
+    # a file written before pressure-driven analysis: no requested demand, no demand model
+    import json
+
+    with np.load(tmp_path / "s.npz", allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k != "node_requested_demand_lps"}
+    config = json.loads(str(arrays.pop("config_json")))
+    for key in ("demand_model", "pressure_min_m", "pressure_required_m", "pressure_exponent"):
+        config.pop(key)
+    np.savez(tmp_path / "old.npz", config_json=np.array(json.dumps(config)), **arrays)
+    old = SimulationResult.load(tmp_path / "old.npz")
+    assert old.config.demand_model == "DDA"
+    np.testing.assert_array_equal(old.node_requested_demand_lps, old.node_demand_lps)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("pressure_required_m", 0.0, "pressure_required_m"),
+        ("pressure_min_m", -1.0, "pressure_min_m"),
+        ("pressure_exponent", -0.5, "pressure_exponent"),
+        ("pressure_exponent", float("nan"), "pressure_exponent"),
+        ("pressure_required_m", float("inf"), "pressure_required_m"),
+        ("demand_model", "PPA", "demand_model"),
+    ],
+)
+def test_bad_pressure_settings_are_refused(field, value, match):
+    from wdn_explain.errors import ConfigError
+    from wdn_explain.scenario import parse_config
+
+    with pytest.raises(ConfigError, match=match):
+        parse_config({"scenario": {field: value}})
+
+
+def test_required_not_above_minimum_names_both():
+    from wdn_explain.errors import ConfigError
+    from wdn_explain.scenario import parse_config
+
+    with pytest.raises(ConfigError, match=r"above pressure_min_m \(got 10 <= 15\)"):
+        parse_config({"scenario": {"pressure_min_m": 15, "pressure_required_m": 10}})
+
+
+def test_demand_model_is_in_the_hash_and_demand_driven_hashes_as_before():
+    pda, dda = ScenarioConfig(), ScenarioConfig(demand_model="DDA")
+    assert pda.config_hash() != dda.config_hash()
+    assert pda.config_hash() != ScenarioConfig(pressure_required_m=25).config_hash()
+    # a demand-driven run ignores the pressures, and hashes as a config from before they existed
+    assert (
+        dda.config_hash()
+        == ScenarioConfig(demand_model="DDA", pressure_required_m=25).config_hash()
+    )
+    import hashlib
+    import json
+
+    before = {
+        k: v
+        for k, v in dda.model_dump(mode="json").items()
+        if k not in ("demand_model", "pressure_min_m", "pressure_required_m", "pressure_exponent")
+    }
+    text = json.dumps(before, sort_keys=True)
+    assert dda.config_hash() == hashlib.sha256(text.encode()).hexdigest()[:16]
