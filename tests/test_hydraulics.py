@@ -87,7 +87,7 @@ def test_delivered_and_requested_demand(overloaded, hanoi):
         np.testing.assert_allclose(asked[:, i], base[str(overloaded.node_ids[i])] * 1.25, rtol=1e-6)
     # delivered never above requested; somewhere well below it at 1.25 x
     assert (got[:, junctions] <= asked[:, junctions] * (1 + 1e-5) + 1e-6).all()
-    fraction = overloaded.delivered_fraction
+    fraction = overloaded.node_delivered_fraction
     assert fraction.min() < 0.9
     assert "demand not met at" in overloaded.delivery_warning
 

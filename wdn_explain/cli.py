@@ -602,7 +602,7 @@ def explain(
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
     elif ood:
         typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
-    for key in ("pressure_warning", "forecast_warning"):
+    for key in ("pressure_warning", "delivery_warning", "forecast_warning"):
         if timeline.meta.get(key):
             typer.echo(f"warning: {timeline.meta[key]}", err=True)
     if timeline.meta.get("uncertainty"):

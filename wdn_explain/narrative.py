@@ -251,6 +251,6 @@ def timeline_label(path: str | Path) -> str:
     :func:`scenario_text`)."""
     meta = read_meta(path) or {}
     try:
-        return scenario_text(ScenarioConfig.model_validate(meta["scenario"]))
+        return scenario_text(ScenarioConfig.from_record(meta["scenario"]))
     except (KeyError, TypeError, ValueError):
         return f"unreadable timeline {Path(path).name}"

@@ -77,7 +77,7 @@ class SimulationResult:
         return len(self.times_s)
 
     @property
-    def delivered_fraction(self) -> np.ndarray:
+    def node_delivered_fraction(self) -> np.ndarray:
         """Delivered / requested demand per step and node, shape (T, n); 1 where nothing is
         requested (reservoirs, tanks, junctions without demand)."""
         asked = self.node_requested_demand_lps
@@ -89,18 +89,18 @@ class SimulationResult:
     def delivery_warning(self) -> str | None:
         """One sentence when pressure-driven hydraulics deliver less than the demand (a node
         below its required pressure), else None."""
-        short = self.delivered_fraction < 1 - SHORTFALL
+        short = self.node_delivered_fraction < 1 - SHORTFALL
         if not short.any():
             return None
         asked = float(self.node_requested_demand_lps.clip(min=0).sum())
         got = float(
             np.minimum(self.node_demand_lps, self.node_requested_demand_lps).clip(min=0).sum()
         )
-        worst = np.unravel_index(int(np.argmin(self.delivered_fraction)), short.shape)
+        worst = np.unravel_index(int(np.argmin(self.node_delivered_fraction)), short.shape)
         return (
             f"demand not met at {int(short.any(axis=0).sum())} of {len(self.node_ids)} nodes "
             f"({short.mean():.0%} of node states; {got / asked:.0%} of all demand delivered), "
-            f"down to {self.delivered_fraction[worst]:.0%} at node {self.node_ids[worst[1]]} at "
+            f"down to {self.node_delivered_fraction[worst]:.0%} at node {self.node_ids[worst[1]]} at "
             f"{int(self.times_s[worst[0]])} s: pressure there is below the required "
             f"{self.config.pressure_required_m:g} m"
         )

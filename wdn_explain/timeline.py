@@ -186,7 +186,7 @@ def settings_of(meta: dict[str, Any]) -> ExplainSettings:
 
 
 # The optional simulated hydraulics a timeline may hold (the maps' flows and hover), by name.
-HYDRAULICS = ("link_flow_lps", "node_pressure_m")
+HYDRAULICS = ("link_flow_lps", "node_pressure_m", "node_delivered_fraction")
 
 
 @dataclass
@@ -220,6 +220,9 @@ class Timeline:
             before flows were stored (see :func:`~wdn_explain.pipeline.with_hydraulics`).
         node_pressure_m: Simulated node pressure in m at each step, shape (T, n); None
             like ``link_flow_lps``.
+        node_delivered_fraction: Delivered / requested demand at each step, shape (T, n);
+            below 1 where pressure-driven hydraulics deliver less (1 where nothing is
+            asked); None like ``link_flow_lps``.
 
     A node-level model's timeline also holds (None / empty for a share model):
 
@@ -256,6 +259,7 @@ class Timeline:
     targets: dict[str, dict[str, list[Explanation]]] = field(default_factory=dict)
     link_flow_lps: np.ndarray | None = None
     node_pressure_m: np.ndarray | None = None
+    node_delivered_fraction: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -296,7 +300,7 @@ class Timeline:
 
     @property
     def scenario(self) -> ScenarioConfig:
-        return ScenarioConfig.model_validate(self.meta["scenario"])
+        return ScenarioConfig.from_record(self.meta["scenario"])
 
     @property
     def reference(self) -> str:
@@ -544,8 +548,9 @@ class Timeline:
                 for name in NODE_ARRAYS
                 if name not in ("node_lower", "node_upper") or self.node_lower is not None
             }
-        if self.node_pressure_m is not None:
-            expected["node_pressure_m"] = (n_steps, n)
+        for name in ("node_pressure_m", "node_delivered_fraction"):
+            if getattr(self, name) is not None:
+                expected[name] = (n_steps, n)
         if self.link_flow_lps is not None and (
             self.link_flow_lps.ndim != 2 or len(self.link_flow_lps) != n_steps
         ):
@@ -618,6 +623,7 @@ class TimelineMeta(Record):
     settings: ExplainSettings | None = None
     out_of_design: list[str] | None = None
     pressure_warning: str | None = None
+    delivery_warning: str | None = None
     forecast_warning: str | None = None
     interval: dict[str, Any] | None = None  # the forecast intervals' confidence, method, groups
     uncertainty: str | None = None  # the plain-language notice of wide intervals
@@ -663,7 +669,7 @@ def timeline_is_current(
     if meta is None:
         return False
     if scenario is None:
-        scenario = ScenarioConfig.model_validate(meta.get("scenario", {}))
+        scenario = ScenarioConfig.from_record(meta.get("scenario", {}))
     identity = cache_identity(scenario, model_dir, settings or ExplainSettings())
     return not cache_mismatch(meta, identity)
 
