@@ -165,3 +165,123 @@ def test_demand_model_is_in_the_hash_and_demand_driven_hashes_as_before():
     }
     text = json.dumps(before, sort_keys=True)
     assert dda.config_hash() == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# SHA-256 of the nine arrays of WAQ scenarios 0-2 as the generator wrote them before
+# pressure-driven analysis existed (commit 8ed9c2e), by name in file order.
+WAQ_BEFORE_PDA = {
+    0: "294a1e3a94a111e97a64d52e0044462746948b1522da19461a04f018ff8ac448",
+    1: "5b3708719c7d90582654596d67935d94abbd125b72f3c76a8a749341aa466e4a",
+    2: "1f84155910171e1c0f9588641adfeac9c70777c75394c869c0816b723c609a6a",
+}
+ARRAYS_BEFORE_PDA = (
+    "times_s",
+    "node_ids",
+    "link_ids",
+    "node_chlorine_mg_l",
+    "link_chlorine_mg_l",
+    "link_flow_lps",
+    "node_demand_lps",
+    "node_pressure_m",
+    "node_source_mg_l",
+)
+
+
+def test_the_waq_paper_design_stays_demand_driven_byte_for_byte(hanoi):
+    import hashlib
+
+    from wdn_explain.scenario import load_config
+    from wdn_explain.shipped import shipped
+
+    config = load_config(shipped("simulations/waq.yaml"))
+    assert config.scenario.demand_model == "DDA"
+    for index, digest in WAQ_BEFORE_PDA.items():
+        result = simulate(config.scenario_config(index), hanoi)
+        h = hashlib.sha256()
+        for name in ARRAYS_BEFORE_PDA:
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(getattr(result, name)).tobytes())
+        assert h.hexdigest() == digest
+
+
+def test_the_monitoring_design_never_goes_below_minus_one_metre(hanoi):
+    """A small draw of the shipped design and its most demanding corner (every factor at the
+    top of its range, at noon: the diurnal peak) stay physical."""
+    from wdn_explain.scenario import load_config
+    from wdn_explain.shipped import shipped
+
+    config = load_config(shipped("simulations/monitoring.yaml"))
+    d = config.design
+    worst = config.scenario.model_copy(
+        update=dict(
+            demand_scale=d.demand_scale[1],
+            demand_variation=d.demand_variation[1],
+            diurnal_amplitude=d.diurnal_amplitude[1],
+            start_hour=10.5,
+            duration_s=3600,
+        )
+    )
+    runs = [simulate(config.scenario_config(i, hanoi.junctions), hanoi) for i in range(6)]
+    runs.append(simulate(worst, hanoi))
+    assert min(r.node_pressure_m.min() for r in runs) > -1
+    assert all(r.config.demand_model == "PDA" for r in runs)
+
+
+def _lowest_junction_pressure(hanoi, level: float) -> float:
+    steady = ScenarioConfig(
+        demand_model="DDA", demand_scale=level, demand_variation=0.0, duration_s=300
+    )
+    result = simulate(steady, hanoi)
+    junctions = [i for i, role in enumerate(hanoi.node_roles) if role == "junction"]
+    return float(result.node_pressure_m[0, junctions].min())
+
+
+def test_servable_level_and_the_design_check_against_plain_runs(hanoi):
+    from wdn_explain.hydraulics import LEVEL_TOLERANCE, check_design, servable_demand_level
+    from wdn_explain.scenario import parse_config
+
+    level, never = servable_demand_level(hanoi, ScenarioConfig())
+    assert never == ()
+    # the oracle: demand-driven runs of the whole package just below and above the level
+    assert _lowest_junction_pressure(hanoi, level) >= 20
+    assert _lowest_junction_pressure(hanoi, level + 2 * LEVEL_TOLERANCE) < 20
+    ranges = {
+        "demand_scale": [0.3, 0.8],
+        "diurnal_amplitude": [0.0, 0.3],
+        "demand_variation": [0.0, 0.1],
+    }
+    config = parse_config({"n_scenarios": 2, "design": ranges})
+    peaks = [s * (1 + a) * (1 + v) for s in (0.3, 0.8) for a in (0.0, 0.3) for v in (0.0, 0.1)]
+    check = check_design(config, hanoi)
+    assert sorted(check.corner_peaks) == pytest.approx(sorted(peaks))
+    assert check.n_unservable == sum(p > level for p in peaks) == 3
+    assert check.message.startswith("design check: 3 of 8 corners of the design's demand (38%)")
+
+
+def test_onboarding_designs_stay_within_what_the_network_serves(hanoi, tmp_path):
+    from wdn_explain.network import load_network
+    from wdn_explain.onboard import default_design
+
+    for network in (hanoi, load_network("Net1")):
+        design = default_design(network, tmp_path).design
+        low, high = design.demand_scale
+        peak = high * (1 + design.diurnal_amplitude[1])
+        assert 0 < low < high <= 1.0
+        if network is hanoi:  # Hanoi's pipes serve less than its base demand at 20 m
+            assert _lowest_junction_pressure(hanoi, peak) >= 20
+            assert _lowest_junction_pressure(hanoi, peak + 0.02) < 20
+        else:  # Net1 serves its base demand at the diurnal peak: the levels stay as designed
+            assert high == 1.0
+
+
+def test_cache_identity_and_timelines_follow_the_demand_model(tmp_path):
+    from wdn_explain.shipped import shipped
+    from wdn_explain.timeline import ExplainSettings, cache_identity, cache_path
+
+    model = shipped("models/default")
+    pda, dda = ScenarioConfig(), ScenarioConfig(demand_model="DDA")
+    settings = ExplainSettings()
+    assert cache_identity(pda, model, settings) != cache_identity(dda, model, settings)
+    assert cache_path(pda, model, tmp_path) != cache_path(dda, model, tmp_path)
+    stricter = ScenarioConfig(pressure_required_m=30)
+    assert cache_path(pda, model, tmp_path) != cache_path(stricter, model, tmp_path)

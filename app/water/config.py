@@ -40,6 +40,7 @@ def keyed(name: str) -> str:
 # The timeline's warnings about the simulation and the forecasts, with their headings.
 CHECKS = {
     "pressure_warning": "Check the hydraulics",
+    "delivery_warning": "Check the hydraulics",
     "forecast_warning": "Check the model",
 }
 

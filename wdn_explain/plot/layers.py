@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from ..network import Network
+from ..simulation import SHORTFALL
 from ..timeline import Timeline
 from .style import (
     DEVICES,
@@ -170,9 +171,12 @@ def _device_traces(network: Network) -> list[dict]:
 
 def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
     """Every node's hover text at ``step``: id, kind, elevation (a reservoir's head), base
-    demand, chlorine now and, when the timeline holds it, pressure."""
+    demand, chlorine now and, when the timeline holds them, pressure and the share of its
+    demand a node gets where that is below 99 % (pressure-driven hydraulics)."""
     props = network.properties
     pressure = None if timeline.node_pressure_m is None else timeline.node_pressure_m[step]
+    delivered = timeline.node_delivered_fraction
+    delivered = None if delivered is None else delivered[step]
     out = []
     for i, (node, role) in enumerate(zip(network.node_ids, network.node_roles)):
         height = "head" if role == "reservoir" else "elevation"
@@ -182,6 +186,8 @@ def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
         lines.append(f"chlorine {timeline.chlorine[step, i]:.3f} mg/L")
         if pressure is not None:
             lines.append(f"pressure {pressure[i]:.1f} m")
+        if delivered is not None and delivered[i] < 1 - SHORTFALL:
+            lines.append(f"<b>gets {delivered[i]:.0%} of its demand</b> (pressure below required)")
         out.append("<br>".join(lines))
     return out
 

@@ -268,11 +268,11 @@ def _explained_trace(network: Network, timeline: Timeline) -> dict:
 
 def opening_step(timeline: Timeline) -> int:
     """The step a view opens on: the first informative step
-    (:meth:`Timeline.first_informative_step`), moved on to the first step at which some
-    node carries chlorine, so that the chlorine map is not blank (unchanged when chlorine
-    never appears)."""
+    (:meth:`Timeline.first_informative_step`), moved on to the first step at which chlorine
+    has left its source (at least two nodes carry it), so that the chlorine map shows it
+    moving rather than one marker under the source's (unchanged when it never does)."""
     first = timeline.first_informative_step()
-    wet = np.flatnonzero(timeline.chlorine[first:].max(axis=1) > 0)
+    wet = np.flatnonzero((timeline.chlorine[first:] > 0).sum(axis=1) >= 2)
     return first + int(wet[0]) if len(wet) else first
 
 
