@@ -33,6 +33,7 @@ from .lazy import moved_getattr
 from .model_folder import model_hash
 from .records import Record
 from .scenario import ScenarioConfig
+from .simulation import SIMULATION_VERSION
 
 FORMAT = "wdn-explain-timeline/2"  # 2: chlorine in mg/L, out_of_design in meta
 
@@ -147,11 +148,13 @@ def cache_identity(
     scenario: ScenarioConfig, model_dir: str | Path, settings: ExplainSettings
 ) -> dict[str, Any]:
     """What a cached timeline (and an interrupted run's stored steps) must have been made
-    with to be reused: scenario, model, engine version and the settings' cache key."""
+    with to be reused: scenario, model, engine and simulator versions and the settings'
+    cache key."""
     return {
         "scenario_hash": scenario.config_hash(),
         "model_hash": model_hash(model_dir),
         "engine_version": ENGINE_VERSION,
+        "simulation_version": SIMULATION_VERSION,
         "settings": settings.cache_key(),
     }
 
@@ -608,6 +611,7 @@ class TimelineMeta(Record):
     scenario_hash: str
     model_hash: str
     engine_version: str
+    simulation_version: str | None = None  # None: simulated before versions were recorded
     horizon: int = Field(ge=1)
     threshold: float
     threshold_unit: str = "mg/L"
