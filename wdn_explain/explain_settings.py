@@ -16,6 +16,7 @@ from .errors import ConfigError
 from .explain.explanation import ENGINE_VERSION
 from .model_folder import model_hash
 from .scenario import ScenarioConfig
+from .simulation import SIMULATION_VERSION
 
 # What a masked node is replaced by (the reference the values are relative to): the
 # engine's baseline and the plain name the app and reports show. "none" zeroes every node
@@ -128,11 +129,13 @@ def cache_identity(
     scenario: ScenarioConfig, model_dir: str | Path, settings: ExplainSettings
 ) -> dict[str, Any]:
     """What a cached timeline (and an interrupted run's stored steps) must have been made
-    with to be reused: scenario, model, engine version and the settings' cache key."""
+    with to be reused: scenario, model, engine and simulator versions and the settings'
+    cache key."""
     return {
         "scenario_hash": scenario.config_hash(),
         "model_hash": model_hash(model_dir),
         "engine_version": ENGINE_VERSION,
+        "simulation_version": SIMULATION_VERSION,
         "settings": settings.cache_key(),
     }
 

@@ -86,7 +86,7 @@ def check_network(inp_path: str | Path) -> Network:
 
     Raises:
         ConfigError: in one line naming the file: missing, not an .inp, not an EPANET
-            network, unreadable by EPANET, no reservoir or tank, or nodes that no reservoir
+            network, unreadable by EPANET (or crashing it) or WNTR, no reservoir or tank, or nodes that no reservoir
             or tank can supply.
     """
     path = Path(inp_path)
@@ -109,6 +109,7 @@ def check_network(inp_path: str | Path) -> Network:
             f"{network.n_nodes} nodes with water"
         )
     network.check_connected()
+    network.properties  # noqa: B018 -- WNTR's read: a file it refuses fails here, in one line
     return network
 
 

@@ -52,6 +52,11 @@ SHORTFALL = 0.01
 """A node counts as under-served while it gets less than ``1 - SHORTFALL`` of its demand."""
 
 
+SIMULATION_VERSION = "2"
+"""Raised whenever the simulator gives other numbers for the same scenario (2: a reservoir
+source follows its schedule); recorded in every timeline, whose cache identity it is part of,
+so a timeline simulated before a fix is recomputed, never shown as current."""
+
 NEGATIVE_PRESSURE_M = -1e-3
 """Pressures below this (m) count as negative (EPANET rounds a zero head to about -1e-5)."""
 

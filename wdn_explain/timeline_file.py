@@ -52,6 +52,7 @@ class TimelineMeta(Record):
     scenario_hash: str
     model_hash: str
     engine_version: str
+    simulation_version: str | None = None  # None: simulated before versions were recorded
     horizon: int = Field(ge=1)
     threshold: float
     threshold_unit: str = "mg/L"

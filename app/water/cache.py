@@ -199,8 +199,18 @@ def available_timelines(default: Path, model_dir: Path) -> dict[str, Path]:
         for path in sorted(cache_dir().glob("timeline_*.npz")):
             meta = meta_of(path)
             if path != default and meta is not None and meta.get("model_hash") == digest:
-                found[scenario_name(path)] = path
+                if current_cache(path, model_dir, meta):  # else simulated or explained before a fix
+                    found[scenario_name(path)] = path
     return found
+
+
+def current_cache(path: Path, model_dir: Path, meta: dict) -> bool:
+    """Whether a cached timeline may be shown as current with the settings it was made with
+    (the cache rule, :func:`timeline_is_current`)."""
+    try:
+        return timeline_is_current(path, model_dir, settings=settings_of(meta))
+    except (ValueError, TypeError):  # settings or scenario a later version no longer reads
+        return False
 
 
 def opening_timeline(model_dir: Path, net) -> Path:
