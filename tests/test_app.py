@@ -304,12 +304,12 @@ def test_form_offers_what_the_design_covers(app):
     assert widget(app, "selectbox", "new_mode").options == design["injection_modes"]
     strength = widget(app, "slider", "new_strength")
     assert [strength.min, strength.max] == design["ranges"]["injection_strength_mg_l"]
-    # the default scenario lies inside the design: the only notice is the simulation's own
-    # pressure warning, as the shipped timeline's metadata records it
-    pressure = read_meta(ROOT / "models" / "default" / "default_timeline.npz")["pressure_warning"]
-    assert pressure.startswith("negative pressure at ")
-    assert [w.value for w in app.warning] == [f"**Check the hydraulics** -- {pressure}."]
-    assert not app.info
+    # the default scenario lies inside the design and is physical (pressure-driven, every
+    # demand delivered): no notice at all, as the shipped timeline's metadata records
+    meta = read_meta(ROOT / "models" / "default" / "default_timeline.npz")
+    assert meta["scenario"]["demand_model"] == "PDA"
+    assert meta.get("pressure_warning") is None and meta.get("delivery_warning") is None
+    assert not app.warning and not app.info
 
 
 def test_runs_from_another_directory(tmp_path, monkeypatch):

@@ -124,8 +124,8 @@ class SimulationResult:
             f"negative pressure at {int(low.any(axis=0).sum())} of {len(self.node_ids)} nodes "
             f"({low.mean():.0%} of node states), down to "
             f"{float(self.node_pressure_m[worst]):.4g} m at node {self.node_ids[worst[1]]} "
-            f"at {int(self.times_s[worst[0]])} s: the demands exceed what the network "
-            "delivers, so flows and chlorine there are not physical"
+            f"at {int(self.times_s[worst[0]])} s: demand-driven hydraulics deliver demands the "
+            "network cannot, so flows and chlorine there are not physical"
         )
 
     def save(self, path: str | Path) -> Path:
