@@ -342,6 +342,21 @@ def test_notice_for_a_card_without_design(tmp_path, monkeypatch):
     assert not any(note in i.value for i in at.main.info)
 
 
+def test_a_new_scenario_is_pressure_driven_for_a_demand_driven_model(tmp_path, monkeypatch):
+    """The WAQ-paper model learned demand-driven runs; the form still simulates a new
+    scenario pressure-driven (the physics), so no pressure goes negative."""
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(ROOT / "models" / "waq-paper"))
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    widget(at, "number_input", "new_duration").set_value(45)
+    simulate_new(at)
+    assert not at.exception
+    (made,) = (tmp_path / "cache").glob("timeline_*.npz")
+    tl = Timeline.load(made)
+    assert tl.scenario.demand_model == "PDA" and tl.scenario.pressure_required_m == 20
+    assert tl.node_pressure_m.min() > -1
+
+
 def test_switching_models_shows_the_new_models_sidebar(app):
     """Hanoi -> L-Town: every per-model widget is L-Town's (not Hanoi's values kept)."""
     from wdn_explain.shipped import model_network

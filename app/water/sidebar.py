@@ -117,6 +117,7 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
     try:
         spec = ScenarioConfig.model_validate(
             template.model_dump()
+            | physical_hydraulics(template)
             | dict(
                 injection_node=None if roles.get(node) == "reservoir" else node,
                 injection_strength_mg_l=float(strength),
@@ -282,3 +283,10 @@ def target_picker(controls, tl: Timeline) -> str | None:
         "forecast at this node (the nodes explained for this scenario; a new scenario "
         "explains the ones picked in its form)",
     )
+
+
+def physical_hydraulics(template: ScenarioConfig) -> dict:
+    """A new scenario is simulated pressure-driven: the template's pressures when it is, else
+    the package's defaults (a model trained demand-driven, the WAQ paper's, then says the
+    scenario's hydraulics differ from its training where its card records them)."""
+    return template.hydraulics if template.demand_model == "PDA" else ScenarioConfig().hydraulics
