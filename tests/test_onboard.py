@@ -84,6 +84,11 @@ def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
     assert set(design.design.injection_nodes) <= junctions
     assert design.design.injection_nodes[0] == "10"  # every drop from the pump passes 10
     assert design.design.reservoir_share == pytest.approx(0.3)
+    # pressure-driven; Net1 serves its base demand at the diurnal peak (well over 4 x at
+    # 20 m): the demand levels top out at 1 x, and the design check says all is delivered
+    assert design.scenario.demand_model == "PDA" and design.design.demand_scale[1] == 1.0
+    assert "hydraulics     pressure-driven (full demand at 20 m" in output
+    assert "design check: 0 of 8 corners" in output and "every demand is delivered" in output
     scenarios = sorted((folder / "data").glob("scenario_*.npz"))
     assert [p.name for p in scenarios] == [
         scenario_path(folder / "data", i).name for i in range(N_SCENARIOS)

@@ -356,7 +356,9 @@ def onboard(
     data = folder / DATA
     stage(f"{n_scenarios} scenarios into {data}")
     with progress_callback(progress, "simulate") as cb:
-        generate_waq(config, data, n_workers=n_workers, overwrite=overwrite, progress=cb)
+        generate_waq(
+            config, data, n_workers=n_workers, overwrite=overwrite, progress=cb, notice=tell
+        )
 
     if _trained_on(folder, config) and not overwrite:
         stage(f"kept the model in {folder} (trained on this design)")
