@@ -47,10 +47,16 @@ def _net2() -> Path:
         ({"bulk_decay_per_day": ".inf"}, "bulk_decay_per_day: Input should be a finite"),
         ({"demand_scale": ".nan"}, "demand_scale: Input should be a finite"),
         ({"network": "NET2"}, "has no reservoir: give scenario.injection_node"),
+        ({"pressure_required_m": 5}, "pressure_required_m must be above pressure_min_m"),
+        ({"pressure_exponent": -0.5}, "pressure_exponent: Input should be greater than 0"),
+        ({"pressure_min_m": ".inf"}, "pressure_min_m: Input should be a finite"),
+        ({"demand_model": "PPA"}, "demand_model: Input should be 'PDA' or 'DDA'"),
     ],
 )
 def test_simulate_refuses_what_the_simulator_would(tmp_path, scenario, message):
     lines = [f"  {k}: {str(_net2()) if v == 'NET2' else v}" for k, v in scenario.items()]
+    if "pressure_required_m" in scenario:  # not above the minimum
+        lines.append("  pressure_min_m: 10")
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("n_scenarios: 2\nscenario:\n  duration_s: 3600\n" + "\n".join(lines) + "\n")
     result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
