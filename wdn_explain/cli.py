@@ -598,12 +598,14 @@ def explain(
             scheduler=scheduler or (scenario and _config_scheduler(scenario)),
             gpu=gpu,
         )
+    from .narrative import CHECKS
+
     ood = timeline.meta.get("out_of_design")
     if ood is None:
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
     elif ood:
         typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
-    for key in ("pressure_warning", "forecast_warning"):
+    for key in CHECKS:
         if timeline.meta.get(key):
             typer.echo(f"warning: {timeline.meta[key]}", err=True)
     if timeline.meta.get("uncertainty"):

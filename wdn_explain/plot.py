@@ -513,6 +513,7 @@ def source_state(timeline: Timeline, step: int) -> str:
 
 
 SOURCE_PX, SOURCE_FONT_PX = 30, 12  # the source's star and its label
+SOURCE_ON = "#e67300"  # the source's star while it doses (the report's GIF too)
 
 
 def _panel_widths(network: Network) -> tuple[int, ...]:
@@ -595,7 +596,7 @@ def _source_trace(network: Network, timeline: Timeline, step: int, place: dict) 
         marker=dict(
             symbol="star-open",
             size=SOURCE_PX,
-            color="#e67300" if on else "#888",
+            color=SOURCE_ON if on else "#888",
             line=dict(width=3 if on else 1.5),
         ),
         hoverinfo="text",
