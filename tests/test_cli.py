@@ -36,6 +36,32 @@ def test_help_on_every_command(command):
     assert result.exit_code == 0 and "Usage" in result.output
 
 
+@pytest.mark.parametrize("group", [[], ["network"], ["chem"]])
+def test_command_lists_give_each_summary_as_one_paragraph(group):
+    """Each command's summary in the list is its docstring's first paragraph with the
+    docstring's line breaks dropped (they broke it mid-sentence), and the Markdown of the
+    docstring rendered (no backticks)."""
+    import inspect
+    import re
+
+    import typer.main
+
+    command = typer.main.get_command(app)
+    for name in group:
+        command = command.commands[name]
+    result = runner.invoke(app, [*group, "--help"], env={"COLUMNS": "2000"})
+    assert result.exit_code == 0, result.output
+    shown = {
+        line.split()[0]: " ".join(line.split()[1:])
+        for line in (re.sub(r"[│╭╮╰╯─]", " ", raw).strip() for raw in result.output.splitlines())
+        if line and line.split()[0] in command.commands
+    }
+    assert set(shown) == set(command.commands)
+    for name, sub in command.commands.items():
+        first = inspect.cleandoc(sub.help).split("\n\n")[0]
+        assert shown[name] == " ".join(first.replace("`", "").split()), name
+
+
 def test_simulate_and_data_stats(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("n_scenarios: 3\nseed: 2\nscenario:\n  duration_s: 1800\n")

@@ -96,6 +96,33 @@ def test_the_app_serves_its_static_folder():
     assert "../../app/static/${name}" in page
 
 
+def test_a_fresh_clone_has_the_static_folder():
+    """Streamlit warns "no static folder found" on the first `streamlit run` when app/static/
+    is missing: the repository keeps it (its README tracked, the scripts written there not)."""
+    import subprocess
+
+    def tracked(path: str) -> list[str]:
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", path], capture_output=True, text=True
+        )
+        if done.returncode:
+            pytest.skip("not a git checkout")
+        return done.stdout.split()
+
+    assert tracked("app/static") == ["app/static/README.md"]
+    ignored = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(ROOT),
+            "check-ignore",
+            "-q",
+            f"app/static/plotly-{plotly.__version__}.min.js",
+        ]
+    )
+    assert ignored.returncode == 0  # what the app writes there stays out of git
+
+
 QUEUE_STUB_JS = """
 // Plotly stubbed: each drawing waits until the test releases it, then records its figure
 // (a figure named "bad" is refused, as Plotly.react rejects a figure it cannot draw)
@@ -196,3 +223,96 @@ def test_a_refused_figure_stops_neither_the_queue_nor_its_own_next_try(stubbed_c
     chart.js("show(figure('bad'), {}); show(figure('C'), {})")
     chart.release_all()
     assert chart.js("return [window.refused, window.drawn]") == [3, [["A", 400], ["C", 400]]]
+
+
+@pytest.fixture
+def unloaded_chart(tmp_path):
+    """live_chart.html in a 700 px frame of a page in headless Chromium, Plotly.js never
+    ready until the test says so (``plotlyReady()``; a new browser compiles it for ~2 s):
+    what the frame shows meanwhile."""
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("needs Debian chromium and chromium-driver")
+    from test_browser import chromium
+
+    (tmp_path / "live_chart").mkdir()
+    (tmp_path / "live_chart" / "index.html").write_bytes(
+        (ROOT / "app" / "live_chart.html").read_bytes()
+    )
+    (tmp_path / "page.html").write_text(
+        '<iframe src="live_chart/index.html" style="width:700px;height:600px"></iframe>'
+    )
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=tmp_path)
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    driver = chromium()
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_port}/page.html")
+        driver.switch_to.frame(driver.find_element("tag name", "iframe"))
+        driver.execute_script(
+            "plotly = new Promise(ready => { window.plotlyReady = ready; });"
+            "fonts = Promise.resolve();"
+        )
+        yield driver
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+SKETCHED_NODES_JS = """
+const g = document.querySelector('#sketch g[data-name="nodes"]');
+return [...g.querySelectorAll('circle')].map(c =>
+  [+c.getAttribute('cx'), +c.getAttribute('cy'), c.getAttribute('fill')]);
+"""
+
+
+@pytest.mark.browser
+def test_the_first_frame_is_a_sketch_of_the_map_drawn_before_plotly_js_is_ready(
+    unloaded_chart, hanoi
+):
+    """The SI-Graph sketched while Plotly.js loads: every node where the map puts it (one
+    scale on both axes, y up), in its colour on the figure's colour scale (sampled here with
+    plotly.py), the title's first line in bold; no flow arrows drawn as dots. Plotly's
+    drawing then replaces it."""
+    import numpy as np
+    from plotly.colors import sample_colorscale, unlabel_rgb
+
+    from wdn_explain.plot import si_graph_figure
+    from wdn_explain.shipped import DEFAULT_TIMELINE
+    from wdn_explain.timeline import Timeline
+
+    driver = unloaded_chart
+    fig = si_graph_figure(Timeline.load(DEFAULT_TIMELINE), hanoi, 12)
+    fig.layout.template = None
+    driver.execute_script("show({spec: arguments[0], config: {}}, {})", fig.to_json())
+    sketched = driver.execute_script(SKETCHED_NODES_JS)
+    nodes = next(t for t in fig.data if t.name == "nodes")
+    assert len(sketched) == hanoi.n_nodes
+    xy = hanoi.map_coordinates
+    cx, cy = np.array([c[0] for c in sketched]), np.array([c[1] for c in sketched])
+    (sx, ox), (sy, oy) = np.polyfit(xy[:, 0], cx, 1), np.polyfit(xy[:, 1], cy, 1)
+    assert sx > 0 and sy == pytest.approx(-sx, rel=1e-3)  # equal aspect, y up
+    np.testing.assert_allclose(cx, ox + sx * xy[:, 0], atol=0.2)
+    np.testing.assert_allclose(cy, oy + sy * xy[:, 1], atol=0.2)
+    assert 0 < cx.min() and cx.max() < 700
+    m = nodes.marker
+    share = np.clip((np.asarray(m.color) - m.cmin) / (m.cmax - m.cmin), 0, 1)
+    expected = [
+        unlabel_rgb(c) for c in sample_colorscale([list(s) for s in m.colorscale], list(share))
+    ]
+    got = [unlabel_rgb(c[2]) for c in sketched]
+    np.testing.assert_allclose(got, expected, atol=1.01)
+    title = driver.execute_script("return document.querySelector('#sketch .title').textContent")
+    assert title == fig.layout.title.text.split("<br>")[0]
+    names = driver.execute_script(
+        "return [...document.querySelectorAll('#sketch g')].filter(g => g.querySelector("
+        "'circle')).map(g => g.dataset.name)"
+    )
+    assert "flow markers" not in names and "nodes" in names
+    # Plotly ready (stubbed): its drawing replaces the sketch
+    driver.execute_script(
+        "window.Plotly = {react: () => Promise.resolve()}; chart.on = () => {};"
+        "window.plotlyReady();"
+    )
+    time.sleep(0.3)
+    assert driver.execute_script("return document.querySelector('#sketch').children.length") == 0

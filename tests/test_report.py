@@ -67,3 +67,49 @@ def test_gif_title_names_the_interval_of_its_step(tl, hanoi):
     title = fig._suptitle.get_text()
     plt.close(fig)
     assert f"(90% interval {tl.lower[t]:.2f}–{tl.upper[t]:.2f})" in title
+
+
+@pytest.mark.parametrize("model", ["default", "hanoi-nodes"])
+def test_gif_title_lies_inside_the_frame_and_marks_the_source_as_the_maps_do(model, hanoi):
+    """Every line of the GIF's title within the frame's width (it was clipped on both sides),
+    in the timeline's own unit; the source drawn as the app's maps draw it (orange star)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+
+    from wdn_explain.narrative import unit
+    from wdn_explain.plot import SOURCE_ON
+    from wdn_explain.shipped import SHIPPED_ROOT
+
+    tl = Timeline.load(SHIPPED_ROOT / "models" / model / "default_timeline.npz")
+    t = len(tl) // 2
+    fig = gif_frame(tl, hanoi, t, frame_data(tl, t, "k-SII", 2, 10), "k-SII", 2, scale=1, top=1)
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+    title = fig._suptitle.get_text()
+    stars = [c for c in fig.axes[0].collections if c.get_paths() and c.get_facecolor().size == 0]
+    edge = [tuple(c.get_edgecolor()[0]) for c in stars]
+    plt.close(fig)
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, title)
+    assert title.replace("\n", " ").endswith(unit(tl))
+    assert to_rgba(SOURCE_ON) in edge
+
+
+def test_report_shows_the_warnings_the_app_shows(tl, hanoi):
+    """The hydraulics and model warnings and the design notice, each with its heading, as
+    the app shows them above the map; none for a timeline without them."""
+    meta = {
+        **tl.meta,
+        "pressure_warning": "negative pressures at 3 of 32 nodes (down to -5.0 m)",
+        "forecast_warning": None,
+        "out_of_design": ["strength 5 mg/L (trained on 0.3-2)"],
+    }
+    page = report_html(replace(tl, meta=meta), hanoi, index="SV")
+    assert (
+        "<b>Check the hydraulics</b> -- negative pressures at 3 of 32 nodes (down to -5.0 m)."
+        in page
+    )
+    assert "<b>Outside what this model learned</b>" in page and "strength 5 mg/L" in page
+    assert "Check the model" not in page
+    clean = {**tl.meta, "pressure_warning": None, "out_of_design": []}
+    page = report_html(replace(tl, meta=clean), hanoi, index="SV")
+    assert "class='warning'" not in page

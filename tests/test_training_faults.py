@@ -303,6 +303,18 @@ def test_range_warning_of_a_share(forecast, flagged):
     assert warning == flagged if flagged is None else warning.startswith(flagged)
 
 
+def test_physical_forecasts_move_a_small_overshoot_onto_the_bound_and_keep_far_ones():
+    """What the pipeline serves: -8.7e-5 mg/L is 0 mg/L and a share of 1.03 is 1; a share of
+    4.8 or -0.3 stays as it is, for the range warning to name (both targets)."""
+    from wdn_explain.features import InputSpec
+
+    share = InputSpec().physical(np.array([-0.04, 0.0, 0.5, 1.03, 4.8, -0.3], dtype=np.float32))
+    np.testing.assert_array_equal(share, np.array([0, 0, 0.5, 1, 4.8, -0.3], dtype=np.float32))
+    assert share.dtype == np.float32
+    node = InputSpec(target="node_chlorine_mg_l").physical(np.array([-8.7e-5, 0.9, 7.0, -4.0]))
+    np.testing.assert_array_equal(node, [0.0, 0.9, 7.0, -4.0])  # no upper bound on mg/L
+
+
 def test_a_rare_small_overshoot_is_not_called_damage():
     """3 of 1000 node forecasts at -0.18 mg/L read as a regression's error near 0; 3 of 100,
     or one at -4 mg/L, still point at damaged weights."""

@@ -16,8 +16,12 @@ from .chem.cli import app as chem_app
 from .errors import ConfigError, DataError, WdnExplainError
 from .features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
 
+# Help texts read as Markdown: a docstring's lines are joined into paragraphs that fill the
+# terminal (Rich markup kept each line break, and took "[default: ...]" for a style tag).
+MARKUP = "markdown"
 app = typer.Typer(
     help="Exact Shapley-interaction explanations of GNNs on water distribution networks.",
+    rich_markup_mode=MARKUP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -25,6 +29,7 @@ app = typer.Typer(
 app.add_typer(chem_app, name="chem")
 network_app = typer.Typer(
     help="Your own network: from its EPANET .inp file to a model the app lists.",
+    rich_markup_mode=MARKUP,
     no_args_is_help=True,
 )
 app.add_typer(network_app, name="network")
@@ -597,12 +602,14 @@ def explain(
             scheduler=scheduler or (scenario and _config_scheduler(scenario)),
             gpu=gpu,
         )
+    from .narrative import CHECKS
+
     ood = timeline.meta.get("out_of_design")
     if ood is None:
         typer.echo(f"warning: {UNKNOWN_DESIGN}", err=True)
     elif ood:
         typer.echo(f"warning: outside the model's training design: {'; '.join(ood)}", err=True)
-    for key in ("pressure_warning", "delivery_warning", "forecast_warning"):
+    for key in CHECKS:
         if timeline.meta.get(key):
             typer.echo(f"warning: {timeline.meta[key]}", err=True)
     if timeline.meta.get("uncertainty"):

@@ -169,6 +169,17 @@ class InputSpec:
         flow = flow_lps / self.flow_scale_lps
         return np.concatenate([flow, -flow], axis=-1)[..., None].astype(np.float32)
 
+    def physical(self, forecast: np.ndarray) -> np.ndarray:
+        """``forecast`` with the values that leave :data:`LABEL_RANGE` by at most
+        :data:`RANGE_TOLERANCE` moved onto the bound they cross (a linear head's small
+        overshoot: -8.7e-5 mg/L is 0 mg/L); farther ones are kept for
+        :meth:`range_warning` to name. The model and its explanations keep their raw output."""
+        forecast = np.asarray(forecast)
+        low, high = LABEL_RANGE[self.target]
+        near_low = (forecast < low) & (forecast >= low - RANGE_TOLERANCE)
+        near_high = (forecast > high) & (forecast <= high + RANGE_TOLERANCE)
+        return np.where(near_low, low, np.where(near_high, high, forecast)).astype(forecast.dtype)
+
     def range_warning(self, forecast: np.ndarray) -> str | None:
         """One sentence when forecasts leave the label's physical range :data:`LABEL_RANGE`
         by more than :data:`RANGE_TOLERANCE` (None when all lie inside)."""

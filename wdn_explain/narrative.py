@@ -27,6 +27,32 @@ def value_unit(timeline: Timeline) -> str:
     return "mg/L" if timeline.node_level else "share of nodes"
 
 
+# The timeline's warnings about the simulation and the forecasts (meta keys), with the
+# headings the app and the HTML report give them.
+CHECKS = {
+    "pressure_warning": "Check the hydraulics",
+    "delivery_warning": "Check the hydraulics",
+    "forecast_warning": "Check the model",
+}
+OUTSIDE_DESIGN = "Outside what this model learned"
+
+
+def warnings_of(timeline: Timeline) -> list[tuple[str, str]]:
+    """What a reader must see before trusting the timeline, as (heading, text): the scenario
+    lies outside the model's training design (naming what), its simulation has negative
+    pressures or demand it did not deliver, its forecasts leave their range. Shown by the app and the HTML report."""
+    out = []
+    if timeline.meta.get("out_of_design"):
+        out.append(
+            (
+                OUTSIDE_DESIGN,
+                "the forecast is an extrapolation and its explanation describes that "
+                "extrapolation: " + "; ".join(timeline.meta["out_of_design"]),
+            )
+        )
+    return out + [(h, timeline.meta[k]) for k, h in CHECKS.items() if timeline.meta.get(k)]
+
+
 HOW_TO_READ = """
 **What the model forecasts.** The share of the network's nodes that will carry chlorine
 (at least the threshold) a fixed time ahead: "forecast made at 40 min for 60 min" uses the
@@ -60,7 +86,8 @@ together.
 
 **Why exact.** The values are computed exactly (GraphSHAP-IQ): the model only looks a few
 pipes away from each node, so only interactions inside such neighbourhoods can be non-zero.
-The square marks the reservoir; a thick outline marks the injection node.
+The square marks the reservoir; the orange star marks where chlorine enters, labelled
+"source on" with its setpoint while it doses (grey, "source off", while it does not).
 """
 
 # Shown above every map of a network without coordinates (see Network.has_coordinates).

@@ -244,7 +244,7 @@ def explain_scenario(
             scheduler, model_dir, settings, meta, graphs, steps, store, gpu, progress
         )
     if inputs.node_level:
-        node_forecast = node_forecasts(model, [graphs[t] for t in steps])
+        node_forecast = inputs.physical(node_forecasts(model, [graphs[t] for t in steps]))
         if chosen is None:
             source = network.node_index(injection_node(scenario, network))
             chosen = [default_target(node_forecast, inputs.min_residual_mg_l, source)]
@@ -266,7 +266,9 @@ def explain_scenario(
         meta |= {"target_nodes": ids, "node": ids[0], "min_residual_mg_l": inputs.min_residual_mg_l}
     explanations = series.pop("mean")
     forecast = (
-        node_forecast if inputs.node_level else np.array([e.prediction for e in explanations])
+        node_forecast
+        if inputs.node_level
+        else inputs.physical(np.array([e.prediction for e in explanations]))
     )
     meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
     if meta["forecast_warning"]:

@@ -10,6 +10,7 @@ import io
 import json
 import re
 import tempfile
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -19,7 +20,6 @@ from .files import atomic_write
 from .narrative import (
     HOW_TO_READ,
     NO_COORDINATES,
-    UNIT,
     forecast_time,
     index_label,
     index_name,
@@ -29,12 +29,15 @@ from .narrative import (
     scenario_text,
     summary,
     threshold_text,
+    unit,
+    warnings_of,
 )
 from .network import Network
 from .plot import (
     LABELLED_NODES,
     NEGATIVE,
     POSITIVE,
+    SOURCE_ON,
     forecast_figure,
     frame_data,
     marker_scale,
@@ -43,6 +46,8 @@ from .plot import (
 )
 from .simulation import injection_node
 from .timeline import REFERENCES, Timeline
+
+TITLE_PT = 10  # the GIF's title lines (points)
 
 
 def _markdown(text: str) -> str:
@@ -93,15 +98,19 @@ def report_html(
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title>",
         "<style>body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
-        "p{line-height:1.4}</style></head><body>",
+        "p{line-height:1.4}.warning{background:#fff8e1;padding:.6em;border-radius:4px}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f"<p>Network <b>{html.escape(network.name)}</b>: {network.n_nodes} nodes, "
         f"{network.n_links} links.</p>",
         f"<p><b>{html.escape(index_label(index, order))}</b> values relative to "
-        f"<b>{html.escape(REFERENCES[timeline.reference][1])}</b>, in {UNIT}. A node counts "
+        f"<b>{html.escape(REFERENCES[timeline.reference][1])}</b>, in {unit(timeline)}. A node counts "
         f"as chlorinated with {html.escape(threshold_text(timeline))}. Model "
         f"{html.escape(str(timeline.meta['model_hash']))}, "
         f"{html.escape(timeline.engine_label)}.</p>",
+        *(
+            f"<p class='warning'><b>{html.escape(heading)}</b> -- {html.escape(text)}.</p>"
+            for heading, text in warnings_of(timeline)
+        ),
         f"<p><i id='summary'>{html.escape(sentences[start])}</i></p>",
         "" if network.has_coordinates else f"<p><b>Note:</b> {html.escape(NO_COORDINATES)}</p>",
         si.to_html(full_html=False, include_plotlyjs=True, auto_play=False, div_id="si-graph"),
@@ -234,17 +243,25 @@ def gif_frame(
                 linewidths=area**0.5,
                 zorder=2,
             )
-    ax.scatter(
-        *xy[injection], s=500 * area**0.5, facecolors="none", edgecolors="black", lw=2.5, zorder=3
+    ax.scatter(  # the source as on the app's maps: a hollow orange star
+        *xy[injection],
+        s=700 * area**0.5,
+        marker="*",
+        facecolors="none",
+        edgecolors=SOURCE_ON,
+        lw=2,
+        zorder=3,
     )
     if network.n_nodes <= LABELLED_NODES:
         for i, nid in enumerate(network.node_ids):
             ax.annotate(nid, xy[i], xytext=(5, 5), textcoords="offset points", fontsize=9)
     name = index_name(index)
-    fig.colorbar(sc, ax=ax, label=f"{name} of a node ({UNIT})", shrink=0.8)
+    fig.colorbar(sc, ax=ax, label=f"{name} of a node ({unit(timeline)})", shrink=0.8)
     handles = [
         Line2D([], [], marker="s", ls="", color="grey", label="reservoir"),
-        Line2D([], [], marker="o", ls="", mfc="none", mec="black", ms=14, label="injection"),
+        Line2D(
+            [], [], marker="*", ls="", mfc="none", mec=SOURCE_ON, ms=14, label="chlorine enters"
+        ),
         Line2D([], [], marker="o", ls="", color=POSITIVE, label="raises forecast"),
         Line2D([], [], marker="o", ls="", color=NEGATIVE, label="lowers forecast"),
     ]
@@ -265,12 +282,15 @@ def gif_frame(
     drawn = ", nodes and strongest pairs" if order >= 2 else ""
     interval = interval_range(timeline, t)
     interval = f" ({interval})" if interval else ""
-    fig.suptitle(
-        f"{index_label(index, order)}{drawn}: {forecast_time(timeline, t)}\n"
-        f"forecast {e.prediction:.2f}{interval}, simulated {timeline.truth[t]:.2f}, reference "
-        f"({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — {UNIT}",
-        fontsize=10,
+    lines = (
+        f"{index_label(index, order)}{drawn}: {forecast_time(timeline, t)}",
+        f"forecast {e.prediction:.2f}{interval}, simulated {timeline.truth[t]:.2f}",
+        f"reference ({reference_label(timeline.reference)}) {e.empty_prediction:.2f} — "
+        f"{unit(timeline)}",
     )
+    # each line kept inside the frame: ~0.6 em a character in matplotlib's sans-serif
+    fits = int(fig.get_figwidth() * 72 / (0.6 * TITLE_PT))
+    fig.suptitle("\n".join(textwrap.fill(line, fits) for line in lines), fontsize=TITLE_PT)
     ax.set_axis_off()
     ax.set_aspect("equal")
     ax.margins(0.08)

@@ -37,14 +37,6 @@ def keyed(name: str) -> str:
     return f"{name}@{st.session_state.get('model', '')}"
 
 
-# The timeline's warnings about the simulation and the forecasts, with their headings.
-CHECKS = {
-    "pressure_warning": "Check the hydraulics",
-    "delivery_warning": "Check the hydraulics",
-    "forecast_warning": "Check the model",
-}
-
-
 DRIVER_COLUMNS = {  # the table sits in a 2/5 column: short headers, the rest as help
     "driver": st.column_config.TextColumn(width="medium"),
     "of the difference": st.column_config.TextColumn(

@@ -13,7 +13,6 @@ import streamlit as st
 from water.cache import followed, scale_of, shown, timeline_from, version_of
 from water.config import (
     CHART,
-    CHECKS,
     DRIVER_COLUMNS,
     MAP,
     MAP_VIEWS,
@@ -31,6 +30,7 @@ from wdn_explain.narrative import (
     summary,
     threshold_text,
     unit,
+    warnings_of,
 )
 from wdn_explain.plot import (
     LABELLED_NODES,
@@ -53,18 +53,11 @@ from wdn_explain.timeline import (
 
 def design_notice(tl: Timeline) -> None:
     """Visible notices above the map: the scenario lies outside the model's training design
-    (naming what); the simulation has negative pressures or the forecasts leave their
-    range. Nothing otherwise (wide intervals are noted under the forecast chart; a model
+    (naming what); the simulation has negative pressures or unmet demand, or the forecasts
+    leave their range (:func:`~wdn_explain.narrative.warnings_of`). Nothing otherwise (wide intervals are noted under the forecast chart; a model
     without a recorded design is noted under the model picker, :func:`pick_model`)."""
-    ood = tl.meta.get("out_of_design")
-    if ood:
-        st.warning(
-            "**Outside what this model learned** -- the forecast is an extrapolation and its "
-            "explanation describes that extrapolation: " + "; ".join(ood) + "."
-        )
-    for key, heading in CHECKS.items():
-        if tl.meta.get(key):
-            st.warning(f"**{heading}** -- {tl.meta[key]}.")
+    for heading, text in warnings_of(tl):  # the report shows the same (one home)
+        st.warning(f"**{heading}** -- {text}.")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..errors import DataError, WdnExplainError
 
 app = typer.Typer(
     help="Molecule classifiers (MUTAG, Benzene, ...) and their exact SI-Graphs.",
+    rich_markup_mode="markdown",  # as the water commands' (wdn_explain.cli.MARKUP)
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -11,7 +11,7 @@ from ..map_labels import (
 from ..network import Network
 from ..simulation import injection_node
 from ..timeline import Timeline
-from .style import LABELLED_NODES, SOURCE_FONT_PX, SOURCE_PX, trace_type
+from .style import LABELLED_NODES, SOURCE_FONT_PX, SOURCE_ON, SOURCE_PX, trace_type
 
 
 def source_state(timeline: Timeline, step: int) -> str:
@@ -101,7 +101,7 @@ def _source_trace(network: Network, timeline: Timeline, step: int, place: dict) 
         marker=dict(
             symbol="star-open",
             size=SOURCE_PX,
-            color="#e67300" if on else "#888",
+            color=SOURCE_ON if on else "#888",
             line=dict(width=3 if on else 1.5),
         ),
         hoverinfo="text",

@@ -48,6 +48,7 @@ BEND = 0.2  # a pair's arc bulges sideways by this share of the distance between
 
 
 SOURCE_PX, SOURCE_FONT_PX = 30, 12  # the source's star and its label
+SOURCE_ON = "#e67300"  # the source's star while it doses (the report's GIF too)
 
 
 BAND = "rgba(214,39,40,0.18)"  # the forecast's interval: the forecast's red, translucent
