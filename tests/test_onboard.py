@@ -98,13 +98,19 @@ def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
     warnings = [line for line in text if line.startswith("warning:")]  # two epochs: may warn
     text = text[len(warnings) :]
     assert text[0].startswith(f"test: {1 * (N_REPORTS - HORIZON)} samples")
-    mae = {row[0]: float(row[1]) for row in map(str.split, text[2:6])}  # the table's MAE column
-    assert set(mae) == {"model", "persistence", "climatology", "tree"}
+    mae = {row[0]: float(row[1]) for row in map(str.split, text[2:7])}  # the table's MAE column
+    assert set(mae) == {"model", "persistence", "climatology", "tree", "flat_tree"}
     warned = any("no better than persistence" in line for line in warnings)
     assert warned == (mae["model"] >= mae["persistence"])
     assert "seed" not in re.search(r"\[6/6\] explain[^\n]*", output).group()  # a drawn seed
     # the app finds the folder, its default scenario and its current timeline
     assert output.rstrip().endswith("the app (`streamlit run app/main.py`) lists it")
+    # the last line says whether the model beats the tree on its test scenarios
+    last = output.rstrip().splitlines()[-1]
+    if mae["model"] < mae["tree"]:
+        assert "its model beats the tree" in last
+    else:
+        assert "its model is NO BETTER THAN THE TREE" in last and "more scenarios" in last
     monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(folder.parent))
     assert water_models()["mytown"] == folder
     assert default_timeline(folder) == folder / "default_timeline.npz"

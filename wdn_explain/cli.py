@@ -262,6 +262,7 @@ def train(
     """Train the forecasting GNN; saves weights and a model card."""
     from .features import InputSpec
     from .model import ModelConfig
+    from .scoring import metrics_line
     from .training import TrainConfig
     from .training import train as run_training
 
@@ -308,21 +309,13 @@ def train(
     m = card["metrics"]
     if card["interrupted"]:
         typer.echo("interrupted: saved the best epoch so far")
-    tree = f", tree {m['tree_mae']:.4f}" if "tree_mae" in m else ""
-    compliance = (
-        f"; compliance share MAE {m['compliance_mae']:.4f}" if "compliance_mae" in m else ""
-    )
-    scores = (
-        f"test MAE {m['mae']:.4f} (persistence {m['persistence_mae']:.4f}, "
-        f"climatology {m['climatology_mae']:.4f}{tree}){compliance}; "
-        f"{m['confidence']:.0%} interval coverage {m['coverage']:.3f}"
-        if m
-        else "no test scenarios to score"
-    )
+    scores = f"test {metrics_line(m)}" if m else "no test scenarios to score"
     typer.echo(
         f"saved {out} ({len(card['history'])} epochs on {card['device']}, "
         f"{card['epoch_seconds']:.1f} s/epoch): {scores}"
     )
+    for warning in m.get("warnings", []):
+        typer.echo(f"warning: {warning}")
 
 
 @app.command()
@@ -761,6 +754,7 @@ def onboard(
     ones. A network that cannot be simulated is refused in one line, with nothing written;
     run the same command again to resume an interrupted run."""
     from .onboard import onboard as run_onboarding
+    from .onboard import onboard_verdict
     from .shipped import user_models_dir, water_models
 
     folder = out or user_models_dir() / inp.stem.lower()
@@ -780,7 +774,7 @@ def onboard(
         )
     listed = done.folder.resolve() in {m.resolve() for m in water_models().values()}
     typer.echo(
-        f"model folder {done.folder}: "
+        f"model folder {done.folder}: {onboard_verdict(done.metrics)}; "
         + (
             "the app (`streamlit run app/main.py`) lists it"
             if listed

@@ -33,6 +33,7 @@ from .narrative import scenario_text
 from .network import Network, load_network
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig, SimulationConfig, load_config
+from .scoring import beats_tree, metrics_line
 from .shipped import MODEL_SCENARIO, MODEL_TIMELINE, SHIPPED_ROOT, default_scenario
 
 logger = logging.getLogger(__name__)
@@ -414,19 +415,39 @@ def _write_evaluation(folder: Path, data: Path, device: str) -> list[str]:
     warning = [f"{WARNING}{w}" for w in score_warnings(scores)]
     with atomic_write(folder / EVALUATION) as tmp:
         tmp.write_text("\n".join(warning + lines) + "\n")
-    summary = (
-        f"{lines[0]}: MAE {res['mae']:.4f} (persistence {res['persistence_mae']:.4f}, "
-        f"climatology {res['climatology_mae']:.4f}, tree {res['tree_mae']:.4f})"
+    return [f"{lines[0]}: {metrics_line(res)}", *warning]
+
+
+def onboard_verdict(metrics: dict) -> str:
+    """What an onboarded model is worth, from its card's test ``metrics``: better than the
+    strong tree (:func:`~wdn_explain.tree.tree_forecast`) or not, with the remedy."""
+    better = beats_tree(metrics)
+    if better is None:
+        return "no test scenarios to compare its model with the tree"
+    if better:
+        return (
+            f"its model beats the tree on the test scenarios (MAE {metrics['mae']:.4f} "
+            f"against {metrics['tree_mae']:.4f})"
+        )
+    return (
+        f"its model is NO BETTER THAN THE TREE on the test scenarios (MAE "
+        f"{metrics['mae']:.4f} against {metrics['tree_mae']:.4f}): simulate more scenarios "
+        "or train more epochs"
     )
-    return [summary, *warning]
 
 
 def evaluation_warnings(folder: str | Path) -> list[str]:
-    """The warnings a model folder's ``evaluation.txt`` records (none without the file):
-    the app shows them beside the model's name."""
+    """The warnings a model folder's ``evaluation.txt`` records, then those of its card's
+    test metrics not among them (no better than the tree or persistence; none without
+    either): the app shows them beside the model's name."""
     path = Path(folder) / EVALUATION
     lines = path.read_text().splitlines() if path.is_file() else []
-    return [line.removeprefix(WARNING) for line in lines if line.startswith(WARNING)]
+    found = [line.removeprefix(WARNING) for line in lines if line.startswith(WARNING)]
+    try:
+        card_warnings = read_card(folder).metrics.get("warnings", [])
+    except DataError:
+        card_warnings = []
+    return found + [w for w in card_warnings if w not in found]
 
 
 def _default_scenario(folder: Path, network: Network, overwrite: bool) -> ScenarioConfig:

@@ -60,6 +60,7 @@ from .model_folder import (
 from .progress import ProgressArg
 from .records import ModelCard, WaqManifest
 from .scenario import ScenarioConfig
+from .tree import flat_tree_forecast, tree_forecast
 
 logger = logging.getLogger(__name__)
 
@@ -471,7 +472,7 @@ def _train_into(
             "n_scenarios": arrays.n_scenarios,
         },
         "conformal": conformal,
-        "metrics": {k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")},
+        "metrics": card_metrics(metrics),
         "history": history,
         "interrupted": result.interrupted,
         "device": str(dev),
@@ -532,11 +533,22 @@ def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, An
     test_set = card.dataset(data_dir, "test", arrays)
     if len(test_set):
         metrics = evaluate(model, test_set, conformal=record["conformal"])
-        record["metrics"] = {
-            k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")
-        }
+        record["metrics"] = card_metrics(metrics)
     write_card(model_dir, record)
     return record
+
+
+def card_metrics(results: dict[str, Any]) -> dict[str, Any]:
+    """The card's ``metrics``: :func:`evaluate`'s test results without the per-step rows,
+    with ``warnings`` (:func:`~.scoring.metric_warnings`: no better than persistence or the
+    tree, forecasts out of range), so the card says what the model is worth; empty for no
+    test split."""
+    from .scoring import metric_warnings
+
+    if not results:
+        return {}
+    kept = {k: v for k, v in results.items() if k not in ("per_step", "forecast_warning")}
+    return kept | {"warnings": metric_warnings(results, "test")}
 
 
 def training_envelope(
@@ -582,26 +594,9 @@ def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
     }
 
 
-BASELINES = ("persistence", "climatology", "tree")
-NODE_BASELINES = ("persistence", "climatology")
-"""The node target's baselines (a tree per node was not fitted: see the README)."""
-
-
-def tree_forecast(
-    dataset: WaqDataset, fit_on: WaqDataset | None = None, seed: int = 0
-) -> np.ndarray:
-    """The gradient-boosted tree baseline's forecast of every sample: scikit-learn's
-    HistGradientBoostingRegressor (absolute error loss, seeded) fitted on every step of the
-    training scenarios of ``fit_on`` (default: ``dataset``'s folder), on the same inputs the
-    GNN sees, flattened (node features, plan included, and edge flows)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
-    fit_on = fit_on or dataset
-    if not len(fit_on.train_scenarios):
-        raise DataError(f"'{fit_on.folder}' has no training scenarios to fit the tree baseline")
-    tree = HistGradientBoostingRegressor(loss="absolute_error", random_state=seed)
-    tree.fit(fit_on.flat_inputs(fit_on.train_scenarios), fit_on.train_targets())
-    return np.clip(tree.predict(dataset.flat_inputs()), 0.0, 1.0).astype(np.float32)
+BASELINES = ("persistence", "climatology", "tree", "flat_tree")
+NODE_BASELINES = ("persistence", "climatology", "tree")
+"""The node target's baselines: the tree is one per node; the flat tree is the share's only."""
 
 
 def evaluate(
@@ -616,8 +611,10 @@ def evaluate(
     source switches within the horizon).
 
     Baselines: persistence (y(t + h) = y(t)), the time-step climatology (the mean
-    training-split label at the same step, :meth:`WaqDataset.climatology`) and, for the share
-    target, a gradient-boosted tree on the same inputs (:func:`tree_forecast`).
+    training-split label at the same step, :meth:`WaqDataset.climatology`), the strong tree
+    (:func:`~.tree.tree_forecast`: the model's inputs, the plan over the horizon and
+    summaries; one tree per node for a node-level model, whose compliance share it also
+    forecasts) and, for the share target, the flat tree (:func:`~.tree.flat_tree_forecast`).
 
     For a node-level model (``node_chlorine_mg_l``) the scores are per-node errors in mg/L
     over every node of every sample, and ``compliance_*`` score the compliance share derived
@@ -649,13 +646,17 @@ def evaluate(
     forecasts = {"model": pred, "persistence": dataset.persistence()}
     forecasts["climatology"] = dataset.climatology()
     baselines = NODE_BASELINES if inputs.node_level else BASELINES
-    if "tree" in baselines:
-        forecasts["tree"] = tree_forecast(dataset, tree_data)
+    forecasts["tree"] = tree_forecast(dataset, tree_data)
+    if "flat_tree" in baselines:
+        forecasts["flat_tree"] = flat_tree_forecast(dataset, tree_data)
     scored = {"": (forecasts, true)}
     if inputs.node_level:
         share = dataset.compliance_forecasts()
-        share_forecasts = {"model": inputs.compliance(pred)}
-        share_forecasts |= {b: share[b] for b in NODE_BASELINES}
+        share_forecasts = {
+            "model": inputs.compliance(pred),
+            "tree": inputs.compliance(forecasts["tree"]),
+        }
+        share_forecasts |= {b: share[b] for b in ("persistence", "climatology")}
         scored["compliance_"] = (share_forecasts, share["truth"])
 
     def maes(sel: np.ndarray) -> dict[str, float]:

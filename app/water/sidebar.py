@@ -17,6 +17,7 @@ from wdn_explain.model_folder import model_hash
 from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, evaluation_warnings, onboard
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.scoring import metrics_line
 from wdn_explain.shipped import (
     default_scenario,
     user_models_dir,
@@ -197,6 +198,8 @@ def pick_model():
     model_dir = models[name]
     net = network(str(model_dir), model_hash(model_dir))
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
+    if "mae" in (metrics := card_of(model_dir).metrics):  # its test scores beside the tree
+        st.sidebar.caption(f"test {metrics_line(metrics)}")
     for warning in evaluation_warnings(model_dir):  # recorded when the model was built
         st.sidebar.warning(f"**Check the model** -- {warning}.")
     if card_of(model_dir).design is None:
