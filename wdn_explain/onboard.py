@@ -27,13 +27,13 @@ import yaml
 from . import recipe
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output
-from .hydraulics import servable_demand_scale
 from .model_folder import CARD, read_card
 from .narrative import scenario_text
 from .network import Network, load_network
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig, SimulationConfig, load_config
 from .scoring import beats_tree, metrics_line
+from .servable import servable_demand_scale
 from .shipped import MODEL_SCENARIO, MODEL_TIMELINE, SHIPPED_ROOT, default_scenario
 
 logger = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ def default_design(
     its copy ``folder/<name>.inp``: chlorine enters at the first reservoir in 30 % of the
     scenarios (none without a reservoir), otherwise at a booster at one of the
     :func:`booster_candidates`; its demand levels are the network's own
-    (:func:`~.hydraulics.servable_demand_scale`: at the diurnal peak at most what it serves
+    (:func:`~.servable.servable_demand_scale`: at the diurnal peak at most what it serves
     at the required pressure, at most its base demand), so the required pressure holds over
     most of the design.
 

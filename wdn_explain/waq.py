@@ -24,10 +24,10 @@ import numpy as np
 
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output, remove_stray_temporaries
-from .hydraulics import check_design
 from .network import Network, load_network
 from .records import ManifestNetwork, WaqManifest
 from .scenario import SimulationConfig
+from .servable import check_design
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_waq
 from .workers import init_worker, scratch_folder, worker_count, working_directory
@@ -282,14 +282,14 @@ def generate_waq(
         scheduler: Address of a Dask scheduler to run the scenarios on (see
             :mod:`.cluster`; ``folder`` must be reachable by its workers); None runs here.
         notice: Called once, before simulating, with the hydraulics and the design check
-            (:func:`~.hydraulics.check_design`) in two lines.
+            (:func:`~.servable.check_design`) in two lines.
 
     Raises:
         DataError: the folder holds another config's files and ``overwrite`` is off, or
             cannot be written.
         ConfigError: the config names an unknown network or injection node, a
             pressure-driven design asks more demand than the network serves at the required
-            pressure in every corner (:func:`~.hydraulics.check_design`), a scenario fails in
+            pressure in every corner (:func:`~.servable.check_design`), a scenario fails in
             the simulator, or the set is too large without ``allow_large``.
     """
     folder = check_output(folder, kind="dir", what="output folder")

@@ -237,8 +237,8 @@ def _lowest_junction_pressure(hanoi, level: float) -> float:
 
 
 def test_servable_level_and_the_design_check_against_plain_runs(hanoi):
-    from wdn_explain.hydraulics import LEVEL_TOLERANCE, check_design, servable_demand_level
     from wdn_explain.scenario import parse_config
+    from wdn_explain.servable import LEVEL_TOLERANCE, check_design, servable_demand_level
 
     level, never = servable_demand_level(hanoi, ScenarioConfig())
     assert never == ()
