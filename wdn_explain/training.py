@@ -454,9 +454,9 @@ def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, An
     model, card = load_model(model_dir)
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
-    calib_set = card.dataset(data_dir, "calib", arrays)
+    calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
-    test_set = card.dataset(data_dir, "test", arrays)
+    test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
     if len(test_set):
         metrics = evaluate(model, test_set, conformal=record["conformal"])
         record["metrics"] = {
