@@ -1,6 +1,6 @@
 """Speed of node-level explanations (issue 19). One figure per line.
 
-Usage: python benchmarks/bench_node.py [--layers 3] [--skip-masked]
+Usage: python benchmarks/speed/bench_node.py [--layers 3] [--skip-masked]
 
 Explains every node of Hanoi (32 targets) for a node-level 3-layer ChlorineGNN with random
 weights and a head on every node (``pooling = None``), random node and edge inputs:

@@ -1,6 +1,6 @@
 """Exact explanations at utility scale (issue 12): one figure per line, one table row a line.
 
-Usage: python benchmarks/bench_scale.py [--device cpu|cuda] [--threads 2]
+Usage: python benchmarks/speed/bench_scale.py [--device cpu|cuda] [--threads 2]
        [--networks hanoi net3 ky8 l-town] [--layers 1 2 3] [--memory-gb G]
        [--max-states 2e8] [--timeout 900]
 

@@ -1,6 +1,6 @@
 """Threads chosen for the work (issue 19): one figure per line.
 
-Usage: python benchmarks/bench_threads.py [--steps 33] [--repeats 2] [--skip-large]
+Usage: python benchmarks/speed/bench_threads.py [--steps 33] [--repeats 2] [--skip-large]
 
 Explains every step of the shipped default scenario (node 12, the shipped model, both
 references as a timeline does: MIs + SV + k-SII(2)) with the engine's default thread

@@ -1,6 +1,6 @@
 """Chemistry training speed: seconds per epoch, PyG DataLoader loop against ``train_classifier``.
 
-Usage: ``python benchmarks/bench_chem_training.py [DATA_ROOT] [--epochs 20]`` (default
+Usage: ``python benchmarks/paper/bench_chem_training.py [DATA_ROOT] [--epochs 20]`` (default
 ``../shared/datasets/chem``). Trains the paper's AlkaneCarbonyl GCN-3 (its data version, 900
 training molecules, batch 64, dropout 0.5, Adam 1e-2) on one CPU thread, twice with the same
 seed: the straightforward loop (PyG's DataLoader collating ``Data`` objects every batch of

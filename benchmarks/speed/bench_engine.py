@@ -1,12 +1,12 @@
 """Speed of the explain engine (issue: GraphSHAP-IQ engine). One figure per line.
 
-Usage: python benchmarks/bench_engine.py [--reference-layers 3] [--skip-reference]
+Usage: python benchmarks/speed/bench_engine.py [--reference-layers 3] [--skip-reference]
 
 Compares, on one Hanoi time step with the shipped 3-layer model:
 * wdn-explain exact (state graph), MIs + SV, k-SII(2), STII(2), FSII(2), BV, BII(2), FBII(2);
 * the same step on one thread, MIs + SV, k-SII(2), STII(2), FSII(2), warm (wall and CPU);
 * wdn-explain exact by masked graphs (the paper's Algorithm 1, batched);
-* the straightforward Algorithm 1 in benchmarks/reference_graphshapiq.py (per-coalition
+* the straightforward Algorithm 1 in benchmarks/speed/reference_graphshapiq.py (per-coalition
   calls, subset-sum Möbius), checked to agree;
 then a 33-step timeline, Hanoi with a 4-layer model, and time vs |I| on random geometric
 graphs (2-layer GCN). Each measurement runs in its own process to report its peak memory.
@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 INDICES = [("SV", 1), ("k-SII", 2), ("STII", 2), ("FSII", 2), ("BV", 1), ("BII", 2), ("FBII", 2)]
 
 

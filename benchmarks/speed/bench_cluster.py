@@ -1,7 +1,7 @@
 """Throughput of WAQ generation and timeline explanation on a local Dask cluster with 1 and
 2 worker processes, against a local serial run in the same process (one figure per line).
 
-Usage: python benchmarks/bench_cluster.py [N_SCENARIOS] [DURATION_S]
+Usage: python benchmarks/speed/bench_cluster.py [N_SCENARIOS] [DURATION_S]
 
 Generation: N_SCENARIOS (default 24) of simulations/waq.yaml. Explanation: one scenario of
 DURATION_S seconds (default 7200) with the shipped default model, every step against both
@@ -26,7 +26,7 @@ from wdn_explain.scenario import load_config
 from wdn_explain.shipped import default_model
 from wdn_explain.waq import generate_waq
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bytes(folder: Path) -> list[bytes]:

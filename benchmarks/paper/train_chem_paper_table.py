@@ -1,6 +1,6 @@
 """Table 1 like for like: the paper's data version, atom-type features, its split sizes, seeds.
 
-Usage: ``python benchmarks/train_chem_paper_table.py [DATASET ...] [--root DATA_ROOT]
+Usage: ``python benchmarks/paper/train_chem_paper_table.py [DATASET ...] [--root DATA_ROOT]
 [--seeds 0,1,...] [--models DIR] [--variant NAME]`` (``--variant``: one of :data:`VARIANTS`,
 the project's changes to a cell, instead of the paper's cells).
 Trains the cells of :data:`CELLS` (all datasets, or the named ones) one model at a time on
@@ -116,7 +116,7 @@ VARIANTS = {
     ),
     # one attempt at the models' level (they fit only 95-96 % of their own training split),
     # each on the paper's split, 4 seeds, judged on the molecules outside the training split
-    # (benchmarks/chem_paper_alkane_population.py), never on the test sets
+    # (docs/studies/alkanecarbonyl/chem_paper_alkane_population.py), never on the test sets
     "paper's split, no dropout or weight decay": (
         "AlkaneCarbonyl",
         "GCN",

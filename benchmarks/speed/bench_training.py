@@ -1,8 +1,8 @@
 """Training speed: seconds per epoch and wall time to a test MAE, old loop against new.
 
 Usage:
-    python benchmarks/bench_training.py epochs DATA_DIR [--threads 1 2] [--batch 64 512 2048]
-    python benchmarks/bench_training.py to-mae DATA_DIR --batch 2048 [--target 0.0181]
+    python benchmarks/speed/bench_training.py epochs DATA_DIR [--threads 1 2] [--batch 64 512 2048]
+    python benchmarks/speed/bench_training.py to-mae DATA_DIR --batch 2048 [--target 0.0181]
 
 ``epochs`` times one epoch (validation included) of the default model for each thread count
 (and CUDA when present): the straightforward loop the project used before (one PyG ``Data``

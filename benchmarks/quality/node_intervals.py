@@ -1,6 +1,6 @@
 """Which conformal groups suit the node model's intervals, one figure per line.
 
-Usage: python benchmarks/node_intervals.py FRESH_DATA [MODEL]
+Usage: python benchmarks/quality/node_intervals.py FRESH_DATA [MODEL]
 
 Calibrates the 90 % intervals of a node-level model (default models/hanoi-nodes) on the
 calibration split of its training data four ways and prints, on every scenario of
@@ -37,6 +37,7 @@ from wdn_explain.conformal import (
     node_bins,
     node_level,
 )
+from wdn_explain.dataset import WaqDataset
 from wdn_explain.features import LABEL_RANGE
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import predict
@@ -55,7 +56,10 @@ def main() -> None:
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/hanoi-nodes"
     model, card = load_model(model_dir)
     limits = LABEL_RANGE[card.input_spec.target]
-    calib, test = card.dataset(card.data.folder, "calib"), card.dataset(fresh, "all")
+    calib, test = (
+        WaqDataset.for_card(card, card.data.folder, "calib"),
+        WaqDataset.for_card(card, fresh, "all"),
+    )
     pred_calib, pred = predict(model, calib), predict(model, test)
     truth, n = test.targets(), pred.shape[1]
     node_calib, node_test = (

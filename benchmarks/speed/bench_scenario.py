@@ -10,7 +10,7 @@ rest: figures, page, checks), then the switch to L-Town (seconds of the rerun, a
 of every chart's figure JSON the rerun sends). With ``--old PATH`` the same runs on another
 checkout first, ``--repeats`` times alternately, so both meet the same machine load; each
 line gives every run's figure. What the browser adds: ``bench_app_browser.py``. Run from the
-repository root: ``OMP_NUM_THREADS=1 python benchmarks/bench_scenario.py --old ../main``.
+repository root: ``OMP_NUM_THREADS=1 python benchmarks/speed/bench_scenario.py --old ../main``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # (module, attribute, phase): what each wrapped function's time counts as; the phases do not
 # overlap, except the step store's, which is part of the explanations' (wall-clock) time
 PHASES = (

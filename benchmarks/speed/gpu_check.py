@@ -11,7 +11,7 @@ Hanoi alone takes about 8 minutes on an H100 host at the default limit (estimate
 lower ``--time-limit`` when adding L-Town.
 
 Usage:
-    python benchmarks/gpu_check.py DATA_DIR OUT_DIR [--ltown DIR --ltown-model DIR]
+    python benchmarks/speed/gpu_check.py DATA_DIR OUT_DIR [--ltown DIR --ltown-model DIR]
         [--device cpu] [--max-epochs N] [--time-limit S]
 
 ``--device cpu`` is a dry run on a machine without a GPU (the "GPU" column is the CPU with

@@ -1,6 +1,6 @@
 """The paper's molecule examples, from the shipped models: one figure per line.
 
-Usage: ``python benchmarks/chem_examples.py [MUTAG_MODEL] [BENZENE_MODEL] [OUT_DIR]``
+Usage: ``python benchmarks/paper/chem_examples.py [MUTAG_MODEL] [BENZENE_MODEL] [OUT_DIR]``
 (defaults: ``models/chem/mutag-gin3``, ``models/chem/benzene-gin3``, ``benchmarks/results``).
 Prints the NO2 group of the first mutagenic MUTAG molecule, the 6-way Möbius interaction of
 the ring of the first small Benzene molecule the model gets right, and the pyridine case

@@ -1,6 +1,6 @@
 """The forecast goals of issue 18 measured on fresh scenarios, one figure per line.
 
-Usage: python benchmarks/forecast_goals.py FRESH_DATA [MODEL] [FIT_DATA]
+Usage: python benchmarks/quality/forecast_goals.py FRESH_DATA [MODEL] [FIT_DATA]
 
 FRESH_DATA: a WAQ folder of the model's design simulated with an unseen seed (every
 scenario is scored: split ``all``); MODEL: default models/default; FIT_DATA: where the tree
@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from wdn_explain.conformal import WIDE_INTERVAL, intervals
+from wdn_explain.dataset import WaqDataset
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import evaluate, predict
 
@@ -28,8 +29,8 @@ def main() -> None:
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/default"
     model, card = load_model(model_dir)
     fit_dir = sys.argv[3] if len(sys.argv) > 3 else card.data.folder
-    ds = card.dataset(fresh, "all")
-    fit_on = card.dataset(fit_dir, "train")
+    ds = WaqDataset.for_card(card, fresh, "all")
+    fit_on = WaqDataset.for_card(card, fit_dir, "train")
     res = evaluate(model, ds, conformal=card.conformal, tree_data=fit_on)
     print(f"fresh scenarios: {ds.arrays.n_scenarios}, forecasts: {res['n_samples']}")
     for name in ("", "tree_", "persistence_", "climatology_"):

@@ -1,6 +1,6 @@
 """Where the paper-version AlkaneCarbonyl model (fluoride AND carbonyl) puts its value.
 
-Usage: ``python benchmarks/chem_paper_examples.py [MODEL] [OUT_DIR]`` (defaults:
+Usage: ``python benchmarks/paper/chem_paper_examples.py [MODEL] [OUT_DIR]`` (defaults:
 ``models/chem/alkanecarbonyl-paper-gcn3``, ``benchmarks/results``). First how far the
 fluorine alone goes in the data (RDKit SMARTS counts, :func:`fluoride_counts`). For the first few
 positives of the paper's data version, the smallest first, and two negatives (a fluoride

@@ -7,14 +7,14 @@ slider, mean of three), an index change, a new 2-hour Hanoi scenario (simulated,
 explained, drawn), switching to every shipped model, play on L-Town from its first step
 (seconds per step over five steps, and the CPU seconds the server and the browser spent
 per step: counts a busy machine changes less) and the Molecules page's first view; each
-line names the issue's goal. The server's own share of these: ``benchmarks/bench_app.py``;
+line names the issue's goal. The server's own share of these: ``benchmarks/speed/bench_app.py``;
 the rest is transfer and drawing in the browser.
 
 With ``--old PATH`` (another checkout, e.g. the main branch before a change) the same
 sequence runs on both apps, old then new, ``--repeats`` times, so that both meet the same
 machine load; each line gives every run's figure. ``uptime`` is printed at the start and
 the end. Run from the repository root:
-``OMP_NUM_THREADS=1 python benchmarks/bench_app_browser.py --old ../main``.
+``OMP_NUM_THREADS=1 python benchmarks/speed/bench_app_browser.py --old ../main``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The first chart of the page: a Plotly element of the page itself (st.plotly_chart) or
 # inside a chart component's frame (app/live_chart.py), so that old checkouts compare.
 FIRST_PLOT_JS = """

@@ -1,6 +1,6 @@
 """Two fixed rules on the exact splits of the AlkaneCarbonyl GCN-3 cell: what its inputs allow.
 
-Usage: ``python benchmarks/chem_paper_alkane_rules.py [DATA_ROOT]`` (default
+Usage: ``python docs/studies/alkanecarbonyl/chem_paper_alkane_rules.py [DATA_ROOT]`` (default
 ``../shared/datasets/chem``). For seeds 0-9, the paper's downsampled pool and split of that
 seed (as ``train_chem_paper_table.py`` draws them) and two rules written as RDKit SMARTS:
 "has F" (what a model that leans on the fluorine alone scores) and "has F and an O bound to

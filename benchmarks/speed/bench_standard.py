@@ -1,6 +1,6 @@
 """Standard PyG layers on the state graph (issue 19): one figure per line.
 
-Usage: python benchmarks/bench_standard.py [--n 1000] [--skip-masked] [--threads 1]
+Usage: python benchmarks/speed/bench_standard.py [--n 1000] [--skip-masked] [--threads 1]
 
 On the random geometric graph of ``bench_engine.py`` (n nodes, mean degree about 2):
 exact MIs + SV + k-SII(2) of a 2-layer GCN, GIN and GAT (4 -> 16 -> 16, mean pooling,

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app" / "main.py")
 MOLECULES = str(ROOT / "app" / "pages" / "1_Molecules.py")
 

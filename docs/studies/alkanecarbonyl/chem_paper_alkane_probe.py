@@ -1,6 +1,6 @@
 """GCN-3 training settings on the paper's AlkaneCarbonyl data version, 10 seeds each.
 
-Usage: ``python benchmarks/chem_paper_alkane_probe.py [DATA_ROOT] [SETTING ...] [--seeds
+Usage: ``python docs/studies/alkanecarbonyl/chem_paper_alkane_probe.py [DATA_ROOT] [SETTING ...] [--seeds
 0,1,...] [--models DIR]`` (default ``../shared/datasets/chem``, every setting, seeds 0-9;
 settings by number from 0; ``--models``: every run's model folder, named by setting and
 seed). Each setting trains the paper's setup (atom-type features, all 375 positives and 750

@@ -1,6 +1,6 @@
 """Train the models of the paper's Table 1 comparison and write their test accuracies.
 
-Usage: ``python benchmarks/train_chem_table.py [DATA_ROOT] [MODEL_ROOT]`` (defaults:
+Usage: ``python benchmarks/paper/train_chem_table.py [DATA_ROOT] [MODEL_ROOT]`` (defaults:
 ``../shared/datasets/chem`` and a temporary folder). One model at a time, one CPU thread
 unless a GPU is present; finished rows of ``benchmarks/results/chem_table.csv`` are kept, so
 an interrupted run resumes. Prints one line per model and writes ``chem_table.md``.

@@ -1,6 +1,6 @@
 """Does the monitoring design keep the WAQ design's generation throughput? (one figure a line)
 
-Usage: python benchmarks/bench_design.py [N_SCENARIOS] [ROUNDS]
+Usage: python benchmarks/speed/bench_design.py [N_SCENARIOS] [ROUNDS]
 
 Generates N scenarios (default 300) of `simulations/waq.yaml` and of
 `simulations/monitoring.yaml` with 2 workers, alternating, ROUNDS times (default 2), so both
@@ -18,7 +18,7 @@ from pathlib import Path
 from wdn_explain.scenario import load_config
 from wdn_explain.waq import generate_waq
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

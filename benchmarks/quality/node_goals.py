@@ -1,6 +1,6 @@
 """The node model's goals of issue 18 measured on fresh scenarios, one figure per line.
 
-Usage: python benchmarks/node_goals.py FRESH_DATA [MODEL]
+Usage: python benchmarks/quality/node_goals.py FRESH_DATA [MODEL]
 
 FRESH_DATA: a WAQ folder of the model's design simulated with an unseen seed (every
 scenario is scored: split ``all``); MODEL: default models/hanoi-nodes. Prints the per-node
@@ -17,6 +17,7 @@ import sys
 
 import torch
 
+from wdn_explain.dataset import WaqDataset
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import evaluate
 
@@ -27,7 +28,7 @@ def main() -> None:
     model_dir = sys.argv[2] if len(sys.argv) > 2 else "models/hanoi-nodes"
     model, card = load_model(model_dir)
     inputs = card.input_spec
-    ds = card.dataset(fresh, "all")
+    ds = WaqDataset.for_card(card, fresh, "all")
     res = evaluate(model, ds, conformal=card.conformal)
     n_nodes = ds.arrays.chlorine_mg_l.shape[2]
     print(f"fresh scenarios: {ds.arrays.n_scenarios}, forecasts: {res['n_samples']} x {n_nodes}")

@@ -1,6 +1,6 @@
 """Speed of WAQ generation and dataset building (one figure per line).
 
-Usage: python benchmarks/bench_simulation.py [CONFIG] [N_SCENARIOS]
+Usage: python benchmarks/speed/bench_simulation.py [CONFIG] [N_SCENARIOS]
 
 CONFIG defaults to simulations/waq.yaml (the monitoring design: simulations/monitoring.yaml,
 L-Town: simulations/ltown.yaml).
@@ -32,7 +32,7 @@ from wdn_explain.scenario import load_config
 from wdn_explain.simulation import SimulationResult, simulate
 from wdn_explain.waq import generate_waq, scenario_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_PER_SCENARIO = 3  # scenarios timed one by one
 
 

@@ -1,7 +1,7 @@
 """AlkaneCarbonyl (paper version) models on every molecule outside their training split,
 and like for like with the paper's checkpoint.
 
-Usage: ``python benchmarks/chem_paper_alkane_population.py [--root DATA_ROOT] [--paper-checkpoint
+Usage: ``python docs/studies/alkanecarbonyl/chem_paper_alkane_population.py [--root DATA_ROOT] [--paper-checkpoint
 PTH] [--paper-code-runs DIR] MODEL_DIR ...``. A 112-molecule test set measures a model to about 2 points (binomial);
 the 4 326 molecules hold 3 426 outside any training split (all 3 201 unsampled negatives
 included), which measure it to about 0.4 point. For each model folder prints its test

@@ -1,7 +1,7 @@
 """Reliability figures (one per line): concurrent saves of one timeline, and the cost of a
 resume that verifies the files it skips.
 
-Usage: python benchmarks/bench_reliability.py MODEL_DIR [CONFIG]
+Usage: python benchmarks/quality/bench_reliability.py MODEL_DIR [CONFIG]
 
 1. Two threads (two app sessions share one process) save one timeline at the same moment,
    15 times: with the previous helper (temporary name from the PID only) and with
