@@ -41,7 +41,7 @@ from .features import (
     check_plan,
     source_plan,
 )
-from .records import WaqManifest
+from .records import ModelCard, WaqManifest
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult
 from .waq import hydraulics_summary, read_manifest, scenario_path
@@ -273,6 +273,16 @@ class WaqDataset(Dataset):
             arrays=arrays,
             target=inputs.target,
             min_residual_mg_l=inputs.min_residual_mg_l,
+        )
+
+    @classmethod
+    def for_card(
+        cls, card: ModelCard, folder: str | Path, split: Split, arrays: WaqArrays | None = None
+    ) -> WaqDataset:
+        """A split of a WAQ folder built as a trained model's card says: its inputs and its
+        split seed (:meth:`for_inputs`)."""
+        return cls.for_inputs(
+            folder, split, card.input_spec, split_seed=card.train["split_seed"], arrays=arrays
         )
 
     @property

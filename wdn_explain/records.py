@@ -7,8 +7,10 @@ record of another version, is one line naming the file, the field and the value.
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from typing_extensions import Self
@@ -16,9 +18,6 @@ from typing_extensions import Self
 from .design import DesignEnvelope
 from .errors import DataError
 from .features import WAQ_PAPER_NODE_FEATURES, InputSpec
-
-if TYPE_CHECKING:
-    from .dataset import Split, WaqArrays, WaqDataset
 
 
 class _Strict(BaseModel):
@@ -140,15 +139,18 @@ class ModelCard(Record):
             threshold=self.train["threshold"],
         )
 
-    def dataset(
-        self, folder: str | Path, split: Split, arrays: WaqArrays | None = None
-    ) -> WaqDataset:
-        """A split of a WAQ folder built as this model's inputs and split seed say."""
-        from .dataset import WaqDataset
-
-        return WaqDataset.for_inputs(
-            folder, split, self.input_spec, split_seed=self.train["split_seed"], arrays=arrays
+    def dataset(self, folder: str | Path, split: str, arrays: Any = None) -> Any:
+        """Deprecated: ``WaqDataset.for_card(card, folder, split, arrays)`` (a record does not
+        build a dataset). Reaches :mod:`.dataset` at call time, as :func:`.lazy.moved_getattr`
+        does, so that records import nothing downstream of them."""
+        warnings.warn(
+            "ModelCard.dataset() is deprecated; use "
+            "wdn_explain.dataset.WaqDataset.for_card(card, folder, split, arrays)",
+            DeprecationWarning,
+            stacklevel=2,
         )
+        dataset = importlib.import_module("wdn_explain.dataset")
+        return dataset.WaqDataset.for_card(self, folder, split, arrays)
 
     @model_validator(mode="after")
     def _inputs_known(self) -> ModelCard:

@@ -45,19 +45,19 @@ def score_model(
         DataError: a missing or corrupt model or data folder, data of another network, an
             empty split.
     """
-    from .dataset import load_waq_arrays
+    from .dataset import WaqDataset, load_waq_arrays
+    from .evaluation import check_data_matches, evaluate
     from .model_folder import load_model
-    from .training import check_data_matches, evaluate
 
     net, card = load_model(model_dir)
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
-    ds = card.dataset(data_dir, split, arrays)
+    ds = WaqDataset.for_card(card, data_dir, split, arrays)
     fit_on = None
     if fit_data is not None:
         fit_arrays = load_waq_arrays(fit_data)
         check_data_matches(card, fit_arrays.manifest, fit_data)
-        fit_on = card.dataset(fit_data, "train", fit_arrays)
+        fit_on = WaqDataset.for_card(card, fit_data, "train", fit_arrays)
     results = evaluate(net, ds, device, conformal=card.conformal, tree_data=fit_on)
     step_s = int(arrays.times_s[1] - arrays.times_s[0]) if len(arrays.times_s) > 1 else 0
     return Scores(results, card.input_spec, split, step_s)
