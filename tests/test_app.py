@@ -86,13 +86,13 @@ def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     scores = [c.value for c in app.sidebar.caption if c.value.startswith("test MAE")]
     assert scores[0].startswith(f"test MAE {m['mae']:.4f} (persistence")  # the card's
     assert f"tree {m['tree_mae']:.4f}" in scores[0]  # ... beside the tree's
-    assert widget(app, "selectbox", "scenario").value.startswith("default: booster at 20, 1.5 mg/L")
+    assert widget(app, "selectbox", "scenario").value.startswith("default: booster at 2, 1.5 mg/L")
     # SI-Graph, forecast, chlorine map, node value, node chlorine
     assert list(charts(app)) == ["si_graph", "forecast", "chlorine", "value", "node_chlorine"]
-    # it opens on the first informative step at which some node carries chlorine (with the
-    # dosing plan as input even step 0 can be informative: the booster is planned)
+    # it opens on the first informative step at which chlorine has left its source (two
+    # nodes carry it; with the dosing plan as input even step 0 can be informative)
     step = next(
-        t for t in range(tl.first_informative_step(), len(tl)) if (tl.chlorine[t] > 0).any()
+        t for t in range(tl.first_informative_step(), len(tl)) if (tl.chlorine[t] > 0).sum() >= 2
     )
     assert cursor(app) == tl.times_s[step] // 60
     assert set(panel_minutes(app).values()) == {tl.times_s[step] // 60}
@@ -115,13 +115,13 @@ def test_first_chlorine_map_shows_chlorine_labels_and_the_source(app, tl):
     assert colours.max() > 0  # not an all-white map
     labels = trace(chlorine, "chlorine")["text"]
     assert sorted(labels, key=int) == [str(i) for i in range(1, 33)]  # Hanoi's node ids
-    # the source: node 20, on at 15 min (a booster from 10 min, 60 min on, 30 min off)
+    # the source: node 2, on at the opening step (a booster from 10 min, 60 min on, 30 min off)
     for spec in (si, chlorine):  # on one line or more (where the map has room)
         (text,) = trace(spec, "source")["text"]
-        assert text.replace("<br>", " ") == "20: source on (1.5 mg/L)"
+        assert text.replace("<br>", " ") == "2: source on (1.5 mg/L)"
     app.select_slider(key="time_min").set_value(75).run()  # 70..100 min: off
     (text,) = trace(specs(app)[0], "source")["text"]
-    assert text.replace("<br>", " ") == "20: source off"
+    assert text.replace("<br>", " ") == "2: source off"
     assert trace(specs(app)[2], "source")["marker"]["color"] == "#888"
 
 
@@ -331,7 +331,7 @@ def test_notice_names_what_is_outside_the_design(tmp_path, monkeypatch, tiny_mod
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert not at.exception
     (outside,) = [w.value for w in at.warning if "Outside what" in w.value]
-    assert "injection at node 20: this model never saw chlorine enter there" in outside
+    assert "injection at node 2: this model never saw chlorine enter there" in outside
     assert "strength 1.5 mg/L: outside the trained range 1 mg/L" in outside
 
 
@@ -465,7 +465,7 @@ def test_two_scenarios_side_by_side_at_the_same_time(app, tl):
     nodes = trace(other, "nodes")
     np.testing.assert_allclose(as_array(nodes["marker"]["color"]), tl.node_values("k-SII", 2)[step])
     assert nodes["marker"]["cmax"] == trace(first, "nodes")["marker"]["cmax"]
-    assert any(m.value.startswith("**Side by side: booster at 20, 1.5 mg/L") for m in app.markdown)
+    assert any(m.value.startswith("**Side by side: booster at 2, 1.5 mg/L") for m in app.markdown)
 
 
 def chart_keys(block) -> list[str]:

@@ -148,9 +148,9 @@ def test_model_chooser_lists_every_water_model_and_switches(start, net1_model, h
     hanoi_ids = inp_node_ids(builtin_networks()["hanoi"].read_text())
     assert set(widget(at, "multiselect", "follow").options) == hanoi_ids
     assert widget(at, "multiselect", "follow").value == [
-        "20"
+        "2"
     ]  # where chlorine enters; Net1's "22" forgotten
-    assert widget(at, "selectbox", "scenario").value.startswith("default: booster at 20, 1.5 mg/L")
+    assert widget(at, "selectbox", "scenario").value.startswith("default: booster at 2, 1.5 mg/L")
     assert len(nodes_trace(at)["hovertext"]) == 32
     at.selectbox(key="model").select(f"{net1_model} (net1)").run()
     assert not at.exception and not at.error

@@ -505,7 +505,7 @@ def test_report_reads_as_a_report(tmp_path):
     page = out.read_text()
     # the scenario in words; no derived seed (simulations/default_scenario.yaml says 424242)
     assert tl.scenario.seed != 424242
-    title = "Why the model expects chlorine there: booster at 20, 1.5 mg/L, intermittent, 3 h"
+    title = "Why the model expects chlorine there: booster at 2, 1.5 mg/L, intermittent, 3 h"
     assert f"<title>{title}</title>" in page
     assert "How to read this" in page and "no chlorine" in page
     assert "at least 0.05 mg/L" in page and "share of nodes chlorinated" in page

@@ -101,11 +101,14 @@ def timeline_is_current(
     model_dir: str | Path,
     scenario: ScenarioConfig | None = None,
     settings: ExplainSettings | None = None,
+    *,
+    meta: dict[str, Any] | None = None,
 ) -> bool:
     """Whether a timeline file exists and may be reused (:func:`cache_mismatch`) for this
     model and ``settings`` (default settings when None), and for ``scenario`` (any scenario
-    when None: the file's own). Reads only the file's metadata entry."""
-    meta = read_meta(path)
+    when None: the file's own). Reads only the file's metadata entry (not at all when the
+    caller passes ``meta``, already read from it)."""
+    meta = read_meta(path) if meta is None else meta
     if meta is None:
         return False
     if scenario is None:

@@ -208,7 +208,7 @@ def current_cache(path: Path, model_dir: Path, meta: dict) -> bool:
     """Whether a cached timeline may be shown as current with the settings it was made with
     (the cache rule, :func:`timeline_is_current`)."""
     try:
-        return timeline_is_current(path, model_dir, settings=settings_of(meta))
+        return timeline_is_current(path, model_dir, settings=settings_of(meta), meta=meta)
     except (ValueError, TypeError):  # settings or scenario a later version no longer reads
         return False
 
