@@ -92,3 +92,18 @@ def test_without_the_cli_extra_the_command_names_it():
         "error: the wdn-explain command needs the 'cli' extra (typer is not installed): "
         "pip install 'wdn-explain[cli]'"
     )
+
+
+def test_the_wheel_lists_every_subpackage():
+    """setuptools packages by name: a module split into a subpackage must be listed, or a
+    non-editable install lacks it (the cli/ and plot/ splits did)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "wdn_explain").rglob("__init__.py")
+    }
+    assert found - listed == set()
