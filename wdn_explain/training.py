@@ -51,6 +51,7 @@ from .features import (
 from .files import claimed
 from .model import ChlorineGNN, ModelConfig, forecaster
 from .model_folder import (
+    CARD,
     check_model_output,
     load_model,
     resolve_device,
@@ -519,22 +520,33 @@ def forecast_bins(dataset: WaqDataset, pred: np.ndarray) -> np.ndarray:
 def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
     """Calibrate a trained model's intervals on the calibration split of its data folder and
     score it again on the test split: rewrites ``card.json`` (``conformal`` and ``metrics``;
-    the weights stay). Refused, with nothing written, for an empty calibration split.
+    the weights stay). Refused, with nothing written, for data of another design than the
+    model was trained on, an empty calibration split or a card that cannot be rewritten.
+    Without a test split the card keeps no coverage (it measured the replaced intervals).
 
     Returns:
         The updated card.
     """
+    from .files import check_output
+
     model, card = load_model(model_dir)
+    check_output(Path(model_dir, CARD), what="model card")  # a read-only folder: before the work
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
+    if arrays.manifest.config_hash != card.data.config_hash:
+        raise DataError(
+            f"data folder '{data_dir}' holds another design (config hash "
+            f"{arrays.manifest.config_hash}) than model '{model_dir}' was trained on "
+            f"({card.data.config_hash}): calibrate on the model's own data folder"
+        )
     calib_set = card.dataset(data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
     test_set = card.dataset(data_dir, "test", arrays)
+    metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
     if len(test_set):
-        metrics = evaluate(model, test_set, conformal=record["conformal"])
-        record["metrics"] = {
-            k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")
-        }
+        scored = evaluate(model, test_set, conformal=record["conformal"])
+        metrics = {k: v for k, v in scored.items() if k not in ("per_step", "forecast_warning")}
+    record["metrics"] = metrics
     write_card(model_dir, record)
     return record
 
