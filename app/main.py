@@ -14,7 +14,6 @@ import gc
 import importlib
 import logging
 import os
-import re
 import tempfile
 import threading
 from collections.abc import Callable
@@ -65,7 +64,9 @@ from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.shipped import (
     default_scenario,
     default_timeline,
+    model_name_for,
     model_network,
+    user_model_folder,
     user_models_dir,
     water_models,
 )
@@ -531,7 +532,6 @@ def pick_model():
 
 
 BUILT = "built_model"  # the session key through which a new model is chosen after a rerun
-MODEL_NAME = re.compile(r"[A-Za-z0-9][\w.-]*")
 
 
 def own_network_form() -> None:
@@ -539,7 +539,7 @@ def own_network_form() -> None:
     network onboard` makes it, in the user models folder."""
     with st.sidebar.expander("your own network (.inp)"):
         upload = st.file_uploader("EPANET network file", type=["inp"], key="own_inp")
-        stem = Path(upload.name).stem.lower() if upload is not None else ""
+        stem = model_name_for(upload.name) if upload is not None else ""
         name = st.text_input("model name", value=stem, key=f"own_name@{stem}")
         n_scenarios = st.number_input(
             "scenarios",
@@ -559,13 +559,11 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
     """Onboard the uploaded network into ``user_models_dir() / name`` with a line and a
     bar per stage; choose the new model (rerun), or show one message naming the file and
     why it was refused."""
-    if not MODEL_NAME.fullmatch(name):
-        st.error(
-            f"model name '{name}' must start with a letter or digit and hold only letters, "
-            "digits, '.', '-' and '_'"
-        )
+    try:
+        folder = user_model_folder(name)
+    except WdnExplainError as exc:
+        st.error(str(exc))
         return
-    folder = user_models_dir() / name
     status = st.status(f"building {name}...", expanded=True)
     bar = status.progress(0.0)
 

@@ -755,9 +755,12 @@ def onboard(
     ones. A network that cannot be simulated is refused in one line, with nothing written;
     run the same command again to resume an interrupted run."""
     from .onboard import onboard as run_onboarding
-    from .shipped import user_models_dir, water_models
+    from .shipped import model_name_for, user_model_folder, water_models
 
-    folder = out or user_models_dir() / inp.stem.lower()
+    try:
+        folder = out or user_model_folder(model_name_for(inp.name) or inp.name)
+    except WdnExplainError as exc:
+        _fail(ConfigError(f"{exc}; name the model folder with --out"))
     with _resumable(f"run the same command again to resume in {folder}"):
         done = run_onboarding(
             inp,
