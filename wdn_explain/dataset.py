@@ -68,6 +68,18 @@ class WaqArrays:
     def n_scenarios(self) -> int:
         return len(self.configs)
 
+    @property
+    def pressure_warning(self) -> str | None:
+        """One sentence when some scenarios' pressures go negative (the first one's
+        :attr:`~wdn_explain.simulation.SimulationResult.pressure_warning`), else None."""
+        low = [i for i, warning in enumerate(self.pressure_warnings) if warning]
+        if not low:
+            return None
+        return (
+            f"{len(low)} of {len(self.pressure_warnings)} scenarios have negative pressures, "
+            f"e.g. scenario {low[0]}: {self.pressure_warnings[low[0]]}"
+        )
+
 
 def load_waq_arrays(folder: str | Path) -> WaqArrays:
     """Read and stack a complete WAQ folder; DataError names a missing or bad file."""

@@ -13,6 +13,7 @@ import logging
 import math
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
@@ -37,7 +38,7 @@ from .conformal import (
 )
 from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DataError, WdnExplainWarning
 from .features import (
     DEFAULT_HORIZON,
     DEFAULT_MIN_RESIDUAL_MG_L,
@@ -427,6 +428,12 @@ def _train_into(
 ) -> dict[str, Any]:
     """:func:`train` once the output folder is checked and claimed."""
     arrays = load_waq_arrays(data_dir)
+    if arrays.pressure_warning:
+        warnings.warn(
+            f"training data '{data_dir}': {arrays.pressure_warning}",
+            WdnExplainWarning,
+            stacklevel=3,
+        )
     data_net = arrays.manifest.network.name
     if network is not None and network.lower() != data_net:
         raise DataError(
