@@ -44,7 +44,7 @@ from .features import (
 from .records import ModelCard, WaqManifest
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult
-from .waq import hydraulics_summary, read_manifest, scenario_path
+from .waq import HydraulicsSummary, hydraulics_summary, read_manifest, scenario_path
 
 Split = Literal["train", "calib", "val", "test", "all"]
 SPLITS: tuple[str, ...] = get_args(Split)
@@ -62,12 +62,18 @@ class WaqArrays:
     edge_index: np.ndarray  # (2, 2E)
     configs: tuple[ScenarioConfig, ...]
     manifest: WaqManifest
-    pressure_warnings: tuple[str | None, ...] = ()  # per scenario (SimulationResult's)
-    hydraulics_notes: tuple[str, ...] = ()  # the folder's (:func:`~.waq.hydraulics_summary`)
+    hydraulics: HydraulicsSummary = HydraulicsSummary(
+        None, None
+    )  # :func:`~.waq.hydraulics_summary`
 
     @property
     def n_scenarios(self) -> int:
         return len(self.configs)
+
+    @property
+    def pressure_warning(self) -> str | None:
+        """One sentence when some scenarios' pressures go negative, else None."""
+        return self.hydraulics.negative
 
 
 def load_waq_arrays(folder: str | Path) -> WaqArrays:
@@ -110,8 +116,7 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
         edge_index=np.concatenate([links, links[::-1]], axis=1),
         configs=tuple(r.config for r in results),
         manifest=manifest,
-        pressure_warnings=tuple(r.pressure_warning for r in results),
-        hydraulics_notes=tuple(hydraulics_summary(results)),
+        hydraulics=hydraulics_summary(results),
     )
 
 

@@ -318,10 +318,12 @@ def onboard(
         DataError: a folder of another network or design (without ``overwrite``).
     """
     from .model import ModelConfig
-    from .pipeline import explain_scenario
+    from .pipeline import check_timeline_size, explain_scenario
+    from .sizes import check_size, estimate_waq
     from .timeline import check_timeline_output
     from .training import TrainConfig, train
     from .waq import generate_waq
+    from .workers import worker_count
 
     tell = say or (lambda line: logger.info("%s", line))
     folder, started = Path(folder), time.monotonic()
@@ -332,9 +334,15 @@ def onboard(
         tell(f"[{k}/{len(STAGES)}] {name} (at {time.monotonic() - started:.0f} s): {what}")
 
     stage(f"reading {inp_path}")
+    train_config = TrainConfig(epochs=epochs, seed=seed)  # bad settings: before any file
     network = check_network(inp_path)
-    layers = layers or n_layers_for(network)
+    layers = n_layers_for(network) if layers is None else layers
+    model_config = ModelConfig(num_layers=layers)
     config = default_design(network, folder, n_scenarios=n_scenarios, seed=seed)
+    check_size(estimate_waq(config, network, worker_count(n_workers)[0]), folder)
+    check_timeline_size(
+        config.scenario, network, layers, None, train_config.horizon, folder / MODEL_TIMELINE, False
+    )
     _check_folder(folder, network, config, overwrite)
     tell(
         f"  {network.name}: {network.n_nodes} nodes, {network.n_links} links, "
@@ -365,15 +373,17 @@ def onboard(
         stage(f"kept the model in {folder} (trained on this design)")
     else:
         stage(f"{layers} layers, up to {epochs} epochs")
-        train(
+        card = train(
             data,
             folder,
-            model_config=ModelConfig(num_layers=layers),
-            train_config=TrainConfig(epochs=epochs, seed=seed),
+            model_config=model_config,
+            train_config=train_config,
             device=device,
             overwrite=True,  # the folder was checked: this design's model, or afresh
             progress=progress,
         )
+        if card["interrupted"]:  # Ctrl-C: train kept the best epoch, the folder is not ready
+            raise KeyboardInterrupt
 
     stage(f"test split -> {folder / EVALUATION}")
     for line in _write_evaluation(folder, data, device):

@@ -172,7 +172,7 @@ def explain_scenario(
                 cached.save(out)
                 status = "cached; flows and pressures added"
         return cached, status
-    _check_size(
+    check_timeline_size(
         scenario,
         network,
         explainers["mean"].n_layers,
@@ -553,7 +553,7 @@ def _explain_on_cluster(
     return total - len(missing)
 
 
-def _check_size(
+def check_timeline_size(
     scenario: ScenarioConfig,
     network: Network,
     n_layers: int,

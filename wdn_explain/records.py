@@ -12,7 +12,14 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import Self
 
 from .design import DesignEnvelope
@@ -125,6 +132,24 @@ class ModelCard(Record):
     torch_version: str | None = None
     date: str | None = None
     weights_sha256: str | None = None
+
+    @field_validator("conformal")
+    @classmethod
+    def _half_widths(cls, conformal: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Interval half-widths are finite and >= 0 (a negative one puts the lower end of an
+        interval above its upper end)."""
+        if conformal is None:
+            return None
+        table = conformal.get("half_width", {})
+        widths = {**(table if isinstance(table, dict) else {"half_width": table})}
+        widths["pooled_half_width"] = conformal.get("pooled_half_width", 0.0)
+        for name, value in widths.items():
+            if not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise ValueError(
+                    f"conformal half-width of group '{name}' must be a finite number >= 0 "
+                    f"(got {value!r})"
+                )
+        return conformal
 
     @property
     def input_spec(self) -> InputSpec:

@@ -13,6 +13,7 @@ import logging
 import math
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
@@ -33,7 +34,7 @@ from .conformal import (
 )
 from .dataset import StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DataError, WdnExplainWarning
 from .evaluation import (
     check_data_matches,
     eval_batch_size,
@@ -56,6 +57,7 @@ from .features import (
 from .files import claimed
 from .model import ChlorineGNN, ModelConfig, forecaster
 from .model_folder import (
+    CARD,
     check_model_output,
     load_model,
     resolve_device,
@@ -369,6 +371,12 @@ def _train_into(
 ) -> dict[str, Any]:
     """:func:`train` once the output folder is checked and claimed."""
     arrays = load_waq_arrays(data_dir)
+    if arrays.pressure_warning:
+        warnings.warn(
+            f"training data '{data_dir}': {arrays.pressure_warning}",
+            WdnExplainWarning,
+            stacklevel=3,
+        )
     data_net = arrays.manifest.network.name
     if network is not None and network.lower() != data_net:
         raise DataError(
@@ -454,20 +462,32 @@ def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str,
 def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
     """Calibrate a trained model's intervals on the calibration split of its data folder and
     score it again on the test split: rewrites ``card.json`` (``conformal`` and ``metrics``;
-    the weights stay). Refused, with nothing written, for an empty calibration split.
+    the weights stay). Refused, with nothing written, for data of another design than the
+    model was trained on, an empty calibration split or a card that cannot be rewritten.
+    Without a test split the card keeps no coverage (it measured the replaced intervals).
 
     Returns:
         The updated card.
     """
+    from .files import check_output
+
     model, card = load_model(model_dir)
+    check_output(Path(model_dir, CARD), what="model card")  # a read-only folder: before the work
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
+    if arrays.manifest.config_hash != card.data.config_hash:
+        raise DataError(
+            f"data folder '{data_dir}' holds another design (config hash "
+            f"{arrays.manifest.config_hash}) than model '{model_dir}' was trained on "
+            f"({card.data.config_hash}): calibrate on the model's own data folder"
+        )
     calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
     test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
+    metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
     if len(test_set):
-        metrics = evaluate(model, test_set, conformal=record["conformal"])
-        record["metrics"] = card_metrics(metrics)
+        metrics = card_metrics(evaluate(model, test_set, conformal=record["conformal"]))
+    record["metrics"] = metrics
     write_card(model_dir, record)
     return record
 

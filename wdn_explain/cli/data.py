@@ -51,7 +51,7 @@ def simulate(
                 notice=typer.echo,
             )
     typer.echo(f"{cfg.n_scenarios} scenarios in {out}")
-    for line in folder_hydraulics_summary(out):
+    for line in folder_hydraulics_summary(out).lines:
         typer.echo(f"warning: {line}", err=True)
 
 
@@ -99,7 +99,7 @@ def data_stats(
     )
     typer.echo(f"flow scale     {sets['train'].inputs.flow_scale_lps:.1f} L/s")
     typer.echo(f"hydraulics     {arrays.configs[0].describe_hydraulics()}")
-    for line in arrays.hydraulics_notes:
+    for line in arrays.hydraulics.lines:
         typer.echo(f"warning: {line}", err=True)
     _echo_factors(arrays.configs, tuple(manifest.network.reservoirs), factor_levels)
     arrival = arrival_steps(arrays.chlorine_mg_l, threshold)

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import typer
 
 from .. import recipe
-from ..errors import ConfigError, WdnExplainError
+from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
 from ..features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
 from .common import _auto, _fail, _optional, app
 
@@ -78,34 +79,39 @@ def train(
             target=label,
             min_residual_mg_l=min_residual,
         )
-        card = run_training(
-            data,
-            out,
-            model_config=ModelConfig(
-                hidden_channels=hidden,
-                num_layers=layers,  # in_channels: from the features
-            ),
-            train_config=TrainConfig(
-                epochs=epochs,
-                batch_size=_auto(batch_size, "batch size", int),
-                lr=_auto(lr, "lr", float),
-                warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
-                schedule=schedule,
-                ema_decay=_optional(ema_decay, "ema decay"),
-                horizon=horizon,
-                threshold=threshold,
-                node_features=node_features,
-                seed=seed,
-                target=label,
-                min_residual_mg_l=min_residual,
-            ),
-            device=device,
-            network=network,
-            overwrite=overwrite,
-            progress=True,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", WdnExplainWarning)
+            card = run_training(
+                data,
+                out,
+                model_config=ModelConfig(
+                    hidden_channels=hidden,
+                    num_layers=layers,  # in_channels: from the features
+                ),
+                train_config=TrainConfig(
+                    epochs=epochs,
+                    batch_size=_auto(batch_size, "batch size", int),
+                    lr=_auto(lr, "lr", float),
+                    warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
+                    schedule=schedule,
+                    ema_decay=_optional(ema_decay, "ema decay"),
+                    horizon=horizon,
+                    threshold=threshold,
+                    node_features=node_features,
+                    seed=seed,
+                    target=label,
+                    min_residual_mg_l=min_residual,
+                ),
+                device=device,
+                network=network,
+                overwrite=overwrite,
+                progress=True,
+            )
     except WdnExplainError as exc:
         _fail(exc)
+    for warning in caught:
+        if issubclass(warning.category, WdnExplainWarning):
+            typer.echo(f"warning: {warning.message}", err=True)
     m = card["metrics"]
     if card["interrupted"]:
         typer.echo("interrupted: saved the best epoch so far")

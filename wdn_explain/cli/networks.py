@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from .. import recipe
-from .common import _resumable, network_app
+from ..errors import ConfigError, WdnExplainError
+from .common import _fail, _resumable, network_app
 
 
 @network_app.command("onboard")
@@ -42,9 +43,12 @@ def onboard(
     run the same command again to resume an interrupted run."""
     from ..onboard import onboard as run_onboarding
     from ..onboard import onboard_verdict
-    from ..shipped import user_models_dir, water_models
+    from ..shipped import model_name_for, user_model_folder, water_models
 
-    folder = out or user_models_dir() / inp.stem.lower()
+    try:
+        folder = out or user_model_folder(model_name_for(inp.name) or inp.name)
+    except WdnExplainError as exc:
+        _fail(ConfigError(f"{exc}; name the model folder with --out"))
     with _resumable(f"run the same command again to resume in {folder}"):
         done = run_onboarding(
             inp,
