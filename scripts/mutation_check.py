@@ -45,18 +45,18 @@ MUTANTS = [
     ),
     (
         "MIs counted by every block (masked)",
-        E + "graphshapiq.py",
+        E + "masked.py",
         "out[k] = (nodes, np.where(owner[offset:stop].reshape(mi.shape), mi, 0.0))",
         "out[k] = (nodes, mi)",
     ),
     ("mean pooling scale 1/(n+1)", E + "local.py", '"mean": 1.0 / n', '"mean": 1.0 / (n + 1)'),
     ("readout bias dropped", E + "blocks.py", "summed[0] += self.constant", "pass"),
-    ("readout check off", E + "graphshapiq.py", "if excess[row, target] <= 1:", "if True:"),
+    ("readout check off", E + "readout.py", "if excess[row, target] <= 1:", "if True:"),
     (
         "readout tolerance 1e4",
-        E + "graphshapiq.py",
-        "scale = 1.0 + np.abs(actual).max(axis=0)",
-        "scale = 1e4 * np.ones(actual.shape[1])",
+        E + "readout.py",
+        "scale = 1.0 + np.maximum(np.abs(actual).max(axis=0)[None, :], magnitude)",
+        "scale = 1e4 * np.ones_like(magnitude)",
     ),
     ("batches accepted", E + "inputs.py", "int(batch.max()) > 0", "int(batch.max()) > 9"),
     (
@@ -80,7 +80,7 @@ MUTANTS = [
     ),
     (
         "no field coalitions in the readout check",
-        E + "graphshapiq.py",
+        E + "readout.py",
         "MAX_FIELD_CHECKS = 8",
         "MAX_FIELD_CHECKS = 0",
     ),
@@ -117,7 +117,7 @@ MUTANTS = [
     ("node-level scale 1/n", E + "local.py", "None: 1.0}", "None: 1.0 / n}"),
     (
         "node approximation without its gap",
-        E + "graphshapiq.py",
+        E + "masked.py",
         "        mi[0, -1] = gap\n",
         "        mi[0, -1] = 0.0\n",
     ),

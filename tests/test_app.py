@@ -304,12 +304,12 @@ def test_form_offers_what_the_design_covers(app):
     assert widget(app, "selectbox", "new_mode").options == design["injection_modes"]
     strength = widget(app, "slider", "new_strength")
     assert [strength.min, strength.max] == design["ranges"]["injection_strength_mg_l"]
-    # the default scenario lies inside the design: the only notice is the simulation's own
-    # pressure warning, as the shipped timeline's metadata records it
-    pressure = read_meta(ROOT / "models" / "default" / "default_timeline.npz")["pressure_warning"]
-    assert pressure.startswith("negative pressure at ")
-    assert [w.value for w in app.warning] == [f"**Check the hydraulics** -- {pressure}."]
-    assert not app.info
+    # the default scenario lies inside the design and is physical (pressure-driven, every
+    # demand delivered): no notice at all, as the shipped timeline's metadata records
+    meta = read_meta(ROOT / "models" / "default" / "default_timeline.npz")
+    assert meta["scenario"]["demand_model"] == "PDA"
+    assert meta.get("pressure_warning") is None and meta.get("delivery_warning") is None
+    assert not app.warning and not app.info
 
 
 def test_runs_from_another_directory(tmp_path, monkeypatch):
@@ -340,6 +340,21 @@ def test_notice_for_a_card_without_design(tmp_path, monkeypatch):
     note = "does not record the scenarios it was trained on"
     assert any(note in i.value for i in at.sidebar.info)
     assert not any(note in i.value for i in at.main.info)
+
+
+def test_a_new_scenario_is_pressure_driven_for_a_demand_driven_model(tmp_path, monkeypatch):
+    """The WAQ-paper model learned demand-driven runs; the form still simulates a new
+    scenario pressure-driven (the physics), so no pressure goes negative."""
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(ROOT / "models" / "waq-paper"))
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    widget(at, "number_input", "new_duration").set_value(45)
+    simulate_new(at)
+    assert not at.exception
+    (made,) = (tmp_path / "cache").glob("timeline_*.npz")
+    tl = Timeline.load(made)
+    assert tl.scenario.demand_model == "PDA" and tl.scenario.pressure_required_m == 20
+    assert tl.node_pressure_m.min() > -1
 
 
 def test_switching_models_shows_the_new_models_sidebar(app):

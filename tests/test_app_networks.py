@@ -239,7 +239,10 @@ def test_default_scenario_and_timeline_of_a_model_folder(net1_model, tmp_path):
     assert own == load_config(folder / "default_scenario.yaml").scenario_config(0)
     # a Hanoi model without one: simulations/default_scenario.yaml
     hanoi_default = load_config(DEFAULT_SCENARIO).scenario_config(0)
-    assert default_scenario(ROOT / "models" / "waq-paper") == hanoi_default
+    assert default_scenario(ROOT / "models" / "default") == hanoi_default
+    # the WAQ-paper model's own: its published design, demand-driven as the paper ran it
+    paper = default_scenario(ROOT / "models" / "waq-paper")
+    assert paper.demand_model == "DDA" and paper.injection_node is None
     # another network without one: the middle of the model's training design
     middle = default_scenario(net1_model)
     assert middle.network == "net1" and middle.injection_node is None

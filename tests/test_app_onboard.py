@@ -69,3 +69,17 @@ def test_uploaded_net1_becomes_the_chosen_model(app, tmp_path):
     nodes = next(tr for tr in si["data"] if tr.get("name") == "nodes")
     shown = {h.split("</b>")[0].removeprefix("<b>node ") for h in nodes["hovertext"]}
     assert shown == set(inp_node_ids(inp))  # the map draws Net1's nodes
+
+
+def test_an_upload_that_crashes_epanet_leaves_the_server_running(app, tmp_path):
+    """AppTest runs the script in this process: EPANET reading the file here would kill it."""
+    text = builtin_network_path("net1").read_text()
+    crash = text.replace("[JUNCTIONS]", "[JUNCTIONS]\n" + "A" * 5000, 1)
+    at = upload(app, "crash.inp", crash.encode())
+    assert not at.exception
+    assert [e.value for e in at.sidebar.error] == [
+        "cannot read network file 'crash.inp': it crashes EPANET's reader (SIGSEGV); look for "
+        "an over-long line or binary content in it"
+    ]
+    assert not (tmp_path / "mine").exists()
+    assert widget(at, "selectbox", "model").value == "default"  # the page goes on

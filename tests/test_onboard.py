@@ -13,6 +13,9 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,6 +84,11 @@ def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
     assert set(design.design.injection_nodes) <= junctions
     assert design.design.injection_nodes[0] == "10"  # every drop from the pump passes 10
     assert design.design.reservoir_share == pytest.approx(0.3)
+    # pressure-driven; Net1 serves its base demand at the diurnal peak (well over 4 x at
+    # 20 m): the demand levels top out at 1 x, and the design check says all is delivered
+    assert design.scenario.demand_model == "PDA" and design.design.demand_scale[1] == 1.0
+    assert "hydraulics     pressure-driven (full demand at 20 m" in output
+    assert "design check: 0 of 8 corners" in output and "every demand is delivered" in output
     scenarios = sorted((folder / "data").glob("scenario_*.npz"))
     assert [p.name for p in scenarios] == [
         scenario_path(folder / "data", i).name for i in range(N_SCENARIOS)
@@ -166,6 +174,12 @@ BROKEN = {
     "disconnected": (
         lambda: _without(_net1_text(), r"^ (111|112|113) "),
         "has 5 of 11 nodes connected to no reservoir or tank: 21, 22, 23, 31, 32",
+    ),
+    # valid for EPANET (epyt's BWSN_Network_1.inp has it), refused by WNTR
+    "wntr_refuses": (
+        lambda: _net1_text().replace("Chlorine mg/L", "Chemical TIME"),
+        "cannot be read by WNTR, which reads its properties and map: (Error 213) invalid "
+        "option value 'for chemical units', at line 145: Quality Chemical TIME",
     ),
 }
 
@@ -280,3 +294,29 @@ def test_a_model_no_better_than_persistence_is_warned(mae, persistence, warned):
         if warned
         else []
     )
+
+
+def crashing_inp(folder) -> Path:
+    """Net1 with a 5 000-character line after ``[JUNCTIONS]``: EPANET's reader segfaults."""
+    path = folder / "crash.inp"
+    path.write_text(_net1_text().replace("[JUNCTIONS]", "[JUNCTIONS]\n" + "A" * 5000, 1))
+    return path
+
+
+def test_a_file_that_crashes_epanet_is_refused_and_the_cli_lives(tmp_path):
+    inp = crashing_inp(tmp_path)
+    for command in (["network", "onboard", str(inp), "--out", str(tmp_path / "m")], None):
+        if command is None:  # simulate: the same check, reached through the scenario
+            config = tmp_path / "crash.yaml"
+            config.write_text(f"n_scenarios: 1\nscenario:\n  network: {inp}\n")
+            command = ["simulate", "--config", str(config), "--out", str(tmp_path / "data")]
+        run = subprocess.run(
+            [sys.executable, "-m", "wdn_explain", *command], capture_output=True, text=True
+        )
+        assert run.returncode == 1, run.stderr[-2000:]  # not -11: the process survived
+        errors = [line for line in (run.stdout + run.stderr).splitlines() if "error" in line]
+        assert errors == [
+            f"error: cannot read network file '{inp}': it crashes EPANET's reader (SIGSEGV); "
+            "look for an over-long line or binary content in it"
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crash.inp", "crash.yaml"]

@@ -260,6 +260,7 @@ def test_the_cache_rule_over_every_setting_that_changes_the_values(tmp_path, tin
 
     from wdn_explain.explain.explanation import ENGINE_VERSION
     from wdn_explain.model_folder import model_hash
+    from wdn_explain.simulation import SIMULATION_VERSION
     from wdn_explain.timeline import ExplainSettings, cache_identity, cache_mismatch
 
     base = ExplainSettings()
@@ -267,6 +268,7 @@ def test_the_cache_rule_over_every_setting_that_changes_the_values(tmp_path, tin
         "scenario_hash": SPEC.config_hash(),
         "model_hash": model_hash(tiny_model_dir),
         "engine_version": ENGINE_VERSION,
+        "simulation_version": SIMULATION_VERSION,
         "settings": base.model_dump(mode="json"),
     }
     assert cache_mismatch(meta, cache_identity(SPEC, tiny_model_dir, base)) == []
@@ -297,6 +299,12 @@ def test_the_cache_rule_over_every_setting_that_changes_the_values(tmp_path, tin
     assert cache_mismatch(old_engine, cache_identity(SPEC, tiny_model_dir, base)) == [
         "engine_version"
     ]
+    # simulated before the simulator's last fix (or before its version was recorded)
+    unrecorded = {key: value for key, value in meta.items() if key != "simulation_version"}
+    for older in ({**meta, "simulation_version": "1"}, unrecorded):
+        assert cache_mismatch(older, cache_identity(SPEC, tiny_model_dir, base)) == [
+            "simulation_version"
+        ]
     assert len(paths) == 7  # one file per identity
 
 

@@ -47,10 +47,16 @@ def _net2() -> Path:
         ({"bulk_decay_per_day": ".inf"}, "bulk_decay_per_day: Input should be a finite"),
         ({"demand_scale": ".nan"}, "demand_scale: Input should be a finite"),
         ({"network": "NET2"}, "has no reservoir: give scenario.injection_node"),
+        ({"pressure_required_m": 5}, "pressure_required_m must be above pressure_min_m"),
+        ({"pressure_exponent": -0.5}, "pressure_exponent: Input should be greater than 0"),
+        ({"pressure_min_m": ".inf"}, "pressure_min_m: Input should be a finite"),
+        ({"demand_model": "PPA"}, "demand_model: Input should be 'PDA' or 'DDA'"),
     ],
 )
 def test_simulate_refuses_what_the_simulator_would(tmp_path, scenario, message):
     lines = [f"  {k}: {str(_net2()) if v == 'NET2' else v}" for k, v in scenario.items()]
+    if "pressure_required_m" in scenario:  # not above the minimum
+        lines.append("  pressure_min_m: 10")
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("n_scenarios: 2\nscenario:\n  duration_s: 3600\n" + "\n".join(lines) + "\n")
     result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
@@ -266,10 +272,12 @@ def test_network_with_unconnected_nodes_is_refused(tmp_path):
 
 
 def test_negative_pressures_are_reported_and_stored(tmp_path):
-    """demand_scale 40: EPANET's demand-driven run gives pressures of -70 km; the scenario
-    file keeps the pressures, and data-stats says so in one line."""
+    """demand_scale 40, demand-driven: EPANET gives pressures of -70 km; the scenario file
+    keeps the pressures, and simulate and data-stats say so in one line each."""
     cfg = tmp_path / "surge.yaml"
-    cfg.write_text("n_scenarios: 3\nscenario:\n  duration_s: 1800\n  demand_scale: 40\n")
+    cfg.write_text(
+        "n_scenarios: 3\nscenario:\n  duration_s: 1800\n  demand_scale: 40\n  demand_model: DDA\n"
+    )
     result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
     assert result.exit_code == 0, result.output
     stored = SimulationResult.load(scenario_path(tmp_path / "o", 0))
@@ -280,13 +288,45 @@ def test_negative_pressures_are_reported_and_stored(tmp_path):
         f"negative pressure at {low_nodes} of 32 nodes ({(pressure < -1e-3).mean():.0%} of "
         f"node states), down to {pressure.min():.4g} m"
     )
+    lows = [SimulationResult.load(scenario_path(tmp_path / "o", i)) for i in range(3)]
+    lowest = min(r.node_pressure_m.min() for r in lows)
+    expected = f"warning: negative pressure in 3 of 3 scenarios, down to {lowest:.4g} m"
+    assert [line for line in result.output.splitlines() if line.startswith("warning:")][
+        0
+    ].startswith(expected)
     stats = run("data-stats", tmp_path / "o")
     assert stats.exit_code == 0, stats.output
     warning = [line for line in stats.output.splitlines() if line.startswith("warning:")]
-    assert warning == [
-        f"warning: 3 of 3 scenarios have negative pressures, e.g. scenario 0: "
-        f"{stored.pressure_warning}"
-    ]
+    assert len(warning) == 1 and warning[0].startswith(expected)
+    assert "hydraulics     demand-driven" in stats.output
+
+
+def test_demand_no_pressure_delivers_is_refused_before_writing(tmp_path):
+    """Hanoi's reservoir stands 100 m above its junctions: no junction reaches a required
+    pressure of 150 m at any demand, so nothing would be delivered in full: one line naming
+    the value, nothing written. The same surge pressure-driven runs, and says how much of the
+    demand it delivered."""
+    cfg = tmp_path / "high.yaml"
+    cfg.write_text("n_scenarios: 2\nscenario:\n  duration_s: 1800\n  pressure_required_m: 150\n")
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: pressure_required_m: no junction of network 'hanoi'")
+    assert "(got 150)" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "o").exists()
+    cfg.write_text("n_scenarios: 2\nscenario:\n  duration_s: 1800\n  demand_scale: 40\n")
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
+    assert result.exit_code == 0, result.output
+    assert "design check: 1 of 1 corners" in result.output
+    runs = [SimulationResult.load(scenario_path(tmp_path / "o", i)) for i in range(2)]
+    assert min(r.node_pressure_m.min() for r in runs) > -1
+    asked = sum(r.node_requested_demand_lps.clip(min=0).sum() for r in runs)
+    got = sum(
+        np.minimum(r.node_demand_lps, r.node_requested_demand_lps).clip(min=0).sum() for r in runs
+    )
+    assert (
+        f"warning: demand not met in 2 of 2 scenarios ({got / asked:.1%} of all demand"
+        in result.output
+    )
 
 
 def test_design_is_validated_over_its_whole_range_at_load(tmp_path):

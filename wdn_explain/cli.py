@@ -78,7 +78,7 @@ def simulate(
     from .progress import progress_callback
     from .scenario import load_config
     from .shipped import shipped
-    from .waq import generate_waq
+    from .waq import folder_hydraulics_summary, generate_waq
     from .workers import worker_count
 
     workers, capped = worker_count(workers)
@@ -95,8 +95,11 @@ def simulate(
                 allow_large=yes,
                 progress=cb,
                 scheduler=scheduler or cfg.scheduler,
+                notice=typer.echo,
             )
     typer.echo(f"{cfg.n_scenarios} scenarios in {out}")
+    for line in folder_hydraulics_summary(out):
+        typer.echo(f"warning: {line}", err=True)
 
 
 @app.command("data-stats")
@@ -142,13 +145,9 @@ def data_stats(
         f"{(y == 0).mean():.1%} zero, {(y == 1).mean():.1%} one"
     )
     typer.echo(f"flow scale     {sets['train'].inputs.flow_scale_lps:.1f} L/s")
-    low = [i for i, w in enumerate(arrays.pressure_warnings) if w]
-    if low:
-        typer.echo(
-            f"warning: {len(low)} of {n_s} scenarios have negative pressures, e.g. scenario "
-            f"{low[0]}: {arrays.pressure_warnings[low[0]]}",
-            err=True,
-        )
+    typer.echo(f"hydraulics     {arrays.configs[0].describe_hydraulics()}")
+    for line in arrays.hydraulics_notes:
+        typer.echo(f"warning: {line}", err=True)
     _echo_factors(arrays.configs, tuple(manifest.network.reservoirs), factor_levels)
     arrival = arrival_steps(arrays.chlorine_mg_l, threshold)
     typer.echo(

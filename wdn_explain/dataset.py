@@ -44,7 +44,7 @@ from .features import (
 from .records import WaqManifest
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult
-from .waq import read_manifest, scenario_path
+from .waq import hydraulics_summary, read_manifest, scenario_path
 
 Split = Literal["train", "calib", "val", "test", "all"]
 SPLITS: tuple[str, ...] = get_args(Split)
@@ -63,6 +63,7 @@ class WaqArrays:
     configs: tuple[ScenarioConfig, ...]
     manifest: WaqManifest
     pressure_warnings: tuple[str | None, ...] = ()  # per scenario (SimulationResult's)
+    hydraulics_notes: tuple[str, ...] = ()  # the folder's (:func:`~.waq.hydraulics_summary`)
 
     @property
     def n_scenarios(self) -> int:
@@ -110,6 +111,7 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
         configs=tuple(r.config for r in results),
         manifest=manifest,
         pressure_warnings=tuple(r.pressure_warning for r in results),
+        hydraulics_notes=tuple(hydraulics_summary(results)),
     )
 
 

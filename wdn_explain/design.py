@@ -91,7 +91,9 @@ class DesignEnvelope(_Config):
     (``duration_s`` and the hydraulic, quality and pattern steps; None in older cards: not
     checked) and ``bulk_decay_drawn``, the range of the non-zero decay rates actually drawn
     (a design that switches decay off in some scenarios has the box ``[0, high]`` in
-    ``ranges`` but never saw a rate between 0 and its lowest draw).
+    ``ranges`` but never saw a rate between 0 and its lowest draw), and ``hydraulics``, the
+    demand model and its pressures (:attr:`~.scenario.ScenarioConfig.hydraulics`; None in
+    cards older than pressure-driven analysis: demand-driven).
     """
 
     network: str
@@ -104,6 +106,7 @@ class DesignEnvelope(_Config):
     quality_step_s: int | None = None
     pattern_step_s: int | None = None
     bulk_decay_drawn: Range | None = None
+    hydraulics: dict[str, str | float] | None = None
 
     @field_validator("ranges")
     @classmethod
@@ -163,7 +166,13 @@ class DesignEnvelope(_Config):
             duration_s=t.duration_s,
             **{name: getattr(t, name) for name in STEPS},
             bulk_decay_drawn=decay if decay[1] > 0 else None,
+            hydraulics=t.hydraulics,
         )
+
+    @property
+    def trained_hydraulics(self) -> dict[str, str | float]:
+        """The demand model of the training scenarios (cards older than it: demand-driven)."""
+        return self.hydraulics or {"demand_model": "DDA"}
 
     def outside(self, scenario: ScenarioConfig, injection_node: str) -> list[str]:
         """One plain sentence per factor of ``scenario`` outside this envelope (empty: inside).
@@ -197,6 +206,12 @@ class DesignEnvelope(_Config):
                     f"bulk decay {decay:g} /day: the decay rates this model saw were 0 or "
                     f"{low:g}-{high:g} /day"
                 )
+        if s.hydraulics != self.trained_hydraulics:
+            trained = ScenarioConfig.model_validate(self.trained_hydraulics)
+            notes.append(
+                f"{s.describe_hydraulics()} hydraulics: this model was trained on "
+                f"{trained.describe_hydraulics()} ones"
+            )
         if injection_node not in self.injection_nodes:
             notes.append(
                 f"injection at node {injection_node}: this model never saw chlorine enter there"

@@ -76,6 +76,37 @@ def save_torch(obj: object, path: str | Path) -> Path:
     return path
 
 
+def cache_root() -> Path:
+    """``$WDN_EXPLAIN_CACHE``, else ``~/.cache/wdn-explain``: where derived files are cached."""
+    env = os.environ.get("WDN_EXPLAIN_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "wdn-explain"
+
+
+def private_cache_dir(name: str) -> Path:
+    """The folder ``cache_root()/name``, private to this user: created 0700 and refused
+    unless this user owns it and nobody else may write it (nor any folder it was made in),
+    so no other user can plant a file that a cache load reads.
+
+    Raises:
+        DataError: the folder (or a parent made for it) belongs to another user or is
+            writable by others, or it cannot be created.
+    """
+    folder = cache_root() / name
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for path in (folder, folder.parent):
+            info = path.lstat()
+            if info.st_uid != os.getuid() or info.st_mode & 0o022 or path.is_symlink():
+                raise DataError(
+                    f"cache folder '{path}' is not private (owner uid {info.st_uid}, mode "
+                    f"{info.st_mode & 0o777:o}): it must belong to uid {os.getuid()} and be "
+                    "writable by it alone; remove it or set WDN_EXPLAIN_CACHE"
+                )
+    except OSError as exc:
+        raise DataError(f"cannot create cache folder '{folder}' ({exc.strerror or exc})") from None
+    return folder
+
+
 LOCK = ".wdn-explain.lock"
 """The claim file of a folder being written (see :func:`claimed`)."""
 

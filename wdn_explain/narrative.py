@@ -31,6 +31,7 @@ def value_unit(timeline: Timeline) -> str:
 # headings the app and the HTML report give them.
 CHECKS = {
     "pressure_warning": "Check the hydraulics",
+    "delivery_warning": "Check the hydraulics",
     "forecast_warning": "Check the model",
 }
 OUTSIDE_DESIGN = "Outside what this model learned"
@@ -39,7 +40,7 @@ OUTSIDE_DESIGN = "Outside what this model learned"
 def warnings_of(timeline: Timeline) -> list[tuple[str, str]]:
     """What a reader must see before trusting the timeline, as (heading, text): the scenario
     lies outside the model's training design (naming what), its simulation has negative
-    pressures, its forecasts leave their range. Shown by the app and the HTML report."""
+    pressures or demand it did not deliver, its forecasts leave their range. Shown by the app and the HTML report."""
     out = []
     if timeline.meta.get("out_of_design"):
         out.append(
@@ -317,6 +318,6 @@ def timeline_label(path: str | Path) -> str:
     :func:`scenario_text`)."""
     meta = read_meta(path) or {}
     try:
-        return scenario_text(ScenarioConfig.model_validate(meta["scenario"]))
+        return scenario_text(ScenarioConfig.from_record(meta["scenario"]))
     except (KeyError, TypeError, ValueError):
         return f"unreadable timeline {Path(path).name}"

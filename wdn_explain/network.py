@@ -28,13 +28,17 @@ if TYPE_CHECKING:
     import torch
 
 
+def builtin_root() -> Path:
+    """The folder of the networks that ship inside the ``epyt`` package."""
+    import epyt
+
+    return Path(epyt.__file__).parent / "networks"
+
+
 def builtin_networks() -> dict[str, Path]:
     """Every network that ships inside the ``epyt`` package, by the name users type: the
     file stem in lower case (``hanoi``, ``net1``, ``net3``, ``ky8``, ``l-town``, ...)."""
-    import epyt
-
-    root = Path(epyt.__file__).parent / "networks"
-    return {p.stem.lower(): p for p in sorted(root.rglob("*.inp"))}
+    return {p.stem.lower(): p for p in sorted(builtin_root().rglob("*.inp"))}
 
 
 def builtin_network_path(name: str) -> Path:
@@ -209,9 +213,7 @@ class Network:
         import pandas as pd
         import wntr
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            wn = wntr.network.WaterNetworkModel(str(self.inp_path))
+        wn = self.wntr_model()
 
         def per(names, *series: pd.Series) -> np.ndarray:
             return pd.concat(series).reindex(list(names)).to_numpy(dtype=float)
@@ -229,6 +231,28 @@ class Network:
             * (1000 if wn.options.quality.parameter.upper() == "CHEMICAL" else 1),
         )
 
+    def wntr_model(self):
+        """WNTR's ``WaterNetworkModel`` of the original .inp (WNTR cannot read the files
+        EPyT-Flow writes).
+
+        Raises:
+            ConfigError: in one line with WNTR's reason, for a file EPANET reads but WNTR
+                does not (an option WNTR does not know, such as ``Quality Chemical TIME``).
+        """
+        import wntr
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return wntr.network.WaterNetworkModel(str(self.inp_path))
+        except Exception as exc:  # WNTR's reader raises many types, the reason in the cause
+            cause = exc.__cause__ or exc
+            reason = " ".join(str(cause).split()) or type(cause).__name__
+            raise ConfigError(
+                f"network file '{self.inp_path}' cannot be read by WNTR, which reads its "
+                f"properties and map: {reason}"
+            ) from None
+
     def to_networkx(self):
         """Undirected networkx graph over node ids (link ids on the edges)."""
         import networkx as nx
@@ -242,11 +266,8 @@ class Network:
     def geodataframes(self) -> tuple[geopandas.GeoDataFrame, geopandas.GeoDataFrame]:
         """Nodes and links as GeoDataFrames (WNTR's GIS export of the original .inp)."""
         import pandas as pd
-        import wntr
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            gis = wntr.network.WaterNetworkModel(str(self.inp_path)).to_gis()
+        gis = self.wntr_model().to_gis()
         nodes = pd.concat([gis.junctions, gis.tanks, gis.reservoirs])
         links = pd.concat([gis.pipes, gis.pumps, gis.valves])
         return nodes, links
@@ -276,13 +297,70 @@ def scenario_simulator(inp_path: str | Path, **kwargs) -> Iterator:
             yield sim
 
 
+_EPANET_OPENS = r"""
+import os, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+import epanet
+code, project = epanet.EN_createproject()
+with tempfile.TemporaryDirectory() as folder:
+    print(epanet.EN_open(project, sys.argv[2], os.path.join(folder, "epanet.rpt"), "")[0])
+"""
+"""What the child of :func:`check_epanet_opens` runs: EPANET's own reader on the file
+(``python -I -S`` with only the folder of EPyT-Flow's ``epanet`` module on the path: no
+site start-up, no package imports)."""
+EPANET_CHECK_TIMEOUT_S = 120
+_OPENS: set[str] = set()  # SHA-256 of the files EPANET has read in a child
+
+
+def check_epanet_opens(path: str | Path) -> None:
+    """Let EPANET read ``path`` in a child process before it reads it in this one: a file
+    that crashes EPANET's reader (an over-long line, binary junk after a section header)
+    kills the child, not the CLI or the app's server. The verdict is kept per file content
+    for the life of the process; the networks that ship in ``epyt`` are not checked.
+
+    Raises:
+        ConfigError: in one line, when EPANET's reader crashes or hangs on the file.
+    """
+    import subprocess
+    import sys
+
+    import epanet
+
+    path = Path(path)
+    if path.resolve().is_relative_to(builtin_root().resolve()):
+        return  # shipped with epyt
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest in _OPENS:
+        return
+    command = [sys.executable, "-I", "-S", "-c", _EPANET_OPENS]
+    command += [str(Path(epanet.__file__).parent), str(path)]
+    try:
+        child = subprocess.run(command, capture_output=True, timeout=EPANET_CHECK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(
+            f"cannot read network file '{path}': EPANET's reader did not finish within "
+            f"{EPANET_CHECK_TIMEOUT_S} s"
+        ) from None
+    if child.returncode < 0:
+        import signal
+
+        raise ConfigError(
+            f"cannot read network file '{path}': it crashes EPANET's reader "
+            f"({signal.Signals(-child.returncode).name}); look for an over-long line or "
+            "binary content in it"
+        )
+    _OPENS.add(digest)  # EPANET's own errors (codes) are reported by the real read
+
+
 def load_network(network: str | Path = "hanoi") -> Network:
-    """Read a network by built-in name (``hanoi``) or from an EPANET .inp path.
+    """Read a network by built-in name (``hanoi``) or from an EPANET .inp path (checked in
+    a child process first: :func:`check_epanet_opens`).
 
     Raises:
         ConfigError: unknown name, missing file, or a file EPANET cannot read.
     """
     path = resolve_network_path(network)
+    check_epanet_opens(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

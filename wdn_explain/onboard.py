@@ -27,6 +27,7 @@ import yaml
 from . import recipe
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output
+from .hydraulics import servable_demand_scale
 from .model_folder import CARD, read_card
 from .narrative import scenario_text
 from .network import Network, load_network
@@ -85,7 +86,7 @@ def check_network(inp_path: str | Path) -> Network:
 
     Raises:
         ConfigError: in one line naming the file: missing, not an .inp, not an EPANET
-            network, unreadable by EPANET, no reservoir or tank, or nodes that no reservoir
+            network, unreadable by EPANET (or crashing it) or WNTR, no reservoir or tank, or nodes that no reservoir
             or tank can supply.
     """
     path = Path(inp_path)
@@ -108,6 +109,7 @@ def check_network(inp_path: str | Path) -> Network:
             f"{network.n_nodes} nodes with water"
         )
     network.check_connected()
+    network.properties  # noqa: B018 -- WNTR's read: a file it refuses fails here, in one line
     return network
 
 
@@ -166,13 +168,18 @@ def booster_candidates(network: Network, flows_lps: np.ndarray) -> tuple[str, ..
 def default_design(
     network: Network, folder: str | Path, *, n_scenarios: int = DEFAULT_SCENARIOS, seed: int = 0
 ) -> SimulationConfig:
-    """The monitoring design (:data:`MONITORING`: its strengths, schedules, demands, decay,
-    duration and steps) on ``network``, read from its copy ``folder/<name>.inp``: chlorine
-    enters at the first reservoir in 30 % of the scenarios (none without a reservoir),
-    otherwise at a booster at one of the :func:`booster_candidates`.
+    """The monitoring design (:data:`MONITORING`: its strengths, schedules, demand noise and
+    swing, decay, duration, steps and pressure-driven hydraulics) on ``network``, read from
+    its copy ``folder/<name>.inp``: chlorine enters at the first reservoir in 30 % of the
+    scenarios (none without a reservoir), otherwise at a booster at one of the
+    :func:`booster_candidates`; its demand levels are the network's own
+    (:func:`~.hydraulics.servable_demand_scale`: at the diurnal peak at most what it serves
+    at the required pressure, at most its base demand), so the required pressure holds over
+    most of the design.
 
     Raises:
-        ConfigError: too few scenarios, or EPANET cannot simulate the network.
+        ConfigError: too few scenarios, EPANET cannot simulate the network, or it keeps no
+            junction at the required pressure.
     """
     if n_scenarios < MIN_SCENARIOS:
         raise ConfigError(
@@ -188,9 +195,16 @@ def default_design(
         )
     copy = Path(folder).absolute() / f"{network.name}.inp"
     design = monitoring.design.model_dump()
+    low, high = monitoring.design.demand_scale
     design |= {
         "injection_nodes": list(boosters),
         "reservoir_share": (0.3 if boosters else 1.0) if network.reservoirs else 0.0,
+        "demand_scale": servable_demand_scale(
+            network,
+            monitoring.scenario,
+            diurnal_high=monitoring.design.diurnal_amplitude[1],
+            low_fraction=low / high,
+        ),
     }
     return SimulationConfig.model_validate(
         {
@@ -342,7 +356,9 @@ def onboard(
     data = folder / DATA
     stage(f"{n_scenarios} scenarios into {data}")
     with progress_callback(progress, "simulate") as cb:
-        generate_waq(config, data, n_workers=n_workers, overwrite=overwrite, progress=cb)
+        generate_waq(
+            config, data, n_workers=n_workers, overwrite=overwrite, progress=cb, notice=tell
+        )
 
     if _trained_on(folder, config) and not overwrite:
         stage(f"kept the model in {folder} (trained on this design)")

@@ -229,6 +229,7 @@ def explain_scenario(
         check_reachable(scheduler)  # before simulating
     result = simulate(scenario, network)
     meta["pressure_warning"] = result.pressure_warning  # flows not physical where negative
+    meta["delivery_warning"] = result.delivery_warning  # demand not met below the pressure
     horizon = meta["horizon"]
     if result.n_steps <= horizon:
         raise DataError(
@@ -367,8 +368,8 @@ def _intervals(
 
 
 def _hydraulics_at(result: SimulationResult, steps: np.ndarray) -> dict[str, np.ndarray]:
-    """The simulated link flows (L/s) and node pressures (m) at ``steps``, as the
-    :class:`~wdn_explain.timeline.Timeline` fields of the same names."""
+    """The simulated link flows (L/s), node pressures (m) and delivered demand fractions at
+    ``steps``, as the :class:`~wdn_explain.timeline.Timeline` fields of the same names."""
     return {name: getattr(result, name)[steps].astype(np.float32) for name in HYDRAULICS}
 
 

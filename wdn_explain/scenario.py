@@ -13,7 +13,17 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
+from typing_extensions import Self
 
 from .errors import ConfigError
 from .files import atomic_write
@@ -26,9 +36,19 @@ class _Config(BaseModel):
     )
 
     def config_hash(self) -> str:
-        """Short SHA-256 of the canonical JSON form; equal configs hash equally."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        """Short SHA-256 of the canonical JSON form; equal configs hash equally (a
+        demand-driven scenario hashes without its unused pressure settings, as it did before
+        they existed, see :meth:`ScenarioConfig._hashed_form`)."""
+        dumped = self.model_dump(mode="json", context={HASH_FORM: True})
+        return hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any] | str) -> Self:
+        """The config stored in a file this package wrote (a mapping or its JSON text),
+        any version: see :func:`_legacy_defaults`."""
+        if isinstance(data, str):
+            data = json.loads(data)
+        return cls.model_validate(_legacy_defaults(cls, data))
 
     def to_yaml(self, path: str | Path) -> None:
         """Write the config as YAML, atomically."""
@@ -36,8 +56,18 @@ class _Config(BaseModel):
             tmp.write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False))
 
 
+HASH_FORM = "hash_form"
+"""Serialisation context key: dump the form that :meth:`_Config.config_hash` hashes."""
+
 InjectionMode = Literal["constant", "intermittent", "failure"]
 INJECTION_MODES: tuple[str, ...] = get_args(InjectionMode)
+DemandModel = Literal["PDA", "DDA"]
+"""EPANET 2.2's demand models: pressure-driven (a node gets its demand in full at or above
+the required pressure, none at or below the minimum, ``((p - p_min) / (p_req - p_min)) **
+exponent`` of it between) or demand-driven (every demand delivered whatever the pressure,
+which goes negative where the network cannot deliver it: not physical)."""
+HYDRAULICS_FIELDS = ("demand_model", "pressure_min_m", "pressure_required_m", "pressure_exponent")
+"""The scenario fields that choose EPANET's demand model (recorded in cards and timelines)."""
 
 
 class ScenarioConfig(_Config):
@@ -83,10 +113,57 @@ class ScenarioConfig(_Config):
     diurnal_amplitude: float = Field(0.0, ge=0, lt=1, description="relative diurnal swing")
     start_hour: float = Field(0.0, ge=0, lt=24, description="hour of day at t = 0")
     bulk_decay_per_day: float = Field(0.0, ge=0, description="first-order bulk decay rate")
+    demand_model: DemandModel = Field(
+        "PDA", description="EPANET's demand model: pressure-driven (PDA) or demand-driven (DDA)"
+    )
+    pressure_min_m: float = Field(
+        0.0, ge=0, description="PDA: pressure (m) at or below which a node gets no demand"
+    )
+    pressure_required_m: float = Field(
+        20.0, gt=0, description="PDA: pressure (m) at or above which a node gets its demand"
+    )
+    pressure_exponent: float = Field(
+        0.5, gt=0, description="PDA: exponent of the pressure-demand relation"
+    )
     seed: int = Field(0, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _hashed_form(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        """For :meth:`config_hash`, a demand-driven scenario drops the demand-model fields:
+        its pressures are unused, and its hash stays the one it had before PDA existed (so
+        the published WAQ design's data, cards and timelines stay current)."""
+        data = handler(self)
+        if info.context and info.context.get(HASH_FORM) and self.demand_model == "DDA":
+            for name in HYDRAULICS_FIELDS:
+                data.pop(name, None)
+        return data
+
+    @property
+    def hydraulics(self) -> dict[str, Any]:
+        """The demand model and, for PDA, its pressures (what cards and timelines record)."""
+        if self.demand_model == "DDA":
+            return {"demand_model": "DDA"}
+        return {name: getattr(self, name) for name in HYDRAULICS_FIELDS}
+
+    def describe_hydraulics(self) -> str:
+        """The demand model in words, e.g. 'pressure-driven (full demand at 20 m, none at
+        0 m)'."""
+        if self.demand_model == "DDA":
+            return "demand-driven (every demand delivered, whatever the pressure)"
+        return (
+            f"pressure-driven (full demand at {self.pressure_required_m:g} m, none at "
+            f"{self.pressure_min_m:g} m, exponent {self.pressure_exponent:g})"
+        )
 
     @model_validator(mode="after")
     def _check_steps(self) -> ScenarioConfig:
+        if self.pressure_required_m <= self.pressure_min_m:
+            raise ValueError(
+                "pressure_required_m must be above pressure_min_m (got "
+                f"{self.pressure_required_m:g} <= {self.pressure_min_m:g})"
+            )
         if self.reporting_step_s > self.duration_s:
             raise ValueError(
                 f"reporting_step_s must not exceed duration_s (got {self.reporting_step_s} > "
@@ -334,6 +411,19 @@ class SimulationConfig(_Config):
 
             junctions = load_network(self.scenario.network).junctions
         return self.design.draw(self.scenario, seed, junctions)
+
+
+def _legacy_defaults(cls: type[_Config], data: Any) -> Any:
+    """Files written before pressure-driven analysis existed hold demand-driven runs: a stored
+    scenario without ``demand_model`` was simulated demand-driven (a config read from YAML or
+    built in code gets the current default, PDA, instead)."""
+    if not isinstance(data, dict):
+        return data
+    if cls is ScenarioConfig:
+        return {"demand_model": "DDA", **data}
+    if cls is SimulationConfig and isinstance(data.get("scenario"), dict):
+        return {**data, "scenario": _legacy_defaults(ScenarioConfig, data["scenario"])}
+    return data
 
 
 def _format_validation_error(source: str, exc: ValidationError) -> str:

@@ -130,7 +130,7 @@ def default_scenario(model_dir: str | Path, network: Network | None = None) -> S
     (Hanoi), ``simulations/default_scenario.yaml``; else the middle of the model's training
     design (its first injection node and mode, each range's midpoint, the injection start
     and the bulk decay at their low ends, as the app's form starts, and the design's
-    duration and steps where its card records them), or the plain defaults
+    duration, steps and hydraulics where its card records them), or the plain defaults
     at the first reservoir for a card without a design.
 
     Args:
@@ -165,6 +165,7 @@ def default_scenario(model_dir: str | Path, network: Network | None = None) -> S
         injection_node=None if node in network.reservoirs else node,
         injection_mode=envelope.injection_modes[0] if envelope.injection_modes else "constant",
         **{k: round(v) if DRAWN_RANGES[k] else v for k, v in factors.items()},
+        **envelope.trained_hydraulics,
     )
 
 

@@ -6,9 +6,13 @@ link's start node to its end node), pressure m, concentration mg/L.
 File format (one scenario): an uncompressed NumPy ``.npz`` holding only numeric and
 unicode arrays (readable with ``allow_pickle=False``): ``times_s`` (T,), ``node_ids`` (n,),
 ``link_ids`` (E,), ``node_chlorine_mg_l`` (T, n), ``link_chlorine_mg_l`` (T, E),
-``link_flow_lps`` (T, E), ``node_demand_lps`` (T, n), ``node_pressure_m`` (T, n),
-``node_source_mg_l`` (T, n: the booster setpoint at the injection node, 0 elsewhere and while
-the booster is off), and ``config_json`` (the scenario config as a 0-d string).
+``link_flow_lps`` (T, E), ``node_demand_lps`` (T, n: the demand EPANET delivered; at a
+reservoir or tank its net outflow, negative), ``node_requested_demand_lps`` (T, n: what the
+junctions asked for, base demand x pattern; equal to the delivered demand under demand-driven
+analysis, at reservoirs and tanks, and in files written before it was stored),
+``node_pressure_m`` (T, n), ``node_source_mg_l`` (T, n: the booster setpoint at the injection
+node, 0 elsewhere and while the booster is off), and ``config_json`` (the scenario config as
+a 0-d string).
 """
 
 from __future__ import annotations
@@ -37,10 +41,21 @@ _ARRAYS = (
     "link_chlorine_mg_l",
     "link_flow_lps",
     "node_demand_lps",
+    "node_requested_demand_lps",
     "node_pressure_m",
     "node_source_mg_l",
 )
+_SINCE_PDA = "node_requested_demand_lps"
+"""Stored since pressure-driven analysis; older (demand-driven) files delivered every demand."""
 
+SHORTFALL = 0.01
+"""A node counts as under-served while it gets less than ``1 - SHORTFALL`` of its demand."""
+
+
+SIMULATION_VERSION = "2"
+"""Raised whenever the simulator gives other numbers for the same scenario (2: a reservoir
+source follows its schedule); recorded in every timeline, whose cache identity it is part of,
+so a timeline simulated before a fix is recomputed, never shown as current."""
 
 NEGATIVE_PRESSURE_M = -1e-3
 """Pressures below this (m) count as negative (EPANET rounds a zero head to about -1e-5)."""
@@ -58,12 +73,42 @@ class SimulationResult:
     link_chlorine_mg_l: np.ndarray
     link_flow_lps: np.ndarray
     node_demand_lps: np.ndarray
+    node_requested_demand_lps: np.ndarray
     node_pressure_m: np.ndarray
     node_source_mg_l: np.ndarray
 
     @property
     def n_steps(self) -> int:
         return len(self.times_s)
+
+    @property
+    def node_delivered_fraction(self) -> np.ndarray:
+        """Delivered / requested demand per step and node, shape (T, n); 1 where nothing is
+        requested (reservoirs, tanks, junctions without demand)."""
+        asked = self.node_requested_demand_lps
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(asked > 0, self.node_demand_lps / asked, 1.0)
+        return np.clip(fraction, 0.0, 1.0)
+
+    @property
+    def delivery_warning(self) -> str | None:
+        """One sentence when pressure-driven hydraulics deliver less than the demand (a node
+        below its required pressure), else None."""
+        short = self.node_delivered_fraction < 1 - SHORTFALL
+        if not short.any():
+            return None
+        asked = float(self.node_requested_demand_lps.clip(min=0).sum())
+        got = float(
+            np.minimum(self.node_demand_lps, self.node_requested_demand_lps).clip(min=0).sum()
+        )
+        worst = np.unravel_index(int(np.argmin(self.node_delivered_fraction)), short.shape)
+        return (
+            f"demand not met at {int(short.any(axis=0).sum())} of {len(self.node_ids)} nodes "
+            f"({short.mean():.0%} of node states; {got / asked:.0%} of all demand delivered), "
+            f"down to {self.node_delivered_fraction[worst]:.0%} at node {self.node_ids[worst[1]]} at "
+            f"{int(self.times_s[worst[0]])} s: pressure there is below the required "
+            f"{self.config.pressure_required_m:g} m"
+        )
 
     @property
     def pressure_warning(self) -> str | None:
@@ -79,8 +124,8 @@ class SimulationResult:
             f"negative pressure at {int(low.any(axis=0).sum())} of {len(self.node_ids)} nodes "
             f"({low.mean():.0%} of node states), down to "
             f"{float(self.node_pressure_m[worst]):.4g} m at node {self.node_ids[worst[1]]} "
-            f"at {int(self.times_s[worst[0]])} s: the demands exceed what the network "
-            "delivers, so flows and chlorine there are not physical"
+            f"at {int(self.times_s[worst[0]])} s: demand-driven hydraulics deliver demands the "
+            "network cannot, so flows and chlorine there are not physical"
         )
 
     def save(self, path: str | Path) -> Path:
@@ -100,8 +145,10 @@ class SimulationResult:
         path = Path(path)
         try:
             with np.load(path, allow_pickle=False) as data:
-                config = ScenarioConfig.model_validate_json(str(data["config_json"]))
-                arrays = {name: data[name] for name in _ARRAYS}
+                config = ScenarioConfig.from_record(str(data["config_json"]))
+                stored = [name for name in _ARRAYS if name != _SINCE_PDA or name in data.files]
+                arrays = {name: data[name] for name in stored}
+                arrays.setdefault(_SINCE_PDA, arrays["node_demand_lps"])
         except FileNotFoundError:
             raise DataError(f"scenario file '{path}' does not exist") from None
         except KeyError as exc:
@@ -212,6 +259,50 @@ def _si_flow_units() -> tuple[int, ...]:
     return (E.EN_LPS, E.EN_LPM, E.EN_MLD, E.EN_CMH, E.EN_CMD, E.EN_CMS)
 
 
+def use_si_units(sim: ScenarioSimulator) -> None:
+    """Have EPANET report an SI network in L/s and m itself (no conversion of its results
+    afterwards); a US network keeps its units (see :func:`_si_flow_units`)."""
+    from epanet_plus import EpanetConstants as E
+
+    if sim.get_flow_units() in _si_flow_units():
+        sim.set_general_parameters(flow_units_id=E.EN_LPS, pressure_units_id=E.EN_METERS)
+
+
+def metres_to_pressure_unit(sim: ScenarioSimulator) -> float:
+    """The factor from metres to the pressure unit EPANET reads and reports for ``sim``."""
+    from epanet_plus import EpanetConstants as E
+    from epyt_flow.utils import _get_pressure_convert_factor  # EPyT-Flow's own unit table
+
+    return _get_pressure_convert_factor(
+        int(sim.epanet_api.getoption(E.EN_PRESS_UNITS)), E.EN_METERS
+    )
+
+
+def _demand_model(config: ScenarioConfig, sim: ScenarioSimulator) -> dict[str, float | int]:
+    """EPyT-Flow's ``demand_model`` argument for the scenario, its pressures given in the
+    network's pressure unit (EPANET reads them so; the config holds metres)."""
+    from epanet_plus import EpanetConstants as E
+
+    to_unit = metres_to_pressure_unit(sim)
+    return {
+        "type": E.EN_PDA if config.demand_model == "PDA" else E.EN_DDA,
+        "pressure_min": config.pressure_min_m * to_unit,
+        "pressure_required": config.pressure_required_m * to_unit,
+        "pressure_exponent": config.pressure_exponent,
+    }
+
+
+def base_demands(sim: ScenarioSimulator, network: Network) -> dict[str, float]:
+    """The junctions' non-zero (primary) base demands in the simulator's flow unit: what the
+    scenario's demand patterns multiply."""
+    return {
+        n: d
+        for n in network.node_ids
+        if (d := sim.get_node_base_demand(n))
+        and network.node_roles[network.node_index(n)] == "junction"
+    }
+
+
 def simulate(config: ScenarioConfig, network: Network | None = None) -> SimulationResult:
     """Simulate chlorine spreading from the injection node with EPyT-Flow.
 
@@ -224,6 +315,7 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
             can supply.
     """
     from epanet_plus import EpanetConstants
+    from epyt_flow.utils import _get_flow_convert_factor  # EPyT-Flow's own unit table
 
     network = network or load_network(config.network)
     network.check_connected()
@@ -238,19 +330,14 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
                 reporting_time_step=config.reporting_step_s,
                 pattern_time_step=config.pattern_step_s,
             )
-            if sim.get_flow_units() in _si_flow_units():  # SI to SI: EPANET reports L/s
-                sim.set_general_parameters(  # itself, no conversion of the results afterwards
-                    flow_units_id=EpanetConstants.EN_LPS,
-                    pressure_units_id=EpanetConstants.EN_METERS,
-                )
+            use_si_units(sim)
+            sim.set_general_parameters(demand_model=_demand_model(config, sim))
             sim.enable_chemical_analysis()
-            base = {
-                n: d
-                for n in network.node_ids
-                if (d := sim.get_node_base_demand(n))
-                and network.node_roles[network.node_index(n)] == "junction"
-            }
-            _set_demand_patterns(sim, _demand_patterns(config, base), base)
+            base = base_demands(sim, network)
+            patterns = _demand_patterns(config, base)
+            _set_demand_patterns(sim, patterns, base)
+            base_multiplier = sim.epanet_api.getoption(EpanetConstants.EN_DEMANDMULT)
+            flow_to_lps = _get_flow_convert_factor(EpanetConstants.EN_LPS, sim.get_flow_units())
             if config.bulk_decay_per_day:
                 sim.set_quality_parameters(
                     global_bulk_reaction_coefficient=-config.bulk_decay_per_day, order_bulk=1
@@ -280,6 +367,12 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
     times_s = np.asarray(scada.sensor_readings_time, dtype=np.int64)
     source = np.zeros((len(times_s), network.n_nodes), dtype=f32)
     source[:, network.node_index(injection)] = config.injection_setpoint_mg_l(times_s)
+    delivered = scada.get_data_demands().astype(f32)
+    requested = delivered.copy()
+    period = np.minimum(times_s // config.pattern_step_s, config.n_pattern_steps - 1)
+    for node, pattern in patterns.items():
+        requested[:, network.node_index(node)] = base[node] * base_multiplier * pattern[period]
+    requested[:, [network.node_index(n) for n in patterns]] *= flow_to_lps
     return SimulationResult(
         config=config,
         times_s=times_s,
@@ -288,7 +381,8 @@ def simulate(config: ScenarioConfig, network: Network | None = None) -> Simulati
         node_chlorine_mg_l=scada.get_data_nodes_quality().astype(f32),
         link_chlorine_mg_l=scada.get_data_links_quality().astype(f32),
         link_flow_lps=scada.get_data_flows().astype(f32),
-        node_demand_lps=scada.get_data_demands().astype(f32),
+        node_demand_lps=delivered,
+        node_requested_demand_lps=requested,
         node_pressure_m=scada.get_data_pressures().astype(f32),
         node_source_mg_l=source,
     )

@@ -48,7 +48,7 @@ def estimate_waq(config: SimulationConfig, network: Network, n_workers: int) -> 
     and the arrays that training stacks in memory (node chlorine and link flows)."""
     s, n, e = config.scenario, network.n_nodes, network.n_links
     per_run = (0.03 + 2e-5 * s.duration_s / s.quality_step_s) * max(1.0, n / 32)
-    per_file = s.n_reports * ((3 * n + 2 * e) * 4 + 8) + 4096  # float32 states, npz headers
+    per_file = s.n_reports * ((5 * n + 2 * e) * 4 + 8) + 4096  # float32 states, npz headers
     return SizeEstimate(
         seconds=per_run * config.n_scenarios / max(1, n_workers),
         disk_bytes=float(per_file * config.n_scenarios),

@@ -8,185 +8,50 @@ its interval, the compliance share derived from it, and the explanations of chos
 nodes; its ``forecast``/``explanations`` are those of one target (:meth:`Timeline.for_node`).
 One file per (scenario, model): a compressed, pickle-free ``.npz`` with MIs stored as float32
 (the model itself computes in float32), reused while scenario, model and engine match
-(:func:`timeline_is_current`). The run that makes one is :mod:`.pipeline`; the shipped
-models and scenarios are found by :mod:`.shipped`; the views are :mod:`.plot`,
-:mod:`.narrative` and :mod:`.report`.
+(:func:`timeline_is_current`, :mod:`.timeline_file`; settings and cache rule:
+:mod:`.explain_settings`; node-level series: :mod:`.node_series`). Made by :mod:`.pipeline`,
+found by :mod:`.shipped`, shown by :mod:`.plot`, :mod:`.narrative` and :mod:`.report`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import ConfigError, DataError
-from .explain.explanation import ENGINE_VERSION, Explanation
-from .files import atomic_write, check_output, write_npz
+from .errors import DataError
+from .explain.explanation import Explanation
+from .explain_settings import (
+    CACHE_FIELDS,
+    DEFAULT_REFERENCE,
+    REFERENCES,
+    ExplainSettings,
+    cache_identity,
+    cache_mismatch,
+    cache_path,
+    settings_of,
+)
+from .files import atomic_write, write_npz
 from .lazy import moved_getattr
-from .model_folder import model_hash
-from .records import Record
+from .node_series import NODE_ARRAYS, load_targets, node_arrays, node_shapes, target_fields
 from .scenario import ScenarioConfig
-
-FORMAT = "wdn-explain-timeline/2"  # 2: chlorine in mg/L, out_of_design in meta
-
-# What a masked node is replaced by (the reference the values are relative to): the
-# engine's baseline and the plain name the app and reports show. "none" zeroes every node
-# feature: chlorine 0 mg/L and no source (the source feature is 0 wherever nothing enters).
-REFERENCES: dict[str, tuple[str, str]] = {
-    "mean": ("mean", "the network average (every node at the mean of the inputs, the paper's)"),
-    "none": ("zeros", "no chlorine (every node without chlorine and without a source)"),
-}
-
-#: The reference shown unless one is asked for: "no chlorine", so that the values say which
-#: chlorinated nodes make the forecast (relative to the network average, which is itself
-#: chlorinated once chlorine has spread, every dry node gets a large negative value).
-DEFAULT_REFERENCE = "none"
-
-
-class ExplainSettings(BaseModel):
-    """How a scenario's forecasts are explained: one frozen record that the CLI and the app
-    build, that :func:`~wdn_explain.pipeline.explain_scenario` and its Dask workers use
-    unchanged, and whose fields that change the values (:data:`CACHE_FIELDS`) are the
-    timeline's cache key.
-
-    Attributes:
-        method: The engine method (``GraphSHAPIQ(method=...)``: auto, local, masked, ...).
-        n_layers: Message-passing layers of the receptive fields (default: the model's).
-        approximation_lambda: With a value, every step is explained by the
-            lambda-approximation with this lambda (``GraphSHAPIQ.explain(budget=...)``)
-            instead of exactly.
-        memory_budget_gb: Host memory the engine may use (``GraphSHAPIQ(memory_budget_gb=...)``;
-            default: half the available); changes the chunking, not the values.
-        num_threads: torch intra-op threads of the engine (``GraphSHAPIQ(num_threads=...)``;
-            default: the user's own setting, else one); changes the speed, not the values.
-        references: The references (:data:`REFERENCES`) explained, each a series.
-        target_nodes: For a node-level model, the ids of the nodes whose forecasts are
-            explained (default: :func:`~wdn_explain.pipeline.default_target`); refused for a
-            share model.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    method: str = "auto"
-    n_layers: int | None = Field(None, ge=1)
-    approximation_lambda: int | None = Field(None, ge=1)
-    memory_budget_gb: float | None = Field(None, gt=0)
-    num_threads: int | None = Field(None, ge=1)
-    references: tuple[str, ...] = tuple(REFERENCES)
-    target_nodes: tuple[str, ...] | None = None
-
-    @field_validator("references")
-    @classmethod
-    def _known_references(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [r for r in value if r not in REFERENCES]
-        if unknown or not value or "mean" not in value:
-            raise ValueError(
-                f"references must include 'mean' and be among {', '.join(REFERENCES)} "
-                f"(got {', '.join(value) or 'none'})"
-            )
-        return value
-
-    @field_validator("target_nodes")
-    @classmethod
-    def _distinct_targets(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if value is not None and (not value or len(set(value)) != len(value)):
-            raise ValueError(f"target nodes must be distinct node ids (got {list(value)})")
-        return value
-
-    @classmethod
-    def of(cls, **fields: Any) -> ExplainSettings:
-        """Settings from keyword fields; ConfigError naming the bad field and value."""
-        try:
-            return cls(**fields)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"]) or "settings"
-            raise ConfigError(
-                f"explain setting {where}: {error['msg']} (got {error.get('input')!r})"
-            ) from None
-
-    def cache_key(self) -> dict[str, Any]:
-        """The fields that change the stored values (not memory or threads: they change only
-        chunking and speed); ``target_nodes`` only when set, so the keys of share timelines
-        are those they had before target nodes existed."""
-        key = self.model_dump(mode="json", include=set(CACHE_FIELDS))
-        if key["target_nodes"] is None:
-            del key["target_nodes"]
-        return key
-
-    def explainer_options(self, reference: str, side_by_side: int = 1) -> dict[str, Any]:
-        """Keyword arguments of ``GraphSHAPIQ`` explaining relative to ``reference``, as one
-        of ``side_by_side`` explainers running at once (each gets that share of the memory
-        budget: it changes the chunking, not the values)."""
-        memory = self.memory_budget_gb
-        if side_by_side > 1:
-            from .explain.memory import default_memory_budget_gb
-
-            memory = (memory or default_memory_budget_gb()) / side_by_side
-        options = {
-            "method": self.method,
-            "memory_budget_gb": memory,
-            "num_threads": self.num_threads,
-        }
-        if self.n_layers is not None:
-            options["n_layers"] = self.n_layers
-        return options | {"baseline": REFERENCES[reference][0]}
-
-
-CACHE_FIELDS = ("method", "n_layers", "approximation_lambda", "references", "target_nodes")
-
-
-def cache_identity(
-    scenario: ScenarioConfig, model_dir: str | Path, settings: ExplainSettings
-) -> dict[str, Any]:
-    """What a cached timeline (and an interrupted run's stored steps) must have been made
-    with to be reused: scenario, model, engine version and the settings' cache key."""
-    return {
-        "scenario_hash": scenario.config_hash(),
-        "model_hash": model_hash(model_dir),
-        "engine_version": ENGINE_VERSION,
-        "settings": settings.cache_key(),
-    }
-
-
-def cache_mismatch(meta: dict[str, Any] | None, identity: dict[str, Any]) -> list[str]:
-    """THE cache rule: the parts of :func:`cache_identity` in which a timeline's metadata
-    differs, settings by field name ([] when the file may be reused; ``["file"]`` when it
-    has no readable metadata)."""
-    if meta is None:
-        return ["file"]
-    try:
-        made_with = settings_of(meta).cache_key()
-    except (ValidationError, TypeError):
-        made_with = None
-    stale = [k for k, wanted in identity.items() if k != "settings" and meta.get(k) != wanted]
-    wanted = identity["settings"]
-    if made_with is None:
-        return [*stale, "settings"]
-    fields = [k for k in CACHE_FIELDS if k in wanted or k in made_with]
-    return stale + [k for k in fields if made_with.get(k) != wanted.get(k)]
-
-
-def settings_of(meta: dict[str, Any]) -> ExplainSettings:
-    """The settings a timeline was made with (files written before settings were recorded
-    hold the lambda as ``budget`` and the references beside)."""
-    if "settings" in meta:
-        return ExplainSettings.model_validate(meta["settings"])
-    return ExplainSettings(
-        approximation_lambda=meta.get("budget"),
-        references=tuple(meta.get("references", ("mean",))),
-    )
-
+from .timeline_file import (
+    FORMAT,
+    TimelineMeta,
+    check_timeline_output,
+    checked_meta,
+    load_series,
+    read_meta,
+    timeline_is_current,
+)
 
 # The optional simulated hydraulics a timeline may hold (the maps' flows and hover), by name.
-HYDRAULICS = ("link_flow_lps", "node_pressure_m")
+HYDRAULICS = ("link_flow_lps", "node_pressure_m", "node_delivered_fraction")
 
 
 @dataclass
@@ -220,6 +85,9 @@ class Timeline:
             before flows were stored (see :func:`~wdn_explain.pipeline.with_hydraulics`).
         node_pressure_m: Simulated node pressure in m at each step, shape (T, n); None
             like ``link_flow_lps``.
+        node_delivered_fraction: Delivered / requested demand at each step, shape (T, n);
+            below 1 where pressure-driven hydraulics deliver less (1 where nothing is
+            asked); None like ``link_flow_lps``.
 
     A node-level model's timeline also holds (None / empty for a share model):
 
@@ -256,6 +124,7 @@ class Timeline:
     targets: dict[str, dict[str, list[Explanation]]] = field(default_factory=dict)
     link_flow_lps: np.ndarray | None = None
     node_pressure_m: np.ndarray | None = None
+    node_delivered_fraction: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -274,29 +143,13 @@ class Timeline:
     def for_node(self, node: str) -> Timeline:
         """The same timeline with ``forecast``, ``truth``, ``lower``, ``upper`` and the
         explanations of target node ``node`` (an id of ``meta["target_nodes"]``), relative to
-        the same reference; DataError for a share timeline or a node not explained."""
-        node = str(node)
-        if node not in self.targets:
-            held = ", ".join(self.targets) or "none: a share model's timeline"
-            raise DataError(
-                f"timeline holds no explanations of node '{node}' (target nodes: {held})"
-            )
-        i = [str(v) for v in self.node_ids].index(node)
-        series = dict(self.targets[node])
-        return replace(
-            self,
-            forecast=self.node_forecast[:, i],
-            truth=self.node_truth[:, i],
-            lower=None if self.node_lower is None else self.node_lower[:, i],
-            upper=None if self.node_upper is None else self.node_upper[:, i],
-            explanations=series.pop(self.reference),
-            alternatives=series,
-            meta={**self.meta, "node": node},
-        )
+        the same reference; DataError for a share timeline or a node not explained
+        (:func:`~.node_series.target_fields`)."""
+        return replace(self, **target_fields(self, node))
 
     @property
     def scenario(self) -> ScenarioConfig:
-        return ScenarioConfig.model_validate(self.meta["scenario"])
+        return ScenarioConfig.from_record(self.meta["scenario"])
 
     @property
     def reference(self) -> str:
@@ -439,16 +292,13 @@ class Timeline:
         }
         if self.lower is not None and self.upper is not None:
             arrays |= {"lower": self.lower, "upper": self.upper}
-        arrays |= {
-            name: getattr(self, name) for name in NODE_ARRAYS if getattr(self, name) is not None
-        }
+        nodes, targets = node_arrays(self)
+        arrays |= nodes
         for name in HYDRAULICS:
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
         series = {"s": self.explanations} | {f"r_{k}_": v for k, v in self.alternatives.items()}
-        for i, node in enumerate(self.meta.get("target_nodes") or []):
-            if node != self.node:  # the shown target is stored as s / r_
-                series |= {f"n{i}_{k}_": v for k, v in self.targets[node].items()}
+        series |= targets  # the shown target is stored as s / r_
         for head, explanations in series.items():
             for t, e in enumerate(explanations):
                 prefix = f"{head}{t}_"
@@ -491,19 +341,14 @@ class Timeline:
         """The timeline of the named arrays of its file (:meth:`arrays`; ``path`` names it
         in errors); DataError for missing, truncated or inconsistent arrays."""
         try:
-            meta = _checked_meta(json.loads(str(data["meta"])), path)
+            meta = checked_meta(json.loads(str(data["meta"])), path)
             steps = data["steps"]
-            explanations = _load_series(data, "s", len(steps))
+            explanations = load_series(data, "s", len(steps))
             alternatives = {
-                k: _load_series(data, f"r_{k}_", len(steps)) for k in meta.get("alternatives", [])
+                k: load_series(data, f"r_{k}_", len(steps)) for k in meta.get("alternatives", [])
             }
             shown = {meta.get("reference", "mean"): explanations} | alternatives
-            targets = {
-                node: shown
-                if node == meta.get("node")
-                else {k: _load_series(data, f"n{i}_{k}_", len(steps)) for k in shown}
-                for i, node in enumerate(meta.get("target_nodes") or [])
-            }
+            targets = load_targets(data, meta, shown, len(steps))
             timeline = cls(
                 steps=steps,
                 times_s=data["times_s"],
@@ -520,7 +365,7 @@ class Timeline:
                 **{name: data[name] for name in NODE_ARRAYS if name in data},
                 **{k: data[k] for k in HYDRAULICS if k in data},
             )
-        except DataError:  # _checked_meta names the file and what is wrong
+        except DataError:  # checked_meta names the file and what is wrong
             raise
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
@@ -539,13 +384,10 @@ class Timeline:
         if self.lower is not None:
             expected |= {"lower": (n_steps,), "upper": (n_steps,)}
         if self.node_level:
-            expected |= {
-                name: (n_steps, n) if name.startswith("node_") else (n_steps,)
-                for name in NODE_ARRAYS
-                if name not in ("node_lower", "node_upper") or self.node_lower is not None
-            }
-        if self.node_pressure_m is not None:
-            expected["node_pressure_m"] = (n_steps, n)
+            expected |= node_shapes(self, n_steps, n)
+        for name in ("node_pressure_m", "node_delivered_fraction"):
+            if getattr(self, name) is not None:
+                expected[name] = (n_steps, n)
         if self.link_flow_lps is not None and (
             self.link_flow_lps.ndim != 2 or len(self.link_flow_lps) != n_steps
         ):
@@ -568,147 +410,6 @@ class Timeline:
                     f"timeline file '{path}' is corrupt: step {t} refers to nodes outside "
                     f"0..{n - 1}"
                 )
-
-
-NODE_ARRAYS = (
-    "node_forecast",
-    "node_truth",
-    "node_lower",
-    "node_upper",
-    "compliance_forecast",
-    "compliance_truth",
-)
-"""The arrays only a node-level model's timeline holds (see :class:`Timeline`)."""
-
-
-def _load_series(data: Mapping[str, np.ndarray], head: str, n_steps: int) -> list[Explanation]:
-    """The explanations stored under ``{head}{t}_`` for t < n_steps (MIs back to float64)."""
-    by_step: dict[str, dict[str, np.ndarray]] = {f"{head}{t}_": {} for t in range(n_steps)}
-    for key in data:  # one pass over the names, not one per step
-        prefix = f"{head}{key[len(head) :].split('_', 1)[0]}_"
-        if key.startswith(head) and prefix in by_step:
-            by_step[prefix][key] = data[key]
-    out = []
-    for prefix, part in by_step.items():
-        part = {
-            k: v.astype(np.float64) if k.startswith(f"{prefix}mi_") else v for k, v in part.items()
-        }
-        out.append(Explanation.from_arrays(part, prefix))
-    return out
-
-
-class TimelineMeta(Record):
-    """A timeline file's metadata entry (see :class:`Timeline`); legacy keys of files written
-    before settings were recorded (``explainer``, ``budget``, ``references``) are accepted."""
-
-    KIND: ClassVar[str] = "timeline file"
-
-    format: str
-    scenario: ScenarioConfig
-    scenario_hash: str
-    model_hash: str
-    engine_version: str
-    horizon: int = Field(ge=1)
-    threshold: float
-    threshold_unit: str = "mg/L"
-    target: str = "share"
-    target_nodes: list[str] | None = None  # node-level: the explained nodes, by id
-    node: str | None = None  # node-level: the target shown as forecast / explanations
-    min_residual_mg_l: float | None = None  # node-level: the compliance share's minimum
-    settings: ExplainSettings | None = None
-    out_of_design: list[str] | None = None
-    pressure_warning: str | None = None
-    forecast_warning: str | None = None
-    interval: dict[str, Any] | None = None  # the forecast intervals' confidence, method, groups
-    uncertainty: str | None = None  # the plain-language notice of wide intervals
-    baseline: str = "mean"
-    reference: str = "mean"
-    model_dir: str | None = None
-    exact: bool | None = None
-    alternatives: list[str] = []
-    explainer: dict[str, Any] | None = None
-    budget: int | None = None
-    references: list[str] | None = None
-
-
-def _checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
-    """The timeline metadata (checked against :class:`TimelineMeta`), or DataError naming
-    the file and the problem."""
-    if isinstance(meta, dict) and meta.get("format") != FORMAT:
-        raise DataError(f"timeline file '{path}' has format {meta.get('format')!r}")
-    TimelineMeta.parse(meta, path)
-    return meta
-
-
-def read_meta(path: str | Path) -> dict[str, Any] | None:
-    """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return None
-    return meta if isinstance(meta, dict) else None
-
-
-def timeline_is_current(
-    path: str | Path,
-    model_dir: str | Path,
-    scenario: ScenarioConfig | None = None,
-    settings: ExplainSettings | None = None,
-) -> bool:
-    """Whether a timeline file exists and may be reused (:func:`cache_mismatch`) for this
-    model and ``settings`` (default settings when None), and for ``scenario`` (any scenario
-    when None: the file's own). Reads only the file's metadata entry."""
-    meta = read_meta(path)
-    if meta is None:
-        return False
-    if scenario is None:
-        scenario = ScenarioConfig.model_validate(meta.get("scenario", {}))
-    identity = cache_identity(scenario, model_dir, settings or ExplainSettings())
-    return not cache_mismatch(meta, identity)
-
-
-def _is_timeline_file(path: Path) -> bool:
-    """An ``.npz`` that is a timeline or too damaged to tell (a cache to recompute), not
-    another program's archive."""
-    if path.suffix != ".npz":
-        return False
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {"meta", "steps"} <= set(data.files)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-        return True
-
-
-def check_timeline_output(
-    out: str | Path, scenario: ScenarioConfig, *, overwrite: bool = False
-) -> Path:
-    """Refuse, before any work, an output that is not a timeline file (a directory, a text
-    file, another archive), cannot be written, or holds another scenario's timeline (unless
-    ``overwrite``). A corrupt or stale timeline of this scenario is a cache: recomputed."""
-    out = check_output(out, what="timeline file", is_output=_is_timeline_file)
-    meta = read_meta(out) if out.is_file() else None
-    if meta is not None and meta.get("scenario_hash") != scenario.config_hash() and not overwrite:
-        raise DataError(
-            f"timeline file '{out}' holds another scenario (hash {meta.get('scenario_hash')}, "
-            f"this one {scenario.config_hash()}); use --overwrite to replace it"
-        )
-    return out
-
-
-def cache_path(
-    scenario: ScenarioConfig,
-    model_dir: str | Path,
-    cache_dir: str | Path,
-    settings: ExplainSettings | None = None,
-) -> Path:
-    """Where the timeline of ``scenario`` explained with ``model_dir`` and ``settings`` is
-    cached: one file per cache identity (:func:`cache_identity`), so an approximation never
-    replaces the exact timeline. Nothing reads the name back: the file's metadata says what
-    it holds."""
-    identity = cache_identity(scenario, model_dir, settings or ExplainSettings())
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    return Path(cache_dir) / f"timeline_{digest}.npz"
 
 
 # Names that lived here before the pipeline and the discovery of shipped files moved out
@@ -734,3 +435,22 @@ _MOVED = {
 
 
 __getattr__ = moved_getattr(__name__, _MOVED)
+
+__all__ = [
+    "CACHE_FIELDS",
+    "DEFAULT_REFERENCE",
+    "FORMAT",
+    "HYDRAULICS",
+    "NODE_ARRAYS",
+    "REFERENCES",
+    "ExplainSettings",
+    "Timeline",
+    "TimelineMeta",
+    "cache_identity",
+    "cache_mismatch",
+    "cache_path",
+    "check_timeline_output",
+    "read_meta",
+    "settings_of",
+    "timeline_is_current",
+]

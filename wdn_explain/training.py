@@ -547,7 +547,7 @@ def training_envelope(
     from .network import load_network
     from .scenario import SimulationConfig
 
-    config = SimulationConfig.model_validate(manifest.config)
+    config = SimulationConfig.from_record(manifest.config)
     return DesignEnvelope.of(config, load_network(config.scenario.network), drawn)
 
 

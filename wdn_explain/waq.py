@@ -14,14 +14,17 @@ import json
 import logging
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output, remove_stray_temporaries
+from .hydraulics import check_design
 from .network import Network, load_network
 from .records import ManifestNetwork, WaqManifest
 from .scenario import SimulationConfig
@@ -264,6 +267,7 @@ def generate_waq(
     allow_large: bool = False,
     progress: Progress | None = None,
     scheduler: str | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Path:
     """Simulate every scenario of ``config`` into ``folder``; return the folder.
 
@@ -277,16 +281,21 @@ def generate_waq(
         progress: Called as ``progress(done, total)`` after every scenario.
         scheduler: Address of a Dask scheduler to run the scenarios on (see
             :mod:`.cluster`; ``folder`` must be reachable by its workers); None runs here.
+        notice: Called once, before simulating, with the hydraulics and the design check
+            (:func:`~.hydraulics.check_design`) in two lines.
 
     Raises:
         DataError: the folder holds another config's files and ``overwrite`` is off, or
             cannot be written.
-        ConfigError: the config names an unknown network or injection node, a scenario
-            fails in the simulator, or the set is too large without ``allow_large``.
+        ConfigError: the config names an unknown network or injection node, a
+            pressure-driven design asks more demand than the network serves at the required
+            pressure in every corner (:func:`~.hydraulics.check_design`), a scenario fails in
+            the simulator, or the set is too large without ``allow_large``.
     """
     folder = check_output(folder, kind="dir", what="output folder")
     network = load_network(config.scenario.network)
     check_config_nodes(config, network)  # before touching the folder
+    check = check_design(config, network)  # refuses a design no pressure serves
     n_workers, capped = worker_count(n_workers)
     if capped:
         logger.warning("WAQ: %s", capped)
@@ -295,6 +304,8 @@ def generate_waq(
         from .cluster import check_reachable
 
         check_reachable(scheduler)  # before anything is written
+    if notice:
+        notice(f"hydraulics     {config.scenario.describe_hydraulics()}\n{check.message}")
     new_manifest = not (folder / MANIFEST).is_file() or overwrite
     _prepare_folder(folder, config, network, overwrite)
     remove_stray_temporaries(folder, "scenario_*")
@@ -341,3 +352,39 @@ def _results(todo: list[int], n_workers: int, args: tuple) -> Iterator[int]:
     finally:
         pool.terminate()
         pool.join()
+
+
+def hydraulics_summary(results: Iterable[SimulationResult]) -> list[str]:
+    """At most two lines on a set of scenarios: how many have negative pressures (demand-driven
+    runs: flows not physical there) and how many deliver less than their demand
+    (pressure-driven runs below the required pressure); [] when neither happens."""
+    negative, short, n = [], [], 0
+    asked = delivered = 0.0
+    for result in results:
+        n += 1
+        negative += [(result.node_pressure_m.min(), result)] if result.pressure_warning else []
+        short += [result] if result.delivery_warning else []
+        requested = result.node_requested_demand_lps.clip(min=0)
+        asked += float(requested.sum())
+        delivered += float(np.minimum(result.node_demand_lps, requested).clip(min=0).sum())
+    lines = []
+    if negative:
+        low, worst = min(negative, key=lambda pair: pair[0])
+        lines.append(
+            f"negative pressure in {len(negative)} of {n} scenarios, down to {low:.4g} m "
+            f"(demand-driven: flows and chlorine there are not physical; demand_model: PDA "
+            f"avoids it), e.g. seed {worst.config.seed}: {worst.pressure_warning}"
+        )
+    if short:
+        lines.append(
+            f"demand not met in {len(short)} of {n} scenarios ({delivered / max(asked, 1e-12):.1%} "
+            f"of all demand delivered), e.g. seed {short[0].config.seed}: "
+            f"{short[0].delivery_warning}"
+        )
+    return lines
+
+
+def folder_hydraulics_summary(folder: str | Path) -> list[str]:
+    """:func:`hydraulics_summary` of the scenario files a WAQ folder holds."""
+    paths = sorted(Path(folder).glob("scenario_*.npz"))
+    return hydraulics_summary(SimulationResult.load(p) for p in paths)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -196,3 +198,58 @@ def test_other_tu_set_missing_says_where(tmp_path, name):
     assert f"dataset '{name}' not found" in message
     assert f"put its unzipped TU files into '{tmp_path / name / 'raw'}'" in message
     assert f"{TU_URL}/{name}.zip" in message
+
+
+class _Payload:
+    """A pickle that creates ``marker`` when it is unpickled (what a planted file would run)."""
+
+    def __init__(self, marker) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('ran')",))
+
+
+def test_planted_pickles_in_the_tu_cache_never_run(tmp_path, monkeypatch):
+    import hashlib
+    import os
+    import tempfile
+
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    write_tu(tmp_path / "chem", "Mutagenicity", [2, 1])
+    marker = tmp_path / "payload-ran"
+    # where the parse was cached before: a predictable folder in the shared temp folder
+    key = hashlib.sha256(str((tmp_path / "chem").resolve()).encode()).hexdigest()[:12]
+    old = Path(tempfile.gettempdir()) / f"wdn_explain_tu_{os.getuid()}" / key
+    for name in ("data.pt", "pre_transform.pt", "pre_filter.pt"):
+        (old / "Mutagenicity" / "processed").mkdir(parents=True, exist_ok=True)
+        torch.save(_Payload(marker), old / "Mutagenicity" / "processed" / name)
+    first = load_dataset("Mutagenicity", tmp_path / "chem", download=False)
+    # the cache entry of this very content replaced by a payload: refused, parsed again
+    assert not marker.exists()
+    cache = tmp_path / "cache" / "tu"
+    (entry,) = cache.glob("Mutagenicity_*.pt")
+    torch.save(_Payload(marker), entry)
+    again = load_dataset("Mutagenicity", tmp_path / "chem", download=False)
+    assert not marker.exists()
+    assert again.labels.tolist() == first.labels.tolist() == [1, 0]
+    assert torch.equal(again.graphs[1].x, first.graphs[1].x)
+    # an edited raw file is parsed again, never answered from the stale cache entry
+    raw = tmp_path / "chem" / "Mutagenicity" / "raw"
+    (raw / "Mutagenicity_graph_labels.txt").write_text("1\n2\n")
+    assert load_dataset("Mutagenicity", tmp_path / "chem", download=False).labels.tolist() == [
+        0,
+        1,
+    ]
+    assert len(list(cache.glob("Mutagenicity_*.pt"))) == 2
+
+
+def test_a_cache_folder_others_may_write_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "tu").mkdir(parents=True)
+    (tmp_path / "cache" / "tu").chmod(0o777)
+    write_tu(tmp_path / "chem", "Mutagenicity", [2, 1])
+    with pytest.raises(
+        DataError, match=r"cache folder '.*tu' is not private \(owner uid \d+, mode 777\)"
+    ):
+        load_dataset("Mutagenicity", tmp_path / "chem", download=False)

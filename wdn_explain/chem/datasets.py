@@ -24,9 +24,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
-import io
 import os
-import tempfile
 import warnings
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -35,10 +33,10 @@ from typing import Literal
 
 import numpy as np
 import torch
-from torch_geometric.data import Data
-from torch_geometric.datasets import TUDataset
+from torch_geometric.data import Data, InMemoryDataset
 
 from ..errors import DataError
+from ..files import load_torch, private_cache_dir, save_torch
 
 TU_URL = "https://www.chrsmrrs.com/graphkerneldatasets"
 SMILES_URL = "https://github.com/google-research/graph-attribution/raw/main/data"
@@ -180,53 +178,102 @@ def load_dataset(
     raise DataError(f"unknown dataset '{name}' (choose from {', '.join(DATASETS)})")
 
 
-class _TU(TUDataset):
-    """``TUDataset`` reading ``root/NAME/raw`` but writing processed files to a private cache
-    (the raw folder may be read-only or shared)."""
-
-    def __init__(self, root: Path, name: str) -> None:
-        key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
-        self._cache = Path(tempfile.gettempdir()) / f"wdn_explain_tu_{os.getuid()}" / key
-        with contextlib.redirect_stderr(io.StringIO()):  # PyG prints "Processing..."
-            super().__init__(str(root), name)
-
-    @property
-    def processed_dir(self) -> str:
-        return str(self._cache / self.name / "processed")
-
-
 def load_tu(name: str, root: str | Path, *, download: bool = True) -> MoleculeDataset:
     """A TU dataset from ``root/NAME/raw`` (downloaded from the TU collection when allowed)."""
     root = Path(root)
     raw = root / name / "raw"
-    if not (raw / f"{name}_A.txt").is_file() and not download:
-        raise DataError(_missing(name, raw, f"{TU_URL}/{name}.zip", "its unzipped TU files"))
+    url = f"{TU_URL}/{name}.zip"
+    if not (raw / f"{name}_A.txt").is_file():
+        if not download:
+            raise DataError(_missing(name, raw, url, "its unzipped TU files"))
+        try:
+            _download_tu(url, raw)
+        except OSError as exc:  # URLError is an OSError: offline or unreachable
+            raise DataError(_missing(name, raw, url, "its unzipped TU files", exc)) from None
     try:
-        tu = _TU(root, name)
-    except OSError as exc:  # URLError is an OSError: offline or unreachable
-        raise DataError(
-            _missing(name, raw, f"{TU_URL}/{name}.zip", "its unzipped TU files", exc)
-        ) from None
+        data, slices, sizes = _tu_graphs(name, raw)
+        tu = InMemoryDataset()
+        tu.data, tu.slices = data, slices
+        samples = list(tu)  # PyG slices each graph out here: a cut label file fails now
+    except OSError as exc:
+        raise DataError(_missing(name, raw, url, "its unzipped TU files", exc)) from None
     except _CUT_FILE_ERRORS as exc:
         raise _corrupt(name, raw, exc) from None
     atoms = TU_DATASETS[name]
-    n_labels = tu.num_node_labels
+    n_labels = sizes["num_node_labels"]
     feature_names = list(atoms[:n_labels]) if atoms else [f"label {i}" for i in range(n_labels)]
-    feature_names += [f"attribute {i}" for i in range(tu.num_node_features - n_labels)]
     graphs, symbols = [], [] if atoms else None
-    try:
-        samples = list(tu)  # PyG slices each graph out here: a cut label file fails now
-    except _CUT_FILE_ERRORS as exc:
-        raise _corrupt(name, raw, exc) from None
-    for data in samples:
-        edge_attr = data.edge_attr
+    for sample in samples:
+        edge_attr = sample.edge_attr
         if name == "MUTAG" and edge_attr is not None:
             edge_attr = edge_attr[:, list(_MUTAG_BONDS)]
-        graphs.append(Data(x=data.x, edge_index=data.edge_index, edge_attr=edge_attr, y=data.y))
+        graphs.append(
+            Data(x=sample.x, edge_index=sample.edge_index, edge_attr=edge_attr, y=sample.y)
+        )
         if atoms:
-            symbols.append([atoms[i] for i in data.x[:, :n_labels].argmax(dim=1).tolist()])
+            symbols.append([atoms[i] for i in sample.x[:, :n_labels].argmax(dim=1).tolist()])
     ids = [str(i) for i in range(len(graphs))]
     return MoleculeDataset(name, graphs, feature_names, symbols, ids)
+
+
+def _tu_graphs(name: str, raw: Path) -> tuple[Data, dict, dict]:
+    """PyG's parse of the TU files in ``raw`` (node labels as ``x``, edge labels as
+    ``edge_attr``: the continuous attributes are left out), the slices of every graph and
+    the sizes, through a cache of the parse.
+
+    The cache lives in this user's private cache folder (:func:`private_cache_dir`), is
+    named for the content of the raw files (an edited file is parsed again) and is read with
+    ``weights_only=True`` only (never PyG's ``fs.torch_load``, which retries unsafely); a
+    cache file that fails that load is parsed again and replaced.
+    """
+    from torch_geometric.io import read_tu_data
+
+    digest = hashlib.sha256(name.encode())
+    for path in sorted(raw.glob(f"{name}_*.txt")):
+        digest.update(f"\0{path.name}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    cache = private_cache_dir("tu") / f"{name}_{digest.hexdigest()[:24]}.pt"
+    parsed = None
+    if cache.is_file():
+        with contextlib.suppress(DataError):
+            parsed = load_torch(cache)
+    if not _parsed_tu(parsed):
+        data, slices, sizes = read_tu_data(str(raw), name)
+        parsed = (data.to_dict(), slices, sizes)
+        with contextlib.suppress(DataError):  # a full disk costs the next parse only
+            save_torch(parsed, cache)
+    fields, slices, sizes = parsed
+    data = Data.from_dict(fields)
+    if data.x is not None:
+        data.x = data.x[:, sizes["num_node_attributes"] :]
+    if data.edge_attr is not None:
+        data.edge_attr = data.edge_attr[:, sizes["num_edge_attributes"] :]
+    return data, slices, sizes
+
+
+def _parsed_tu(parsed: object) -> bool:
+    """Whether a loaded cache entry has the shape :func:`_tu_graphs` stores."""
+    return (
+        isinstance(parsed, tuple)
+        and len(parsed) == 3
+        and all(isinstance(part, dict) for part in parsed)
+        and {"num_node_labels", "num_node_attributes", "num_edge_attributes"} <= set(parsed[2])
+    )
+
+
+def _download_tu(url: str, raw: Path) -> None:
+    """Download and unzip a TU set into ``raw`` (its files directly inside)."""
+    from torch_geometric.data import download_url, extract_zip
+
+    raw.mkdir(parents=True, exist_ok=True)
+    archive = Path(download_url(url, str(raw), log=False))
+    extract_zip(str(archive), str(raw), log=False)
+    archive.unlink()
+    folder = raw / archive.stem
+    if folder.is_dir():
+        for path in folder.iterdir():
+            path.replace(raw / path.name)
+        folder.rmdir()
 
 
 _CUT_FILE_ERRORS = (IndexError, ValueError, RuntimeError)

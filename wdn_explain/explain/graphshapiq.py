@@ -28,12 +28,15 @@ model, depth and inputs: ``local`` when the model supports it (a ``LocalMessageP
 model, or standard PyG layers proven on the graph by a numerical check, see
 :mod:`.standard`; else the reason is logged), else ``masked``. A ``budget`` selects
 ``approximate``.
+
+The methods' work lives beside this module: :mod:`.local` and :mod:`.standard` (state graph),
+:mod:`.masked` (masked graphs and the approximation), :mod:`.readout` (the readout check),
+:mod:`.targets` (node targets and output rows), :mod:`.outcome` (what a method returns).
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -46,26 +49,23 @@ from ..progress import ProgressArg, progress_callback
 from .blocks import MoebiusBlocks, NodeGameSum, TargetGames, preload_shapiq
 from .explanation import ENGINE_VERSION, Explanation
 from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
-from .hypercube import (
-    global_keys,
-    keys_to_members,
-    moebius_transform,
-    popcounts,
-    set_key,
-    subset_sum,
-    unique_keys,
-)
+from .hypercube import moebius_transform
 from .inputs import plan_call, validate_graph
-from .local import POOLINGS, LocalMessagePassing, StateGraph, node_games
-from .memory import default_memory_budget_gb, device_free_bytes
-from .neighbourhoods import (
-    approximation_calls,
-    group_by_size,
-    interaction_count,
-    maximal_fields,
-    receptive_fields,
+from .local import LocalMessagePassing, StateGraph, check_pooling, local_model_refusal, node_games
+from .masked import (
+    MAX_MASKED_INTERACTIONS,
+    approximate_blocks,
+    budget_hint,
+    masked_blocks,
+    target_fields,
+    union_fields,
 )
-from .standard import standard_games, structural_reason
+from .memory import default_memory_budget_gb, device_free_bytes
+from .neighbourhoods import interaction_count, maximal_fields, receptive_fields
+from .outcome import Outcome
+from .readout import check_coalitions, check_readout, recovery_error
+from .standard import standard_games
+from .targets import check_nodes, output_rows
 from .threads import check_num_threads, in_engine_threads
 
 if TYPE_CHECKING:
@@ -76,24 +76,7 @@ logger = logging.getLogger(__name__)
 Method = Literal["auto", "local", "masked", "approximate", "bruteforce"]
 ReadoutCheck = Literal["error", "warn", "off"]
 MAX_BRUTEFORCE_PLAYERS = 20
-RANDOM_CHECKS = 8  # random coalitions of the readout check, beside N, ∅ and the fields
-MAX_FIELD_CHECKS = 8  # receptive fields checked by their own coalition (the largest first)
-READOUT_TOLERANCE_EPS = 64  # readout tolerance: float epsilons of the model's dtype x (1 + max|nu|)
-# ... or, on graphs of more nodes, that many epsilons: pooling sums one term per node, and the
-# rounding of such a sum grows with its length (a 400-atom chain misses by ~70 eps in float32)
-MAX_MASKED_INTERACTIONS = 10_000_000  # default limit on |I| for the masked method (model calls)
 Fields = list[list[np.ndarray]]  # receptive fields per layer, from receptive_fields()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a method computed: the MIs of every target (in ``game.nodes`` order; one for
-    the graph), the masked graphs and node states evaluated, and whether it is exact."""
-
-    blocks: list[MoebiusBlocks]
-    n_graph_evaluations: int
-    n_node_states: int
-    exact: bool
 
 
 @dataclass(frozen=True)
@@ -186,11 +169,11 @@ class GraphSHAPIQ:
         ):
             raise ExplainError(f"memory_budget_gb must be a number > 0 (got {memory_budget_gb!r})")
         if method == "local":
-            reason = _local_model_refusal(model, int(n_layers))
+            reason = local_model_refusal(model, int(n_layers))
             if reason is not None:
                 raise ExplainError(f"method 'local' {reason}")
             if isinstance(model, LocalMessagePassing) and model.pooling is not None:
-                _check_pooling(model, node_level=False)
+                check_pooling(model, node_level=False)
         self.model = model
         self.n_layers = int(n_layers)
         self.baseline = baseline
@@ -244,7 +227,7 @@ class GraphSHAPIQ:
                     f"calling the model as {call.describe()} failed ({exc}); a model that "
                     "takes a PyG Data object works through DataModel(model)"
                 ) from None
-        y = _output_rows(y, x.shape[0], targets is not None, call.name)
+        y = output_rows(y, x.shape[0], targets is not None, call.name)
         if output_index is None:
             rows = y[0] if targets is None else y[targets[0]]
             output_index = int(rows.argmax()) if y.shape[1] > 1 else 0
@@ -369,13 +352,20 @@ class GraphSHAPIQ:
         with progress_callback(self.progress, f"GraphSHAP-IQ ({method})") as cb:
             outcome = spec.run(self, game, fields, budget, cb)
         check = outcome.exact and self.readout_check != "off" and spec.checked
-        coalitions, predicted, magnitude = _check_coalitions(
-            game, outcome.blocks, _union_fields(game, fields[-1]), check
+        coalitions, predicted, magnitude = check_coalitions(
+            game, outcome.blocks, union_fields(game, fields[-1]), check
         )
         values = game.evaluate_targets(coalitions)
         if check:
-            self._check_readout(
-                values, predicted, magnitude, game.x.dtype, game.nodes, game.n_players
+            check_readout(
+                values,
+                predicted,
+                magnitude,
+                game.x.dtype,
+                game.nodes,
+                game.n_players,
+                n_layers=self.n_layers,
+                mode=self.readout_check,
             )
         return [
             Explanation(
@@ -396,57 +386,6 @@ class GraphSHAPIQ:
             for t, blocks in enumerate(outcome.blocks)
         ]
 
-    def _check_readout(
-        self,
-        actual: np.ndarray,
-        predicted: np.ndarray,
-        magnitude: np.ndarray,
-        dtype: torch.dtype,
-        nodes: tuple[int, ...] | None,
-        n_nodes: int,
-    ) -> None:
-        """Raise or warn when MI recovery misses by more than the model's float rounding;
-        always raise when the model's output is not finite (NaN or infinite weights or
-        inputs), which no readout explains. ``actual``, ``predicted`` and ``magnitude`` are
-        (coalitions, targets), rows as in _check_coalitions.
-
-        The rounding allowed grows with the MIs summed at a coalition (``magnitude``: sum of
-        their absolute values) and with the number of nodes the pooling sums, so that large
-        graphs are not refused for float rounding alone."""
-        n_fields = len(actual) - 2 - RANDOM_CHECKS
-        where = ["the whole graph (efficiency gap)", "the empty coalition"]
-        where += [f"receptive field {i + 1} (largest first)" for i in range(n_fields)]
-        where += ["a random coalition"] * RANDOM_CHECKS
-        if not np.isfinite(actual).all():
-            row, target = np.argwhere(~np.isfinite(actual))[0]
-            raise ExplainError(
-                f"the model's output is {actual[row, target]} on {where[row]}: NaN or infinite "
-                "values in its parameters or in the graph's features (check the weights)"
-            )
-        violation = np.abs(actual - predicted)
-        scale = 1.0 + np.maximum(np.abs(actual).max(axis=0)[None, :], magnitude)
-        tolerance = max(READOUT_TOLERANCE_EPS, n_nodes) * torch.finfo(dtype).eps * scale
-        excess = violation / tolerance
-        row, target = np.unravel_index(int(excess.argmax()), excess.shape)
-        if excess[row, target] <= 1:
-            return
-        what = (
-            f"the model's output is not a linear readout of {self.n_layers}-hop node embeddings"
-            if nodes is None
-            else f"the model's output at node {nodes[target]} is not a function of its "
-            f"{self.n_layers}-hop receptive field"
-        )
-        msg = (
-            f"{what}: Möbius recovery misses by {violation[row, target]:.3g} on {where[row]} "
-            f"(tolerance {tolerance[row, target]:.2g} for {dtype} and {n_nodes} nodes), so the "
-            "explanation would not be exact (check n_layers and that pooling and output layer "
-            "are linear; "
-            "readout_check='off' skips this test)"
-        )
-        if self.readout_check == "error":
-            raise ExplainError(msg)
-        warnings.warn(msg, stacklevel=4)
-
     # -- methods (registered in METHOD_TABLE) --------------------------------------------
     def memory_budget_bytes(self) -> int:
         """The host memory budget in bytes (the default is taken from the memory available now)."""
@@ -465,7 +404,7 @@ class GraphSHAPIQ:
         largest = max(len(f) for f in fields)
         raise ExplainError(
             f"exact explanation needs {what} model calls, over max_interactions={limit} "
-            f"(largest receptive field {largest} nodes){_budget_hint(fields, limit)}"
+            f"(largest receptive field {largest} nodes){budget_hint(fields, limit)}"
         )
 
     def state_graph(
@@ -483,7 +422,7 @@ class GraphSHAPIQ:
     def _local(self, game: GraphGame, fields: Fields, budget: int | None, cb) -> Outcome:
         """Node games on the state graph: summed (graph) or one per target node."""
         if self.max_interactions is not None:
-            self._check_size(_union_fields(game, fields[-1]), game.n_players, self.max_interactions)
+            self._check_size(union_fields(game, fields[-1]), game.n_players, self.max_interactions)
         memory = self.memory_budget_bytes()
         if game.nodes is None:
             games = NodeGameSum(game.n_players, fields[-1])
@@ -493,7 +432,7 @@ class GraphSHAPIQ:
             result = TargetGames.result_bytes(game.nodes, fields[-1])
         if 2 * result > memory:
             limit = self.max_interactions or MAX_MASKED_INTERACTIONS
-            hint = _budget_hint(_union_fields(game, fields[-1]), limit)
+            hint = budget_hint(union_fields(game, fields[-1]), limit)
             raise ExplainError(
                 f"exact explanation holds {result / 8:.3g} node-game values ({result / 2**30:.3g} "
                 f"GB), over half the memory budget of {memory / 2**30:.3g} GB "
@@ -525,16 +464,16 @@ class GraphSHAPIQ:
     def _masked(self, game: GraphGame, fields: Fields, budget: int | None, cb) -> Outcome:
         """Algorithm 1: every T in I of every target, deduplicated, as masked graphs."""
         limit = self.max_interactions or MAX_MASKED_INTERACTIONS
-        self._check_size(_union_fields(game, fields[-1]), game.n_players, limit)
-        return _masked_blocks(game, _target_fields(game, fields[-1]), cb)
+        self._check_size(union_fields(game, fields[-1]), game.n_players, limit)
+        return masked_blocks(game, target_fields(game, fields[-1]), cb)
 
     def _approximate(self, game: GraphGame, fields: Fields, budget: int | None, cb) -> Outcome:
         """Algorithm 3 with budget lambda, target by target."""
         if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
             raise ExplainError(f"budget (lambda) must be an integer >= 1 (got {budget})")
         found = [
-            _approximate_blocks(game.target(t), target_fields, int(budget), cb)
-            for t, target_fields in enumerate(_target_fields(game, fields[-1]))
+            approximate_blocks(game.target(t), target_fields, int(budget), cb)
+            for t, target_fields in enumerate(target_fields(game, fields[-1]))
         ]
         return Outcome(
             [o.blocks[0] for o in found],
@@ -560,7 +499,7 @@ def _local_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
     declared pooling does not fit the target. A model of standard PyG layers is proven on
     this graph here (:func:`.standard.standard_games`), and the proof kept for ``_local``."""
     model = explainer.model
-    reason = _local_model_refusal(model, explainer.n_layers)
+    reason = local_model_refusal(model, explainer.n_layers)
     if reason is not None:
         return reason
     if not isinstance(model, LocalMessagePassing):
@@ -578,30 +517,11 @@ def _local_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
             return f"cannot run {type(model).__name__} on the state graph: {proven} (use 'masked')"
         explainer._proven = {id(game): proven}
         return None
-    _check_pooling(model, game.nodes is not None)
+    check_pooling(model, game.nodes is not None)
     if not set(game.call.inputs) <= {"edge_attr"}:
         return (
             "passes only x and edge_attr to the model's layers, but the model is called as "
             f"{game.call.describe()} (use 'masked')"
-        )
-    return None
-
-
-def _local_model_refusal(model: torch.nn.Module, n_layers: int) -> str | None:
-    """Why ``local`` cannot run ``model`` with ``n_layers`` layers (None: it can, for
-    standard layers once proven on the graph)."""
-    if not isinstance(model, LocalMessagePassing):
-        reason = structural_reason(model)
-        if reason is None:
-            return None
-        return (
-            f"needs a model implementing LocalMessagePassing or built from layers the engine "
-            f"can prove local ({type(model).__name__}: {reason}); use 'masked'"
-        )
-    if model.num_layers != n_layers:
-        return (
-            f"runs the model's own {model.num_layers} layers, so n_layers must equal "
-            f"num_layers={model.num_layers} (got n_layers={n_layers})"
         )
     return None
 
@@ -631,17 +551,6 @@ METHOD_TABLE: dict[str, MethodSpec] = {
 METHODS: tuple[str, ...] = ("auto", *METHOD_TABLE)
 
 
-def _target_fields(game: GraphGame, fields: list[np.ndarray]) -> list[list[np.ndarray]]:
-    """The receptive fields whose power sets hold each target's MIs: all fields for the
-    graph, the target's own field for a node."""
-    return [fields] if game.nodes is None else [[fields[v]] for v in game.nodes]
-
-
-def _union_fields(game: GraphGame, fields: list[np.ndarray]) -> list[np.ndarray]:
-    """The fields of all targets together (their power sets: the coalitions to evaluate)."""
-    return [f for target in _target_fields(game, fields) for f in target]
-
-
 def needed_fields(fields: Fields, nodes: tuple[int, ...]) -> Fields:
     """Receptive fields per layer reduced to what the final states of ``nodes`` need.
 
@@ -657,193 +566,6 @@ def needed_fields(fields: Fields, nodes: tuple[int, ...]) -> Fields:
         out[layer] = [f if needed[j] else empty for j, f in enumerate(fields[layer])]
         needed[np.concatenate([fields[1][j] for j in np.flatnonzero(needed)])] = True
     return out
-
-
-def _masked_blocks(game: GraphGame, target_fields: list[list[np.ndarray]], cb) -> Outcome:
-    """The MIs of every target from its coalitions in I, each evaluated once for all."""
-    groups = [group_by_size(maximal_fields(fields)) for fields in target_fields]
-    keys = [global_keys(nodes, game.n_players) for g in groups for nodes in g.values()]
-    uniq, _, inverse = unique_keys(np.concatenate(keys))
-    values = _evaluate_keys(game, uniq, cb)
-    blocks, start = [], 0
-    for t, target_groups in enumerate(groups):
-        size = sum(len(nodes) * 2**k for k, nodes in target_groups.items())
-        owner = np.zeros(size, dtype=bool)  # each MI counted by the block that holds it first
-        owner[np.unique(inverse[start : start + size], return_index=True)[1]] = True
-        out, offset = {}, 0
-        for k, nodes in target_groups.items():
-            stop = offset + len(nodes) * 2**k
-            inv = inverse[start + offset : start + stop]
-            mi = moebius_transform(values[inv, t].reshape(len(nodes), 2**k))
-            out[k] = (nodes, np.where(owner[offset:stop].reshape(mi.shape), mi, 0.0))
-            offset = stop
-        blocks.append(MoebiusBlocks(game.n_players, out))
-        start += size
-    return Outcome(blocks, len(uniq), 0, True)
-
-
-def _approximate_blocks(game: GraphGame, fields: list[np.ndarray], lam: int, cb) -> Outcome:
-    """Algorithm 3 for a game of one target whose MIs live on the power sets of ``fields``."""
-    maximal = maximal_fields(fields)
-    largest = max(len(f) for f in maximal)
-    if lam >= largest:
-        return _masked_blocks(game, [fields], cb)
-    groups = group_by_size(maximal)
-    incomplete = sorted({tuple(f.tolist()) for f in fields if len(f) > lam}, key=len)
-    small_keys, low_masks = [], {}
-    for k, nodes in groups.items():
-        low_masks[k] = np.flatnonzero(popcounts(k) <= lam)
-        small_keys.append(
-            global_keys(nodes, game.n_players)
-            .reshape(len(nodes), 2**k, -1)[:, low_masks[k]]
-            .reshape(-1, _words(game.n_players))
-        )
-    big_keys = [set_key(f, game.n_players) for f in incomplete]
-    uniq, first, inverse = unique_keys(np.concatenate(small_keys + big_keys))
-    coalitions = _coalition_matrix(uniq, game.n_players)
-    if not coalitions.all(axis=1).any():  # nu(N) is needed for efficiency
-        coalitions = np.concatenate([coalitions, np.ones((1, game.n_players), bool)])
-    values = game.evaluate(coalitions, progress=cb)
-    nu_full = values[np.flatnonzero(coalitions.all(axis=1))[0]]
-    # exact MIs up to size lambda, each owned by one maximal block
-    out, start = {}, 0
-    for k, nodes in groups.items():
-        n_low = len(low_masks[k])
-        stop = start + len(nodes) * n_low
-        inv = inverse[start:stop]
-        table = np.zeros((len(nodes), 2**k))
-        table[:, low_masks[k]] = values[inv].reshape(len(nodes), n_low)
-        mi = moebius_transform(table)
-        owned = np.zeros_like(mi, dtype=bool)
-        owned[:, low_masks[k]] = (first[inv] == np.arange(start, stop)).reshape(len(nodes), n_low)
-        out[k] = (nodes, np.where(owned, mi, 0.0))
-        start = stop
-    # one gap term per incomplete field, smallest first (Algorithm 3)
-    gaps: list[tuple[frozenset[int], float]] = []
-    blocks = MoebiusBlocks(game.n_players, out)
-    low_total = _sum_below(blocks, incomplete, lam)
-    for i, f in enumerate(incomplete):
-        members = frozenset(f)
-        nu_f = values[inverse[start + i]]
-        gap = nu_f - low_total[i] - sum(g for s, g in gaps if s < members)
-        gaps.append((members, gap))
-    # efficiency: spread the remaining gap to nu(N) over the maximal incomplete fields
-    top = [i for i, (s, _) in enumerate(gaps) if not any(s < t for t, _ in gaps)]
-    residual = nu_full - blocks.total() - sum(g for _, g in gaps)
-    for i in top:
-        gaps[i] = (gaps[i][0], gaps[i][1] + residual / len(top))
-    for members, gap in gaps:
-        k = len(members)
-        nodes = np.array([sorted(members)], dtype=np.int64)
-        mi = np.zeros((1, 2**k))
-        mi[0, -1] = gap
-        old_nodes, old_mi = out.get(k, (np.zeros((0, k), np.int64), np.zeros((0, 2**k))))
-        out[k] = (np.concatenate([old_nodes, nodes]), np.concatenate([old_mi, mi]))
-    blocks = MoebiusBlocks(game.n_players, dict(sorted(out.items())))
-    return Outcome([blocks], len(coalitions), 0, lam >= largest - 1)
-
-
-def _budget_hint(fields: list[np.ndarray], max_calls: int) -> str:
-    """The largest lambda whose approximation stays within ``max_calls`` model calls, as
-    advice naming the Python argument (the CLI names its own option); empty when none does."""
-    maximal = maximal_fields(fields)
-    for lam in range(max(len(f) for f in maximal) - 1, 0, -1):
-        calls = approximation_calls(maximal, lam)
-        if calls <= max_calls:
-            return f"; try the lambda-approximation with budget={lam} (about {calls} model calls)"
-    return ""
-
-
-def _words(n_players: int) -> int:
-    return max(1, -(-n_players // 64))
-
-
-def _evaluate_keys(game: GraphGame, keys: np.ndarray, progress) -> np.ndarray:
-    """nu of every target for every keyed coalition, (keys, targets), building the boolean
-    masks chunk by chunk (memory)."""
-    chunk = max(1, game.max_batch_nodes // max(game.n_players, 1)) * 2
-    values = np.empty((len(keys), game.n_targets))
-    for start in range(0, len(keys), chunk):
-        stop = min(start + chunk, len(keys))
-        coalitions = _coalition_matrix(keys[start:stop], game.n_players)
-        values[start:stop] = game.evaluate_targets(coalitions)
-        if progress:
-            progress(stop, len(keys))
-    return values
-
-
-def _coalition_matrix(keys: np.ndarray, n_players: int) -> np.ndarray:
-    """Boolean (m, n) membership matrix of keyed sets."""
-    rows, cols = keys_to_members(keys)
-    out = np.zeros((len(keys), n_players), dtype=bool)
-    out[rows, cols] = True
-    return out
-
-
-def _sum_below(blocks: MoebiusBlocks, sets: list[tuple[int, ...]], lam: int) -> np.ndarray:
-    """For each set F: the sum of the held MIs of all S ⊆ F with |S| <= lam."""
-    keys, values = blocks.moebius()
-    rows, cols = keys_to_members(keys)
-    sizes = np.bincount(rows, minlength=len(keys))
-    member = np.zeros((len(keys), blocks.n_players), dtype=bool)
-    member[rows, cols] = True
-    out = np.zeros(len(sets))
-    for i, f in enumerate(sets):
-        outside = np.ones(blocks.n_players, dtype=bool)
-        outside[list(f)] = False
-        inside = ~member[:, outside].any(axis=1) & (sizes <= lam)
-        out[i] = values[inside].sum()
-    return out
-
-
-def _check_coalitions(
-    game: GraphGame, blocks: list[MoebiusBlocks], fields: list[np.ndarray], check: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Coalitions to evaluate after explaining: N and ∅ first, then (when ``check``) the
-    largest receptive fields and random coalitions; the values the MIs of each target
-    recover on them and the sums of the absolute MIs recovered (the scale of the rounding),
-    both (coalitions, targets)."""
-    n = game.n_players
-    rows = [np.ones(n, bool), np.zeros(n, bool)]
-    if check:
-        largest = sorted({tuple(f.tolist()) for f in fields}, key=len, reverse=True)
-        for f in largest[:MAX_FIELD_CHECKS]:
-            row = np.zeros(n, bool)
-            row[list(f)] = True
-            rows.append(row)
-        rng = np.random.default_rng(0)
-        rows.extend(rng.random((RANDOM_CHECKS, n)) < rng.uniform(0.2, 0.8, (RANDOM_CHECKS, 1)))
-    coalitions = np.stack(rows)
-    if not check:
-        zeros = np.zeros((len(rows), len(blocks)))
-        return coalitions, zeros, zeros
-    predicted = np.stack([recovered_values(b, coalitions) for b in blocks], axis=1)
-    magnitude = np.stack([recovered_values(b, coalitions, absolute=True) for b in blocks], axis=1)
-    return coalitions, predicted, magnitude
-
-
-def recovered_values(
-    blocks: MoebiusBlocks, coalitions: np.ndarray, *, absolute: bool = False
-) -> np.ndarray:
-    """sum_{S ⊆ T} m(S) for every row T of a boolean (m, n) coalition matrix (with
-    ``absolute``: sum_{S ⊆ T} |m(S)|, the size of what is summed)."""
-    predicted = np.full(len(coalitions), abs(blocks.constant) if absolute else blocks.constant)
-    for k, (nodes, mi) in blocks.groups.items():
-        mi = np.abs(mi) if absolute else mi.copy()
-        values = subset_sum(mi)  # block game values v_b(M) = sum_{S ⊆ M} m_b(S)
-        local = (coalitions[:, nodes] * (1 << np.arange(k))[None, None, :]).sum(axis=2)
-        predicted += values[np.arange(len(nodes))[None, :], local].sum(axis=1)
-    return predicted
-
-
-def recovery_error(
-    game: GraphGame, blocks: MoebiusBlocks, *, n_samples: int = 8, seed: int = 0
-) -> float:
-    """Largest |nu(T) - sum_{S ⊆ T} m(S)| over random coalitions T (MI recovery test)."""
-    rng = np.random.default_rng(seed)
-    n = game.n_players
-    coalitions = rng.random((n_samples, n)) < rng.uniform(0.2, 0.8, size=(n_samples, 1))
-    return float(np.abs(game.evaluate(coalitions) - recovered_values(blocks, coalitions)).max())
 
 
 def check_linear_readout(
@@ -869,62 +591,3 @@ def check_linear_readout(
     fields = receptive_fields(game.edge_index, game.n_players, explainer.n_layers)
     blocks = explainer._masked(game, fields, None, None).blocks[0]
     return recovery_error(game, blocks, n_samples=n_samples, seed=seed)
-
-
-def _check_pooling(model: LocalMessagePassing, node_level: bool) -> None:
-    """Refuse a LocalMessagePassing model whose declared pooling does not fit the target."""
-    name = type(model).__name__
-    if node_level and model.pooling is not None:
-        raise ExplainError(
-            f"method 'local' explains node outputs of models with pooling None (a head on "
-            f"every node); {name}.pooling is {model.pooling!r}; use 'masked'"
-        )
-    if not node_level and model.pooling not in POOLINGS:
-        raise ExplainError(
-            f"method 'local' needs pooling 'mean' or 'add' (got {model.pooling!r} from "
-            f"{name}.pooling; None marks a node-level model, explained with node=); use 'masked'"
-        )
-
-
-def check_nodes(nodes: Sequence[int], n: int) -> tuple[int, ...]:
-    """Target nodes as a tuple of ints in 0..n-1.
-
-    Raises:
-        ExplainError: no targets, or a target that is not an integer node index.
-    """
-    if isinstance(nodes, torch.Tensor | np.ndarray):
-        nodes = nodes.tolist()
-    if isinstance(nodes, int | str) or not isinstance(nodes, Sequence) or not len(nodes):
-        raise ExplainError(f"nodes must be a non-empty list of node indices (got {nodes!r})")
-    for v in nodes:
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < n:
-            shown = v.item() if isinstance(v, np.generic) else v
-            raise ExplainError(f"target node must be an integer in 0..{n - 1} (got {shown!r})")
-    return tuple(int(v) for v in nodes)
-
-
-def _output_rows(y: torch.Tensor, n: int, node_level: bool, name: str) -> torch.Tensor:
-    """The model's output on one graph as (rows, C): one row for the graph, or one per node.
-
-    Raises:
-        ExplainError: the shape does not fit the target (the message says which it fits).
-    """
-    rows = y[:, None] if y.ndim == 1 else y
-    if node_level:
-        if rows.ndim == 2 and rows.shape[0] == n:
-            return rows
-        if rows.ndim == 2 and rows.shape[0] == 1:
-            raise ExplainError(
-                f"a target node needs one output row per node, but {name} returns one per "
-                f"graph, shape {tuple(y.shape)} (explain the graph without node=)"
-            )
-        raise ExplainError(
-            f"a node-level model must return shape ({n},) or ({n}, C) for a graph of {n} "
-            f"nodes (got {tuple(y.shape)} from {name})"
-        )
-    if rows.ndim == 2 and rows.shape[0] == 1:
-        return rows
-    hint = "; a per-node output is explained with node=" if rows.shape[:1] == (n,) else ""
-    raise ExplainError(
-        f"the model must return shape (1,) or (1, C) for one graph (got {tuple(y.shape)}){hint}"
-    )

@@ -37,8 +37,10 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from ..errors import ExplainError
 from .game import inference
 from .hypercube import project_masks
+from .standard import structural_reason
 
 Pooling = Literal["mean", "add"] | None
 POOLINGS: tuple[str, ...] = ("mean", "add")  # of graph-level models; None marks a node-level one
@@ -360,3 +362,37 @@ def _layer(
         return model.layer_update(layer, own.index_select(0, wiring.self_state.to(device)), aggr)
 
     return update
+
+
+def local_model_refusal(model: torch.nn.Module, n_layers: int) -> str | None:
+    """Why ``local`` cannot run ``model`` with ``n_layers`` layers (None: it can, for
+    standard layers once proven on the graph)."""
+    if not isinstance(model, LocalMessagePassing):
+        reason = structural_reason(model)
+        if reason is None:
+            return None
+        return (
+            f"needs a model implementing LocalMessagePassing or built from layers the engine "
+            f"can prove local ({type(model).__name__}: {reason}); use 'masked'"
+        )
+    if model.num_layers != n_layers:
+        return (
+            f"runs the model's own {model.num_layers} layers, so n_layers must equal "
+            f"num_layers={model.num_layers} (got n_layers={n_layers})"
+        )
+    return None
+
+
+def check_pooling(model: LocalMessagePassing, node_level: bool) -> None:
+    """Refuse a LocalMessagePassing model whose declared pooling does not fit the target."""
+    name = type(model).__name__
+    if node_level and model.pooling is not None:
+        raise ExplainError(
+            f"method 'local' explains node outputs of models with pooling None (a head on "
+            f"every node); {name}.pooling is {model.pooling!r}; use 'masked'"
+        )
+    if not node_level and model.pooling not in POOLINGS:
+        raise ExplainError(
+            f"method 'local' needs pooling 'mean' or 'add' (got {model.pooling!r} from "
+            f"{name}.pooling; None marks a node-level model, explained with node=); use 'masked'"
+        )

@@ -1,0 +1,69 @@
+"""The water page's settings: constants, the user cache, widget keys and charts."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+import streamlit as st
+from live_chart import live_chart
+
+logger = logging.getLogger("wdn_explain.app")
+INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
+MAX_DURATION_S = 12 * 3600
+DURATION_HELP = (
+    "simulated time; the first forecast is made at 0 min, the last one horizon before the end"
+)
+PLAY_S = 0.5  # seconds per frame while playing (a frame waits for the previous one)
+CHART = {"displayModeBar": False}  # no Plotly toolbar over the titles
+# maps: wheel zoom, drag a box, double-click resets; the toolbar (zoom, pan, reset, PNG)
+# shows while the pointer is over the map
+MAP = {
+    "scrollZoom": True,
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"],
+    "toImageButtonOptions": {"scale": 2},
+}
+ZOOM_HINT = "scroll to zoom, drag a box, double-click to reset; the toolbar saves a PNG"
+# Less empty space above the page, so that the map starts high on a 900 px screen.
+COMPACT = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem}</style>"
+
+
+def keyed(name: str) -> str:
+    """A widget key of the chosen model: every model gets its own widgets, so the sidebar
+    never shows another model's scenario, injection node or followed node."""
+    return f"{name}@{st.session_state.get('model', '')}"
+
+
+DRIVER_COLUMNS = {  # the table sits in a 2/5 column: short headers, the rest as help
+    "driver": st.column_config.TextColumn(width="medium"),
+    "of the difference": st.column_config.TextColumn(
+        "of diff.",
+        width="small",
+        help="share of the explained difference: forecast minus the reference's forecast",
+    ),
+}
+
+MAP_VIEWS = {"chlorine": "chlorine (mg/L)", "compliance": "below the minimum"}
+PANELS_ON_PAUSE = (
+    "Playing: the SI-Graph and its sentence move, the pipes by flow without their arrows; "
+    "the flow arrows, drivers table, forecast chart, chlorine map and followed node show "
+    "the step you pause at."
+)
+
+
+BUILT = "built_model"  # the session key through which a new model is chosen after a rerun
+MODEL_NAME = re.compile(r"[A-Za-z0-9][\w.-]*")
+
+
+def cache_dir() -> Path:
+    """The user cache of computed timelines and the charts' assets: ``$WDN_EXPLAIN_CACHE``,
+    else ``~/.cache/wdn-explain`` (read on every script run, as the page's settings are)."""
+    return Path(os.environ.get("WDN_EXPLAIN_CACHE", Path.home() / ".cache" / "wdn-explain"))
+
+
+def chart(fig, *, key: str, config: dict) -> None:
+    """Every chart of the page, updated in place on a rerun (:func:`live_chart.live_chart`)."""
+    live_chart(fig, key=key, config=config, cache_dir=cache_dir())

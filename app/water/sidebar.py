@@ -1,0 +1,292 @@
+"""The water page's sidebar: the model picker, the upload that builds a model of the
+user's own network, the new-scenario form and the picker of a node-level model's target."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+from pydantic import ValidationError
+
+from water.cache import JUST_MADE, card_of, network, scenario_name
+from water.config import BUILT, DURATION_HELP, MAX_DURATION_S, MODEL_NAME, cache_dir, keyed
+from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
+from wdn_explain.errors import WdnExplainError
+from wdn_explain.model_folder import model_hash
+from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, evaluation_warnings, onboard
+from wdn_explain.pipeline import explain_scenario
+from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.shipped import (
+    default_scenario,
+    user_models_dir,
+    water_models,
+)
+from wdn_explain.timeline import (
+    ExplainSettings,
+    Timeline,
+    cache_path,
+)
+
+
+def _bounds(envelope: DesignEnvelope | None, name: str, default: tuple[float, float]):
+    """(low, high) the form offers for a factor: the model's trained range, else ``default``."""
+    if envelope is None:
+        return default
+    return envelope.ranges[name]
+
+
+def _factor_input(
+    label: str, bounds: tuple[float, float], step: float, *, low: bool = False
+) -> float:
+    """A slider over a factor's trained range (starting mid-range, or at its low end); a
+    fixed value the model saw only one of is shown, not asked."""
+    lo, hi = float(bounds[0]), float(bounds[1])
+    key = keyed("new_" + label.split(" (")[0].replace(" ", "_"))
+    if hi - lo < 1e-9:
+        st.caption(f"{label}: {lo:g} (the only value this model saw)")
+        return lo
+    value = lo if low else round((lo + hi) / 2 / step) * step
+    return st.slider(label, lo, hi, min(max(value, lo), hi), step, key=key)
+
+
+def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> None:
+    """A sidebar form offering what the model's training design covers (its injection nodes,
+    modes and ranges); a model without a recorded design gets the whole network."""
+    nodes = list(envelope.injection_nodes) if envelope else list(net.node_ids)
+    modes = list(envelope.injection_modes) if envelope else ["constant"]
+    roles = dict(zip(net.node_ids, net.node_roles))
+    with st.sidebar.form("new_scenario"):
+        st.markdown("**New scenario** (within what the model learned)")
+        node = st.selectbox(
+            "injection node",
+            nodes,
+            key=keyed("new_node"),
+            format_func=lambda n: f"{n} ({roles.get(n, 'node')})",
+            help="where chlorine enters: the reservoir or a booster at a junction",
+        )
+        strength = _factor_input(
+            "strength (mg/L)", _bounds(envelope, "injection_strength_mg_l", (0.1, 10.0)), 0.1
+        )
+        mode = st.selectbox("booster schedule", modes, key=keyed("new_mode"))
+        lo, hi = _bounds(envelope, "injection_start_s", (0.0, 0.0))
+        start_min = _factor_input("booster starts at (min)", (lo / 60, hi / 60), 5.0, low=True)
+        demand = _factor_input(
+            "demand level (x base demand)", _bounds(envelope, "demand_scale", (1.0, 1.0)), 0.05
+        )
+        decay = _factor_input(
+            "bulk decay (/day)", _bounds(envelope, "bulk_decay_per_day", (0.0, 0.0)), 0.1, low=True
+        )
+        duration_min = st.number_input(
+            "duration (min)", value=180, step=30, key=keyed("new_duration"), help=DURATION_HELP
+        )
+        seed = st.number_input("seed", min_value=0, value=1, step=1, key=keyed("new_seed"))
+        budget = st.number_input(
+            "approximation lambda (0: exact)",
+            min_value=0,
+            value=0,
+            step=1,
+            key=keyed("new_budget"),
+            help="0 explains exactly; lambda >= 1 runs the lambda-approximation (interactions up "
+            "to lambda nodes evaluated), for networks too large for exact values",
+        )
+        targets = []
+        if card_of(model_dir).input_spec.node_level:
+            targets = st.multiselect(
+                "nodes to explain",
+                list(net.node_ids),
+                key=keyed("new_targets"),
+                placeholder="the node most at risk",
+                help="this model forecasts chlorine at every node; its forecasts at these "
+                "nodes are explained (none picked: the node that reaches the minimum residual "
+                "with the lowest mean forecast)",
+            )
+        submitted = st.form_submit_button("simulate, forecast, explain")
+    if not submitted:
+        return
+    template = default_scenario(model_dir, net)
+    horizon = card_of(model_dir).input_spec.horizon
+    shortest = (horizon + 2) * template.reporting_step_s
+    if not shortest <= duration_min * 60 <= MAX_DURATION_S:
+        st.sidebar.error(
+            f"duration must be between {shortest // 60} and {MAX_DURATION_S // 60} min "
+            f"(got {duration_min:g} min): the model forecasts {horizon} reports "
+            f"({horizon * template.reporting_step_s // 60} min) ahead"
+        )
+        return
+    try:
+        spec = ScenarioConfig.model_validate(
+            template.model_dump()
+            | physical_hydraulics(template)
+            | dict(
+                injection_node=None if roles.get(node) == "reservoir" else node,
+                injection_strength_mg_l=float(strength),
+                injection_mode=mode,
+                injection_start_s=int(round(start_min * 60)),
+                demand_scale=float(demand),
+                bulk_decay_per_day=float(decay),
+                duration_s=int(duration_min) * 60,
+                seed=int(seed),
+            )
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "scenario"
+        st.sidebar.error(f"invalid scenario: {field}: {err['msg']} (got {err.get('input')!r})")
+        return
+    bar = st.sidebar.progress(0.0, text="simulating and explaining...")
+    try:
+        settings = ExplainSettings.of(
+            approximation_lambda=int(budget) or None, target_nodes=tuple(targets) or None
+        )
+        out = cache_path(spec, model_dir, cache_dir(), settings)
+        made, status = explain_scenario(
+            spec,
+            model_dir,
+            settings=settings,
+            out=out,
+            progress=lambda d, t: bar.progress(d / t, text=f"explained {d}/{t} steps"),
+        )
+    except WdnExplainError as exc:
+        st.sidebar.error(str(exc))
+        return
+    JUST_MADE[str(out)] = made
+    bar.progress(1.0, text=f"done ({status})")
+    st.session_state[keyed("scenario")] = scenario_name(out)
+
+
+# The time and play state, forgotten when another model is chosen (the model's widgets
+# have keys of their own, see keyed()).
+PER_MODEL_KEYS = ("time_min", "playing")
+
+
+def _forget_model_state() -> None:
+    for key in PER_MODEL_KEYS:
+        st.session_state.pop(key, None)
+
+
+def _model_label(name: str, model_dir: Path) -> str:
+    """``name (network)`` from the card, or the bare name when the card is unreadable."""
+    try:
+        return f"{name} ({card_of(model_dir).data.network.name})"
+    except WdnExplainError:
+        return name
+
+
+def pick_model():
+    """The model chooser (top of the sidebar): returns the model folder and its network,
+    with a caption naming the network, the warnings its evaluation recorded and a note when
+    its card records no training design (here, not above the map: the SI-Graph keeps its
+    place in the first screen); below it, the upload that builds a model of the user's own
+    network."""
+    models = water_models()
+    built = st.session_state.pop(BUILT, None)  # a model the upload just made: chosen
+    if built in models:
+        st.session_state["model"] = built
+        _forget_model_state()
+    name = st.sidebar.selectbox(
+        "model",
+        list(models),
+        format_func=lambda m: _model_label(m, models[m]),
+        key="model",
+        on_change=_forget_model_state,
+        help="the trained models in models/, your own (built below, or by `wdn-explain "
+        "network onboard`) and $WDN_EXPLAIN_MODEL; each is shown on the network it was "
+        "trained on",
+    )
+    model_dir = models[name]
+    net = network(str(model_dir), model_hash(model_dir))
+    st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
+    for warning in evaluation_warnings(model_dir):  # recorded when the model was built
+        st.sidebar.warning(f"**Check the model** -- {warning}.")
+    if card_of(model_dir).design is None:
+        st.sidebar.info(f"Note: {UNKNOWN_DESIGN}.")
+    own_network_form()
+    return model_dir, net
+
+
+def own_network_form() -> None:
+    """The sidebar's upload: a utility's .inp becomes a model of its own, as `wdn-explain
+    network onboard` makes it, in the user models folder."""
+    with st.sidebar.expander("your own network (.inp)"):
+        upload = st.file_uploader("EPANET network file", type=["inp"], key="own_inp")
+        stem = Path(upload.name).stem.lower() if upload is not None else ""
+        name = st.text_input("model name", value=stem, key=f"own_name@{stem}")
+        n_scenarios = st.number_input(
+            "scenarios",
+            min_value=MIN_SCENARIOS,
+            max_value=2000,
+            value=DEFAULT_SCENARIOS,
+            key="own_scenarios",
+            help="simulated, then split into training, calibration, validation and test; "
+            f"{DEFAULT_SCENARIOS} train in minutes on 2 cores",
+        )
+        st.caption(f"models are kept in {user_models_dir()}")
+        if st.button("build the model", disabled=upload is None, key="own_build"):
+            build_model(upload, name.strip(), int(n_scenarios))  # shown under the button
+
+
+def build_model(upload, name: str, n_scenarios: int) -> None:
+    """Onboard the uploaded network into ``user_models_dir() / name`` with a line and a
+    bar per stage; choose the new model (rerun), or show one message naming the file and
+    why it was refused."""
+    if not MODEL_NAME.fullmatch(name):
+        st.error(
+            f"model name '{name}' must start with a letter or digit and hold only letters, "
+            "digits, '.', '-' and '_'"
+        )
+        return
+    folder = user_models_dir() / name
+    status = st.status(f"building {name}...", expanded=True)
+    bar = status.progress(0.0)
+
+    def say(line: str) -> None:
+        status.write(line)
+        if line.startswith("["):  # a new stage
+            status.update(label=line)
+            bar.progress(0.0)
+
+    with tempfile.TemporaryDirectory(prefix="wdn-explain-upload-") as tmp:
+        inp = Path(tmp, Path(upload.name).name)
+        inp.write_bytes(upload.getvalue())
+        try:
+            onboard(
+                inp,
+                folder,
+                n_scenarios=n_scenarios,
+                n_workers=1,  # no worker processes forked from the server
+                say=say,
+                progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1))),
+            )
+        except WdnExplainError as exc:
+            status.update(label=f"{name}: refused", state="error", expanded=False)
+            st.error(str(exc).replace(f"{tmp}/", ""))  # the file as uploaded
+            return
+    status.update(label=f"{name}: built", state="complete", expanded=False)
+    st.session_state[BUILT] = next(
+        key for key, path in water_models().items() if path.resolve() == folder.resolve()
+    )
+    st.rerun()
+
+
+def target_picker(controls, tl: Timeline) -> str | None:
+    """For a node-level model's timeline, the picker of the explained node (the timeline's
+    target nodes; it opens on the file's own); None for a share model's."""
+    if not tl.node_level:
+        return None
+    return controls.selectbox(
+        "explained node",
+        list(tl.targets),
+        index=list(tl.targets).index(tl.node),
+        key=keyed(f"target@{tl.meta.get('scenario_hash', '')}"),
+        help="this model forecasts chlorine (mg/L) at every node; the map explains the "
+        "forecast at this node (the nodes explained for this scenario; a new scenario "
+        "explains the ones picked in its form)",
+    )
+
+
+def physical_hydraulics(template: ScenarioConfig) -> dict:
+    """A new scenario is simulated pressure-driven: the template's pressures when it is, else
+    the package's defaults (a model trained demand-driven, the WAQ paper's, then says the
+    scenario's hydraulics differ from its training where its card records them)."""
+    return template.hydraulics if template.demand_model == "PDA" else ScenarioConfig().hydraulics

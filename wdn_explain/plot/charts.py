@@ -1,0 +1,226 @@
+"""The charts beside the map: forecast against truth, a node's or pair's value over time, and a node's chlorine."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..narrative import (
+    horizon_s,
+    index_name,
+    minutes,
+    reference_label,
+    unit,
+    value_unit,
+)
+from ..network import Network
+from ..timeline import Timeline
+from .style import (
+    BAND,
+    BELOW,
+    MINIMUM_RESIDUAL_MG_L,
+    NEGATIVE,
+    POSITIVE,
+    chart_title,
+    horizontal_line,
+    vertical_line,
+)
+
+
+def interval_name(timeline: Timeline) -> str:
+    """The legend name of the forecast's interval, e.g. ``90% interval (calibrated)``."""
+    confidence = (timeline.meta.get("interval") or {}).get("confidence")
+    return f"{confidence:.0%} interval (calibrated)" if confidence else "interval"
+
+
+def _band_traces(x, lower, upper, name: str, fill: str = BAND) -> list[dict]:
+    """A shaded band between ``lower`` and ``upper`` over ``x`` (nothing when either is
+    None): the upper edge, then the lower edge filled up to it, one legend entry."""
+    if lower is None or upper is None:
+        return []
+    edge = dict(width=0, color=fill)
+    return [
+        dict(
+            type="scatter",
+            x=x,
+            y=upper,
+            mode="lines",
+            line=edge,
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup="band",
+            name=f"{name} upper",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=lower,
+            mode="lines",
+            line=edge,
+            fill="tonexty",
+            fillcolor=fill,
+            legendgroup="band",
+            name=name,
+            hoverinfo="skip",
+        ),
+    ]
+
+
+def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 330) -> go.Figure:
+    """Forecast with its calibrated interval (a band, when the timeline holds one),
+    simulated truth and reference forecast (share of nodes chlorinated at t + horizon, or a
+    node-level model's mg/L at its target node) over the time the forecast is made; a
+    marker at ``step``."""
+    made = timeline.times_s / 60
+    ref = reference_label(timeline.reference)
+    traces = [
+        *_band_traces(made, timeline.lower, timeline.upper, interval_name(timeline)),
+        dict(type="scatter", x=made, y=timeline.truth, name="simulated", line=dict(color="#444")),
+        dict(
+            type="scatter", x=made, y=timeline.forecast, name="forecast", line=dict(color=POSITIVE)
+        ),
+        dict(
+            type="scatter",
+            x=made,
+            y=timeline.reference_forecast,
+            name=f"reference forecast ({ref})",
+            line=dict(color="#999", dash="dash"),
+        ),
+    ]
+    shapes = []
+    if step is not None:
+        traces.append(
+            dict(
+                type="scatter",
+                x=[made[step]],
+                y=[timeline.forecast[step]],
+                name="now",
+                mode="markers",
+                marker=dict(size=13, color=POSITIVE, line=dict(width=2, color="black")),
+                showlegend=False,
+            )
+        )
+        shapes.append(vertical_line(float(made[step])))
+    layout = dict(
+        height=height,
+        margin=dict(l=10, r=10, t=50, b=10),
+        title=chart_title(
+            f"{unit(timeline)}<br><sup>forecast {minutes(horizon_s(timeline))} ahead</sup>"
+        ),
+        xaxis=dict(title=dict(text="forecast made at (min)")),
+        yaxis=dict(rangemode="tozero", title=dict(text=value_unit(timeline)))
+        if timeline.node_level
+        else dict(range=[-0.05, 1.05], title=dict(text=value_unit(timeline))),
+        legend=dict(orientation="h", y=-0.3),
+        shapes=shapes,
+    )
+    return go.Figure(dict(data=traces, layout=layout))
+
+
+def value_over_time(
+    timeline: Timeline, members: tuple[int, ...], index: str, order: int
+) -> np.ndarray:
+    """The value of one node (or node set) of ``index`` at every explained step."""
+    out = np.zeros(len(timeline))
+    for t, e in enumerate(timeline.explanations):
+        sets, values = e.index_values(index, order, len(members))
+        hit = np.flatnonzero((sets == np.array(members)[None, :]).all(axis=1))
+        out[t] = values[hit[0]] if len(hit) else 0.0
+    return out
+
+
+def value_figure(
+    timeline: Timeline,
+    network: Network,
+    members: tuple[int, ...],
+    index: str,
+    order: int,
+    step: int | None = None,
+    height: int = 260,
+    values: np.ndarray | None = None,
+) -> go.Figure:
+    """A node's (or pair's) value over time (``values``: precomputed
+    :func:`value_over_time`); the bar at ``step`` is outlined."""
+    label = ", ".join(network.node_ids[m] for m in members)
+    if values is None:
+        values = value_over_time(timeline, members, index, order)
+    outline = np.zeros(len(timeline))
+    if step is not None:
+        outline[step] = 3
+    bars = dict(
+        type="bar",
+        x=timeline.times_s / 60,
+        y=values,
+        marker=dict(
+            color=np.where(values >= 0, POSITIVE, NEGATIVE),
+            line=dict(width=outline, color="black"),
+        ),
+    )
+    layout = dict(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=chart_title(f"{index_name(index)} of {{{label}}} over time"),
+        xaxis=dict(title=dict(text="forecast made at (min)")),
+        yaxis=dict(title=dict(text=value_unit(timeline))),
+    )
+    return go.Figure(dict(data=[bars], layout=layout))
+
+
+def node_chlorine_figure(
+    timeline: Timeline,
+    network: Network,
+    node: int,
+    *,
+    minimum_mg_l: float = MINIMUM_RESIDUAL_MG_L,
+    step: int | None = None,
+    forecast: np.ndarray | None = None,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    height: int = 290,
+) -> go.Figure:
+    """The simulated chlorine (mg/L) at node index ``node`` at every step of the timeline,
+    the minimum residual as a line (named in the legend, below the chart) and a marker at
+    ``step``. A node-level forecast joins
+    with ``forecast`` (and its interval ``lower``/``upper``): mg/L, shape (T,), made at the
+    timeline's times for one horizon later, so drawn at times + horizon."""
+    made = timeline.times_s / 60
+    ahead = made + horizon_s(timeline) / 60
+    simulated = timeline.chlorine[:, node]
+    traces = [
+        *_band_traces(ahead, lower, upper, "forecast interval"),
+        dict(type="scatter", x=made, y=simulated, name="simulated", line=dict(color="#444")),
+    ]
+    if forecast is not None:
+        traces.append(
+            dict(
+                type="scatter",
+                x=ahead,
+                y=forecast,
+                name="forecast",
+                line=dict(color=POSITIVE, dash="dot"),
+            )
+        )
+    if step is not None:
+        traces.append(
+            dict(
+                type="scatter",
+                x=[made[step]],
+                y=[simulated[step]],
+                name="now",
+                mode="markers",
+                marker=dict(size=11, color="#444", line=dict(width=2, color="black")),
+                showlegend=False,
+            )
+        )
+    minimum = horizontal_line(minimum_mg_l, BELOW, f"minimum {minimum_mg_l:g} mg/L")
+    layout = dict(
+        height=height,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=chart_title(f"chlorine at node {network.node_ids[node]} (mg/L)"),
+        xaxis=dict(title=dict(text="time (min)")),
+        yaxis=dict(title=dict(text="mg/L"), rangemode="tozero"),
+        legend=dict(orientation="h", y=-0.35),
+        showlegend=True,  # the minimum's line is named there
+        shapes=[minimum],
+    )
+    return go.Figure(dict(data=traces, layout=layout))

@@ -1,0 +1,131 @@
+"""The side maps: chlorine at every node, and the nodes below the minimum residual."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..narrative import (
+    horizon_s,
+    minutes,
+    threshold_text,
+)
+from ..network import Network
+from ..timeline import Timeline
+from .layers import (
+    _device_traces,
+    _node_markers,
+    _pipe_traces,
+    _small_map_layout,
+    map_figure,
+    node_hover,
+)
+from .source import _label_place, _panel_widths, _source_trace
+from .style import ABOVE, BELOW, MINIMUM_RESIDUAL_MG_L, VALUE_BAR, marker_scale, trace_type
+
+
+def chlorine_figure(
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    height: int = 320,
+    focus: int | None = None,
+) -> go.Figure:
+    """Chlorine (mg/L) on the map at one step (colour scale up to the source strength), node
+    ids on small networks, the source marked with its state; ``focus`` as in
+    :func:`si_graph_figure`."""
+    nodes = _node_markers(
+        network,
+        dict(size=10, color="#444"),
+        marker=dict(
+            size=12 * marker_scale(network.n_nodes),
+            color=timeline.chlorine[step],
+            colorscale="Greens",
+            cmin=0,
+            cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
+            line=dict(width=marker_scale(network.n_nodes), color="black"),
+            colorbar=dict(
+                title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10, **VALUE_BAR
+            ),
+        ),
+        hovertext=np.array(node_hover(network, timeline, step)),
+        name="chlorine",
+    )
+    layout = _small_map_layout(
+        network,
+        height,
+        f"chlorine at {minutes(timeline.times_s[step])}<br>"
+        f"<sup>chlorinated: {threshold_text(timeline)}</sup>",  # short lines: clear of the toolbar
+        top=50,
+    )
+    place = _label_place(network, layout, nodes, colorbar=True, widths=_panel_widths(network))
+    traces = [
+        *_pipe_traces(network, timeline, step),
+        *_device_traces(network),
+        nodes,
+        _source_trace(network, timeline, step, place),
+    ]
+    return map_figure(traces, layout, network, focus)
+
+
+def compliance_figure(
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    minimum_mg_l: float = MINIMUM_RESIDUAL_MG_L,
+    *,
+    height: int = 320,
+    focus: int | None = None,
+) -> go.Figure:
+    """The compliance map at ``step``: nodes whose simulated chlorine is below
+    ``minimum_mg_l`` drawn as orange crosses, the others green, the count in the title;
+    pipes, source and ``focus`` as in :func:`chlorine_figure`. A node-level model's timeline
+    adds an orange ring at every node its forecast puts below the minimum one horizon later
+    (trace ``forecast below``), their count in the title."""
+    xy = network.map_coordinates
+    below = timeline.chlorine[step] < minimum_mg_l
+    size = 12 * marker_scale(network.n_nodes)
+    nodes = dict(
+        type=trace_type(network),
+        x=xy[:, 0],
+        y=xy[:, 1],
+        mode="markers",
+        marker=dict(
+            size=np.where(below, 1.3 * size, size),
+            color=np.where(below, BELOW, ABOVE),
+            symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
+            line=dict(width=marker_scale(network.n_nodes), color="black"),
+        ),
+        hovertext=np.array(node_hover(network, timeline, step)),
+        hoverinfo="text",
+        name="compliance",
+    )
+    traces = [*_pipe_traces(network, timeline, step), *_device_traces(network), nodes]
+    title = (  # short lines: clear of the toolbar
+        f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
+        f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
+    )
+    if timeline.node_level:
+        ahead = timeline.node_forecast[step] < minimum_mg_l
+        traces.append(
+            dict(
+                type=trace_type(network),
+                x=xy[ahead, 0],
+                y=xy[ahead, 1],
+                mode="markers",
+                marker=dict(
+                    size=2.2 * size, color="rgba(0,0,0,0)", line=dict(width=2, color=BELOW)
+                ),
+                hoverinfo="skip",
+                name="forecast below",
+            )
+        )
+        title += (
+            f"<br><sup>forecast for {minutes(timeline.times_s[step] + horizon_s(timeline))}: "
+            f"{int(ahead.sum())} below (orange rings)</sup>"
+        )
+    layout = _small_map_layout(network, height, title, top=70 if timeline.node_level else 50)
+    colorbar = timeline.link_flow_lps is not None  # the flow bar
+    place = _label_place(network, layout, nodes, colorbar, widths=_panel_widths(network))
+    traces.insert(len(traces) - timeline.node_level, _source_trace(network, timeline, step, place))
+    return map_figure(traces, layout, network, focus)
