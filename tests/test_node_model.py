@@ -250,9 +250,9 @@ def test_another_node_is_explained_on_demand_without_recomputing_the_others(node
     model are answered as such."""
     from dataclasses import replace
 
+    from wdn_explain.on_demand import with_node
     from wdn_explain.pipeline import explain_scenario
     from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_TIMELINE
-    from wdn_explain.targets import with_node
     from wdn_explain.timeline import ExplainSettings, Timeline
 
     spec = ScenarioConfig(duration_s=2400, injection_node="12", injection_strength_mg_l=1.5)
