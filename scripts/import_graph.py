@@ -3,9 +3,12 @@ against the data flow, the largest modules and functions, and one module's fan-o
 
     python scripts/import_graph.py [--root wdn_explain] [--module timeline]
 
-Stages follow the data flow (network -> simulation -> dataset -> model -> explain engine ->
-timeline -> app): an import from a module of an earlier stage to one of a later stage runs
-"back up". Modules not listed form their own stage 0 (shared helpers: errors, files, ...).
+Every import counts: at module level, inside functions (lazy) and under ``TYPE_CHECKING``.
+Stages follow the data flow (helpers -> network -> scenario -> ... -> timeline -> run ->
+views -> commands): an import from a module of an earlier stage to one of a later stage runs
+"back up". Every module of the package belongs to a stage of :data:`STAGES` (a subpackage by
+its first name); the script exits 1 on a cycle, an import against the data flow or a module in
+no stage, so ``tests/test_import_graph.py`` fails on any of them.
 """
 
 from __future__ import annotations
@@ -17,17 +20,20 @@ from pathlib import Path
 import networkx as nx
 
 STAGES = [
+    # shared helpers: import nothing of the package but each other
+    ["errors", "lazy", "files", "progress", "workers", "recipe", "map_labels"],
     ["network"],
-    ["scenario", "design"],
-    ["simulation", "waq", "cluster"],
-    ["features", "dataset"],
-    ["model"],
-    ["training"],
+    ["scenario", "design", "sizes"],
+    ["features", "conformal", "records"],
+    ["simulation", "servable", "waq", "cluster"],
+    ["dataset"],
+    ["model", "model_folder"],
+    ["tree", "evaluation", "scoring", "training"],
     ["explain"],
-    ["timeline", "stepstore"],
-    ["pipeline", "shipped"],
-    ["plot", "narrative", "report"],
-    ["cli", "chem"],
+    ["explain_settings", "timeline_file", "node_series", "timeline", "stepstore"],
+    ["node_targets", "hydraulics", "pipeline", "shipped"],
+    ["narrative", "plot", "report"],
+    ["onboard", "cli", "chem", "__main__"],
 ]
 
 
@@ -54,17 +60,17 @@ def _imports(tree: ast.Module, name: str, package: str) -> set[str]:
     return found
 
 
-def _stage(module: str, package: str) -> int:
+def _stage(module: str, package: str) -> int | None:
+    """The index in :data:`STAGES` of a module's stage (None: in no stage)."""
     first = module.removeprefix(package + ".").split(".")[0]
-    return next((i + 1 for i, names in enumerate(STAGES) if first in names), 0)
+    return next((i for i, names in enumerate(STAGES) if first in names), None)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default="wdn_explain")
-    parser.add_argument("--module", default="timeline")
-    args = parser.parse_args()
-    root = Path(args.root)
+def measures(root: Path) -> dict:
+    """The import graph of the package at ``root`` and its measures: ``graph`` (modules and
+    internal imports, each node with its ``lines``), ``cycles`` (sets of modules importing
+    each other), ``back`` (imports against the data flow), ``unstaged`` (modules in no stage)
+    and ``functions`` ((lines, name) of every function)."""
     package = root.name
     sources = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
     graph = nx.DiGraph()
@@ -82,23 +88,45 @@ def main() -> None:
             for n in ast.walk(tree)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
-    inner = [n for n in graph if not n.endswith(("__init__", package)) and n != package]
-    cycles = [c for c in nx.strongly_connected_components(graph) if len(c) > 1]
-    back = [
-        (a, b)
-        for a, b in graph.edges
-        if a in inner
-        and b in inner
-        and _stage(a, package)
-        and _stage(a, package) < _stage(b, package)
-    ]
-    print(f"modules: {len(sources)}; internal imports: {graph.number_of_edges()}")
+    inner = [n for n in graph if n != package]
+    stage = {n: _stage(n, package) for n in inner}
+    return {
+        "graph": graph,
+        "cycles": [c for c in nx.strongly_connected_components(graph) if len(c) > 1],
+        "back": [
+            (a, b)
+            for a, b in graph.edges
+            if a in inner
+            and b in inner
+            and None not in (stage[a], stage[b])
+            and stage[a] < stage[b]
+        ],
+        "unstaged": sorted(n for n in inner if stage[n] is None),
+        "functions": functions,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default="wdn_explain")
+    parser.add_argument("--module", default="timeline")
+    args = parser.parse_args()
+    root = Path(args.root)
+    package = root.name
+    found = measures(root)
+    graph, cycles, back = found["graph"], found["cycles"], found["back"]
+    print(f"modules: {graph.number_of_nodes()}; internal imports: {graph.number_of_edges()}")
     print(f"cycles: {len(cycles)}; imports against the data flow: {len(back)}")
+    for cycle in cycles:
+        print(f"  cycle: {' <-> '.join(sorted(cycle))}")
     for a, b in back:
         print(f"  back: {a} -> {b}")
+    for name in found["unstaged"]:
+        print(f"  in no stage: {name} (add it to STAGES)")
     largest = sorted(((graph.nodes[n]["lines"], n) for n in graph), reverse=True)[:5]
     print("largest modules: " + ", ".join(f"{n} {k}" for k, n in largest))
-    print("largest functions: " + ", ".join(f"{n} {k}" for k, n in sorted(functions)[::-1][:5]))
+    longest = sorted(found["functions"])[::-1][:5]
+    print("largest functions: " + ", ".join(f"{n} {k}" for k, n in longest))
     target = f"{package}.{args.module}"
     if target in graph:
         out = sorted(graph.successors(target))
@@ -107,7 +135,8 @@ def main() -> None:
         )
         reach = nx.descendants(graph, target)
         print(f"modules {args.module} depends on (transitively): {len(reach)}")
+    return 1 if cycles or back or found["unstaged"] else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

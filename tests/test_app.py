@@ -82,13 +82,17 @@ def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert app.subheader[0].value.startswith("Why does the model expect chlorine")
     assert not app.table and not app.json  # nothing stray on the page
     assert len(app.dataframe) == 1  # the drivers table (test_drivers_table_ranks_the_values)
+    m = json.loads((ROOT / "models" / "default" / "card.json").read_text())["metrics"]
+    scores = [c.value for c in app.sidebar.caption if c.value.startswith("test MAE")]
+    assert scores[0].startswith(f"test MAE {m['mae']:.4f} (persistence")  # the card's
+    assert f"tree {m['tree_mae']:.4f}" in scores[0]  # ... beside the tree's
     assert widget(app, "selectbox", "scenario").value.startswith("default: booster at 2, 1.5 mg/L")
     # SI-Graph, forecast, chlorine map, node value, node chlorine
     assert list(charts(app)) == ["si_graph", "forecast", "chlorine", "value", "node_chlorine"]
-    # it opens on the first informative step at which some node carries chlorine (with the
-    # dosing plan as input even step 0 can be informative: the booster is planned)
+    # it opens on the first informative step at which chlorine has left its source (two
+    # nodes carry it; with the dosing plan as input even step 0 can be informative)
     step = next(
-        t for t in range(tl.first_informative_step(), len(tl)) if (tl.chlorine[t] > 0).any()
+        t for t in range(tl.first_informative_step(), len(tl)) if (tl.chlorine[t] > 0).sum() >= 2
     )
     assert cursor(app) == tl.times_s[step] // 60
     assert set(panel_minutes(app).values()) == {tl.times_s[step] // 60}

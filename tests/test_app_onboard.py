@@ -47,7 +47,7 @@ def test_unusable_upload_refused_in_one_message(app, tmp_path):
     at = widget(at, "button", "own_build").click().run()
     assert [e.value for e in at.sidebar.error] == [
         "model name '../elsewhere' must start with a letter or digit and hold only letters, "
-        "digits, '.', '-' and '_'"
+        "digits, '.', '-' and '_' (at most 100 characters)"
     ]
     assert not (tmp_path / "mine").exists() and not (tmp_path / "elsewhere").exists()
 

@@ -221,6 +221,33 @@ def test_calibrate_rewrites_the_card_and_refuses_an_empty_split(tmp_path, tiny_m
     assert (model / "card.json").read_bytes() == before
 
 
+def test_calibrate_refuses_another_design_and_reports_only_what_it_measured(
+    tmp_path, tiny_model_dir, waq_dir
+):
+    import json
+    import shutil
+
+    model = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, model)
+    manifest = json.loads((waq_dir / "manifest.json").read_text())
+    other = tmp_path / "other"  # the same network and files, drawn from another design
+    shutil.copytree(waq_dir, other)
+    (other / "manifest.json").write_text(json.dumps({**manifest, "config_hash": "0" * 16}))
+    before = (model / "card.json").read_bytes()
+    result = run("calibrate", "--model", model, "--data", other)
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert f"data folder '{other}' holds another design (config hash {'0' * 16})" in result.output
+    assert (model / "card.json").read_bytes() == before
+    # a coverage measured on earlier intervals; the tiny folder (6 scenarios) has no test split
+    card = json.loads(before)
+    card["metrics"]["coverage"] = 0.5
+    (model / "card.json").write_text(json.dumps(card))
+    result = run("calibrate", "--model", model, "--data", waq_dir)
+    assert result.exit_code == 0, result.output
+    assert "coverage" not in result.output
+    assert "coverage" not in json.loads((model / "card.json").read_text())["metrics"]
+
+
 def test_old_waq_paper_model_loads_and_evaluates(waq_dir):
     """The published WAQ model (card without inputs or design) on WAQ-design data."""
     result = run(

@@ -7,6 +7,7 @@ import pytest
 from wdn_explain.design import DesignEnvelope, factor_levels
 from wdn_explain.errors import ConfigError
 from wdn_explain.scenario import ScenarioConfig, parse_config
+from wdn_explain.scoring import tree_verdict
 from wdn_explain.simulation import SimulationResult
 from wdn_explain.waq import generate_waq, scenario_path
 
@@ -293,5 +294,6 @@ def test_evaluate_adds_the_tree_and_the_switch_forecasts(monitoring_model, monit
     rows = {r["level"]: r for r in m["per_factor"]["switch"]}
     assert rows["within horizon"]["n_samples"] == n_switch > 0
     assert rows["none ahead"]["n_samples"] == n_samples - n_switch
-    assert {"tree_mae", "tree_rmse", "tree_r2"} <= set(m)
+    assert {"tree_mae", "tree_rmse", "tree_r2", "flat_tree_mae"} <= set(m)
     assert m["tree_mae"] < m["climatology_mae"]
+    assert (tree_verdict(m) in m["warnings"]) == (m["mae"] >= m["tree_mae"])  # on the card

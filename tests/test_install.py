@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The bin folder of a fresh virtual environment holding the built wheel (dependencies
-    come from this environment's site-packages; the package itself only from the wheel)."""
+    come from the running interpreter's site-packages; the package itself only from the
+    wheel)."""
     tmp = tmp_path_factory.mktemp("install")
     source = tmp / "source"  # a copy: building writes build/ and *.egg-info beside the sources
     litter = ("build", "dist", "*.egg-info", "__pycache__", ".git", "data", ".*_cache")
@@ -29,6 +31,10 @@ def installed(tmp_path_factory) -> Path:
     subprocess.run([*build, "-q", "-w", str(tmp / "dist")], check=True, cwd=tmp)
     (wheel,) = (tmp / "dist").glob("wdn_explain-*.whl")
     venv.create(tmp / "venv", system_site_packages=True, with_pip=True)
+    # the dependencies of the interpreter running the tests: when pytest itself runs in a
+    # virtual environment, the new one's "system" site packages are the base interpreter's
+    (inner,) = (tmp / "venv" / "lib").glob("python*/site-packages")
+    (inner / "_running_interpreter.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     bin_dir = tmp / "venv" / "bin"
     install = [bin_dir / "python", "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed"]
     subprocess.run([*install, str(wheel)], check=True, cwd=tmp)
@@ -92,3 +98,18 @@ def test_without_the_cli_extra_the_command_names_it():
         "error: the wdn-explain command needs the 'cli' extra (typer is not installed): "
         "pip install 'wdn-explain[cli]'"
     )
+
+
+def test_the_wheel_lists_every_subpackage():
+    """setuptools packages by name: a module split into a subpackage must be listed, or a
+    non-editable install lacks it (the cli/ and plot/ splits did)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "wdn_explain").rglob("__init__.py")
+    }
+    assert found - listed == set()

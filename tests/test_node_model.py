@@ -87,7 +87,10 @@ def test_node_mae_and_compliance_recomputed_from_raw_scenario_files(node_model, 
     assert res["mae"] == pytest.approx(np.mean(node_err), rel=1e-5)
     assert res["compliance_mae"] == pytest.approx(np.mean(share_err), rel=1e-6, abs=1e-9)
     assert res["persistence_mae"] == pytest.approx(np.mean(persist_err), rel=1e-5)
-    assert "tree_mae" not in res and 0 <= res["coverage"] <= 1
+    assert 0 <= res["coverage"] <= 1
+    # one tree per node, and the compliance share derived from it (recomputed in test_tree)
+    assert res["tree_mae"] < res["persistence_mae"] and "flat_tree_mae" not in res
+    assert res["compliance_tree_mae"] < res["compliance_persistence_mae"]
     switch = {r["level"]: r for r in res["per_factor"]["switch"]}
     n = sum(r["n_samples"] for r in switch.values())
     pooled = sum(r["model_mae"] * r["n_samples"] for r in switch.values()) / n
@@ -243,6 +246,44 @@ def test_node_timeline_efficiency_round_trip_and_cache(tmp_path, node_model):
     moved = ExplainSettings(target_nodes=("20",))
     _, status = explain_scenario(spec, node_model, settings=moved, out=out)
     assert status == "recomputed: cache made with another target_nodes"
+
+
+def test_another_node_is_explained_on_demand_without_recomputing_the_others(node_model, hanoi):
+    """with_node adds node 20 to a timeline that explained 12: its explanations (every step,
+    both references) equal those of a run asked for both nodes; node 12's are the very
+    objects it held; a node held already, a share timeline, an unknown id and another
+    model are answered as such."""
+    from dataclasses import replace
+
+    from wdn_explain.on_demand import with_node
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.shipped import DEFAULT_MODEL, DEFAULT_TIMELINE
+    from wdn_explain.timeline import ExplainSettings, Timeline
+
+    spec = ScenarioConfig(duration_s=2400, injection_node="12", injection_strength_mg_l=1.5)
+    one, _ = explain_scenario(spec, node_model, settings=ExplainSettings(target_nodes=("12",)))
+    both, _ = explain_scenario(
+        spec, node_model, settings=ExplainSettings(target_nodes=("12", "20"))
+    )
+    grown = with_node(one, "20", node_model, hanoi)
+    assert grown.meta["target_nodes"] == ["12", "20"] and list(grown.targets) == ["12", "20"]
+    assert grown.targets["12"] is one.targets["12"]
+    for reference in both.references:
+        new, oracle = grown.targets["20"][reference], both.targets["20"][reference]
+        assert len(new) == len(oracle) == len(one)
+        for a, b in zip(new, oracle):
+            assert a.node == b.node == hanoi.node_index("20")
+            np.testing.assert_allclose(a.node_values("SV"), b.node_values("SV"), atol=1e-6)
+            assert a.prediction == pytest.approx(b.prediction, abs=1e-6)
+    shown = grown.for_node("20")
+    assert np.array_equal(shown.forecast, one.node_forecast[:, hanoi.node_index("20")])
+    assert with_node(grown, "20", node_model, hanoi) is grown
+    with pytest.raises(ConfigError, match="node '99' is not in network 'hanoi'"):
+        with_node(one, "99", node_model, hanoi)
+    with pytest.raises(DataError, match="forecasts the share of chlorinated nodes"):
+        with_node(Timeline.load(DEFAULT_TIMELINE), "20", DEFAULT_MODEL, hanoi)
+    with pytest.raises(DataError, match="is not the one that made this timeline"):
+        with_node(replace(one, meta={**one.meta, "model_hash": "0" * 12}), "20", node_model, hanoi)
 
 
 def test_target_nodes_are_refused_for_share_models_and_unknown_ids(tmp_path, node_model):

@@ -98,13 +98,19 @@ def test_folder_loads_like_a_shipped_one(onboarded, net1_inp, monkeypatch):
     warnings = [line for line in text if line.startswith("warning:")]  # two epochs: may warn
     text = text[len(warnings) :]
     assert text[0].startswith(f"test: {1 * (N_REPORTS - HORIZON)} samples")
-    mae = {row[0]: float(row[1]) for row in map(str.split, text[2:6])}  # the table's MAE column
-    assert set(mae) == {"model", "persistence", "climatology", "tree"}
+    mae = {row[0]: float(row[1]) for row in map(str.split, text[2:7])}  # the table's MAE column
+    assert set(mae) == {"model", "persistence", "climatology", "tree", "flat_tree"}
     warned = any("no better than persistence" in line for line in warnings)
     assert warned == (mae["model"] >= mae["persistence"])
     assert "seed" not in re.search(r"\[6/6\] explain[^\n]*", output).group()  # a drawn seed
     # the app finds the folder, its default scenario and its current timeline
     assert output.rstrip().endswith("the app (`streamlit run app/main.py`) lists it")
+    # the last line says whether the model beats the tree on its test scenarios
+    last = output.rstrip().splitlines()[-1]
+    if mae["model"] < mae["tree"]:
+        assert "its model beats the tree" in last
+    else:
+        assert "its model is NO BETTER THAN THE TREE" in last and "more scenarios" in last
     monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(folder.parent))
     assert water_models()["mytown"] == folder
     assert default_timeline(folder) == folder / "default_timeline.npz"
@@ -320,3 +326,56 @@ def test_a_file_that_crashes_epanet_is_refused_and_the_cli_lives(tmp_path):
             "look for an over-long line or binary content in it"
         ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["crash.inp", "crash.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("option", "reason"),
+    [
+        (["--scenarios", 10**9], "this would take"),
+        (["--epochs", 0], "epochs must be >= 1 (got 0)"),
+        (["--layers", 0], "num_layers must be an integer >= 1 (got 0)"),
+    ],
+)
+def test_bad_settings_refused_before_anything_is_written(tmp_path, net1_inp, option, reason):
+    result = onboard(net1_inp, "--out", tmp_path / "m", "--workers", 1, *option)
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and reason in errors[0] and "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []  # nothing written: the corrected command runs
+
+
+@pytest.mark.parametrize(
+    ("file_name", "model"), [("My Town (2024).inp", "my-town-2024"), ("...inp", None)]
+)
+def test_the_default_model_name_is_one_the_app_accepts(tmp_path, monkeypatch, file_name, model):
+    from wdn_explain.shipped import model_name_for, user_model_folder
+
+    monkeypatch.setenv("WDN_EXPLAIN_MODELS", str(tmp_path / "models"))
+    inp = tmp_path / "in" / file_name
+    inp.parent.mkdir()
+    shutil.copyfile(builtin_network_path("net1"), inp)
+    if model is None:  # nothing usable in the name: never the parent of the models folder
+        result = onboard(inp, "--scenarios", 10**9)
+        assert result.exit_code == 1
+        assert "name the model folder with --out" in result.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    else:
+        assert model_name_for(file_name) == model
+        assert user_model_folder(model) == tmp_path / "models" / model
+
+
+def test_interrupted_training_is_not_called_ready(tmp_path, net1_inp, monkeypatch):
+    """Ctrl-C in training: train keeps the best epoch (``interrupted`` in the card);
+    onboarding stops there instead of evaluating and explaining a half-trained model."""
+    from wdn_explain import onboard as onboarding
+    from wdn_explain import training
+
+    real = training.train
+    monkeypatch.setattr(training, "train", lambda *a, **k: {**real(*a, **k), "interrupted": True})
+    folder = tmp_path / "m"
+    with pytest.raises(KeyboardInterrupt):
+        onboarding.onboard(net1_inp, folder, n_scenarios=N_SCENARIOS, epochs=1, n_workers=1)
+    assert (folder / "model.pt").is_file()
+    assert (
+        not (folder / "evaluation.txt").exists() and not (folder / "default_timeline.npz").exists()
+    )

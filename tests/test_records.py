@@ -132,3 +132,18 @@ def test_a_wrong_molecule_card_is_one_line(tmp_path):
     (folder / "card.json").write_text(json.dumps({**card, "accuracy": "high"}))
     with pytest.raises(DataError, match=r"not a molecule model card \(accuracy: .*'high'\)\)$"):
         load_classifier(folder)
+
+
+def test_card_dataset_is_deprecated_for_the_dataset_s_own_constructor(tiny_model_dir, waq_dir):
+    """A record does not build a dataset: ``WaqDataset.for_card`` does, and the deprecated
+    ``ModelCard.dataset`` says so and returns the same split."""
+    from wdn_explain.dataset import WaqDataset
+
+    card = read_card(tiny_model_dir)
+    new = WaqDataset.for_card(card, waq_dir, "all")
+    with pytest.warns(DeprecationWarning, match=r"use wdn_explain\.dataset\.WaqDataset\.for_card"):
+        old = card.dataset(waq_dir, "all")
+    assert len(old) == len(new) > 0
+    assert old.inputs == new.inputs == card.input_spec
+    assert np.array_equal(old[0].x.numpy(), new[0].x.numpy())
+    assert np.array_equal(old[len(old) - 1].y.numpy(), new[len(new) - 1].y.numpy())

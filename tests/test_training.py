@@ -352,10 +352,10 @@ def test_fit_refuses_an_unresolved_config(waq_dir):
 def test_cpu_and_gpu_training_agree(waq_dir, monkeypatch, stream):
     """Same seed, same batches: GPU training (resident or streamed from the host) ends
     with the CPU's weights and losses within float tolerance."""
-    from wdn_explain import training
+    from wdn_explain import evaluation, training
 
     if stream:  # no split fits: batches are copied from the host
-        monkeypatch.setattr(training, "RESIDENT_FRACTION", 0.0)
+        monkeypatch.setattr(evaluation, "RESIDENT_FRACTION", 0.0)
     sets = _splits(waq_dir)
     config = TrainConfig(epochs=3, batch_size=16, warmup_epochs=1).for_device(torch.device("cpu"))
     runs = {}

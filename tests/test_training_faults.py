@@ -329,3 +329,39 @@ def test_a_rare_small_overshoot_is_not_called_damage():
     far = np.r_[-4.0, np.full(999, 0.5)]
     for forecast in (often, far):
         assert "weights may be damaged" in spec.range_warning(forecast)
+
+
+def test_weights_without_a_hash_and_negative_half_widths_are_not_silent(tmp_path, tiny_model_dir):
+    from wdn_explain.errors import WdnExplainWarning
+
+    out = damaged_without_hash(tiny_model_dir, tmp_path / "m")
+    with pytest.warns(WdnExplainWarning, match="records no weights_sha256: a damaged or replaced"):
+        load_model(out)
+    card = json.loads((out / "card.json").read_text())
+    card["conformal"] = {"half_width": {"0": -0.2}, "pooled_half_width": 0.1}
+    (out / "card.json").write_text(json.dumps(card))
+    with pytest.raises(DataError, match=r"half-width of group '0' must be a finite number >= 0 "):
+        load_model(out)
+
+
+def test_train_on_negative_pressures_says_so_in_one_line(tmp_path):
+    from wdn_explain.scenario import parse_config
+    from wdn_explain.waq import generate_waq
+
+    # Hanoi at three times its demand: pressures go negative (demand-driven hydraulics)
+    config = parse_config(
+        {
+            "n_scenarios": 6,
+            "scenario": {"duration_s": 1800, "demand_scale": 3, "demand_model": "DDA"},
+        }
+    )
+    generate_waq(config, tmp_path / "data", n_workers=1)
+    result = run(
+        "train", "--data", tmp_path / "data", "--out", tmp_path / "m", "--epochs", 1,
+        "--hidden", 4, "--layers", 1, "--device", "cpu",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = f"warning: training data '{tmp_path / 'data'}': "
+    warnings = [line for line in result.output.splitlines() if line.startswith(data)]
+    assert len(warnings) == 1  # (the card's verdicts on a one-epoch model may follow)
+    assert warnings[0].startswith(f"{data}negative pressure in 6 of 6 scenarios")

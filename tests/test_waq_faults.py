@@ -182,6 +182,8 @@ def _start(tmp_path, sleep_s: float, n_scenarios: int = 4):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, like a shell job
+        # Ctrl-C as in a terminal, also when the suite runs in the background (SIGINT ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     for _ in range(600):  # bounded wait (60 s) until both workers are busy
         if len(list(marks.iterdir())) >= 2 or child.poll() is not None:

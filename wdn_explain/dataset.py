@@ -41,10 +41,10 @@ from .features import (
     check_plan,
     source_plan,
 )
-from .records import WaqManifest
+from .records import ModelCard, WaqManifest
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult
-from .waq import hydraulics_summary, read_manifest, scenario_path
+from .waq import HydraulicsSummary, hydraulics_summary, read_manifest, scenario_path
 
 Split = Literal["train", "calib", "val", "test", "all"]
 SPLITS: tuple[str, ...] = get_args(Split)
@@ -62,12 +62,18 @@ class WaqArrays:
     edge_index: np.ndarray  # (2, 2E)
     configs: tuple[ScenarioConfig, ...]
     manifest: WaqManifest
-    pressure_warnings: tuple[str | None, ...] = ()  # per scenario (SimulationResult's)
-    hydraulics_notes: tuple[str, ...] = ()  # the folder's (:func:`~.waq.hydraulics_summary`)
+    hydraulics: HydraulicsSummary = HydraulicsSummary(
+        None, None
+    )  # :func:`~.waq.hydraulics_summary`
 
     @property
     def n_scenarios(self) -> int:
         return len(self.configs)
+
+    @property
+    def pressure_warning(self) -> str | None:
+        """One sentence when some scenarios' pressures go negative, else None."""
+        return self.hydraulics.negative
 
 
 def load_waq_arrays(folder: str | Path) -> WaqArrays:
@@ -110,22 +116,31 @@ def load_waq_arrays(folder: str | Path) -> WaqArrays:
         edge_index=np.concatenate([links, links[::-1]], axis=1),
         configs=tuple(r.config for r in results),
         manifest=manifest,
-        pressure_warnings=tuple(r.pressure_warning for r in results),
-        hydraulics_notes=tuple(hydraulics_summary(results)),
+        hydraulics=hydraulics_summary(results),
     )
+
+
+def injection_indices(arrays: WaqArrays) -> np.ndarray:
+    """The index of every scenario's injection node (its booster, else the network's first
+    reservoir), shape (S,); DataError naming a node the network lacks."""
+    net = arrays.manifest.network
+    node_ids, reservoirs = net.node_ids, net.reservoirs
+    found = []
+    for config in arrays.configs:
+        node = config.injection_node or (reservoirs[0] if reservoirs else None)
+        if node not in node_ids:
+            raise DataError(f"scenario injection node {node!r} is not in network {net.name}")
+        found.append(node_ids.index(node))
+    return np.array(found, dtype=np.int64)
 
 
 def scenario_plans(arrays: WaqArrays, horizon: int) -> np.ndarray:
     """The dosing plan of every scenario built from its schedule (:func:`source_plan`),
     shape (S, T, n, horizon); DataError when a plan contradicts a recorded source."""
-    net = arrays.manifest.network
-    node_ids, reservoirs = net.node_ids, net.reservoirs
+    node_ids = arrays.manifest.network.node_ids
     plans = []
-    for config, source in zip(arrays.configs, arrays.source_mg_l):
-        node = config.injection_node or (reservoirs[0] if reservoirs else None)
-        if node not in node_ids:
-            raise DataError(f"scenario injection node {node!r} is not in network {net.name}")
-        plan = source_plan(config, arrays.times_s, node_ids.index(node), len(node_ids), horizon)
+    for config, source, node in zip(arrays.configs, arrays.source_mg_l, injection_indices(arrays)):
+        plan = source_plan(config, arrays.times_s, int(node), len(node_ids), horizon)
         check_plan(plan, source, node_ids)
         plans.append(plan)
     return np.stack(plans)
@@ -265,6 +280,16 @@ class WaqDataset(Dataset):
             min_residual_mg_l=inputs.min_residual_mg_l,
         )
 
+    @classmethod
+    def for_card(
+        cls, card: ModelCard, folder: str | Path, split: Split, arrays: WaqArrays | None = None
+    ) -> WaqDataset:
+        """A split of a WAQ folder built as a trained model's card says: its inputs and its
+        split seed (:meth:`for_inputs`)."""
+        return cls.for_inputs(
+            folder, split, card.input_spec, split_seed=card.train["split_seed"], arrays=arrays
+        )
+
     @property
     def manifest(self) -> WaqManifest:
         return self.arrays.manifest
@@ -278,11 +303,19 @@ class WaqDataset(Dataset):
             np.arange(self.n_times), len(self.scenarios)
         )
 
-    def targets(self) -> np.ndarray:
+    def targets(self, scenarios: np.ndarray | None = None) -> np.ndarray:
         """``y`` of every sample in order: the chlorinated fraction at t + horizon, shape
-        (N,); for the node target chlorine (mg/L) at every node, shape (N, n)."""
-        s, t = self.sample_index()
+        (N,); for the node target chlorine (mg/L) at every node, shape (N, n). Default: this
+        split's samples, else every step of ``scenarios`` (for fitted baselines)."""
+        s, t = self.steps(scenarios)
         return self._y[s, t + self.horizon]
+
+    def steps(self, scenarios: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scenario, time step) of every forecast of ``scenarios`` (default: this split's
+        samples, :meth:`sample_index`), scenario-major."""
+        if scenarios is None:
+            return self.sample_index()
+        return np.repeat(scenarios, self.n_times), np.tile(np.arange(self.n_times), len(scenarios))
 
     def persistence(self) -> np.ndarray:
         """The persistence forecast of every sample: the label at t itself."""
@@ -343,23 +376,17 @@ class WaqDataset(Dataset):
         ]
         return np.concatenate(per_scenario) if per_scenario else np.array([], dtype=str)
 
+    def split_of(self, split: Split) -> np.ndarray:
+        """The scenarios of another split of this folder (same split seed)."""
+        return split_scenarios(self.arrays.n_scenarios, self.split_seed)[split]
+
     def flat_inputs(self, scenarios: np.ndarray | None = None) -> np.ndarray:
         """The model's inputs of every sample flattened to one row (node features, then edge
         features), shape (N, n F + E C), for non-graph baselines; default: this split's
         samples, else every step of ``scenarios``."""
-        if scenarios is None:
-            s, t = self.sample_index()
-        else:
-            s = np.repeat(scenarios, self.n_times)
-            t = np.tile(np.arange(self.n_times), len(scenarios))
+        s, t = self.steps(scenarios)
         x, e = self._x[s, t], self._edge_attr[s, t]
         return torch.cat([x.reshape(len(s), -1), e.reshape(len(s), -1)], dim=1).numpy()
-
-    def train_targets(self) -> np.ndarray:
-        """The labels of every step of the training scenarios (for fitted baselines)."""
-        s = np.repeat(self.train_scenarios, self.n_times)
-        t = np.tile(np.arange(self.n_times), len(self.train_scenarios))
-        return self._y[s, t + self.horizon]
 
     def _reservoirs(self) -> tuple[str, ...]:
         return tuple(self.manifest.network.reservoirs)

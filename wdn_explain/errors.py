@@ -17,3 +17,7 @@ class DataError(WdnExplainError, ValueError):
 
 class ExplainError(WdnExplainError, ValueError):
     """A graph, model or option cannot be explained as asked."""
+
+
+class WdnExplainWarning(UserWarning):
+    """A result computed from doubtful input; the CLI prints each as one ``warning:`` line."""

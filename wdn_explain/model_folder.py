@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DataError, WdnExplainWarning
 from .files import atomic_write, check_output, load_torch, save_torch
 from .records import ModelCard
 
@@ -121,7 +122,14 @@ def load_state(
     path = Path(model_dir, WEIGHTS)
     if not path.is_file():
         raise DataError(f"'{model_dir}' is not a model folder (needs {WEIGHTS} and {CARD})")
-    if recorded_sha256 is not None and recorded_sha256 != file_sha256(path):
+    if recorded_sha256 is None:
+        warnings.warn(
+            f"the card of '{model_dir}' records no weights_sha256: a damaged or replaced "
+            f"{WEIGHTS} cannot be told from the trained one (save the model again to record it)",
+            WdnExplainWarning,
+            stacklevel=2,
+        )
+    elif recorded_sha256 != file_sha256(path):
         raise DataError(
             f"weights '{path}' do not match the SHA-256 recorded in its card "
             "(damaged or replaced file)"

@@ -235,6 +235,7 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
         f"(reference forecast {two_decimals(e.empty_prediction)}) that is {gap:+.2f}, which the "
         f"{index_label(index, order)} values divide among the nodes."
     )
+    head += "".join(f" {note}" for note in reference_notes(timeline, network, step, index, order))
     items = strongest(timeline, step, index, order)
     tol = 1e-3 * max(abs(gap), 1e-2)
     up = [kv for kv in items if kv[1] > tol][:2]
@@ -247,6 +248,45 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
     if down:
         parts.append(f"{_names(network, down)} lowers it most")
     return f"{head} {_upper_first('; '.join(parts))}."
+
+
+BIAS = 0.05
+"""A reference forecast with no chlorine anywhere at least this far from 0 (share of nodes
+or mg/L) is said to be the model's own bias."""
+
+
+def reference_notes(
+    timeline: Timeline, network: Network, step: int, index: str, order: int | None
+) -> list[str]:
+    """What the reference does to the values at ``step`` where a reader would misread them:
+    a forecast of chlorine with no chlorine anywhere is the model's own bias (the values
+    leave it out); a node-level model's explained node that carries chlorine yet lowers its
+    own forecast is compared with the reference, not with zero."""
+    e = timeline.explanations[step]
+    notes = []
+    if timeline.reference == "none" and abs(e.empty_prediction) >= BIAS:
+        notes.append(
+            f"The reference forecast {two_decimals(e.empty_prediction)} with no chlorine "
+            "anywhere is the model's own bias, not chlorine: the values leave it out."
+        )
+    if not timeline.node_level:
+        return notes
+    i = network.node_index(timeline.node)
+    own = e.node_values(index, resolved_order(timeline, index, order))[i]
+    carries = float(timeline.chlorine[step, i])
+    minimum = timeline.meta.get("min_residual_mg_l", 0.2)
+    if round(own, 2) < 0 and carries >= minimum:  # (a value that reads -0.00 is not odd)
+        replaced = (
+            f"the network average ({float(timeline.chlorine[step].mean()):.2f} mg/L now)"
+            if timeline.reference == "mean"
+            else reference_label(timeline.reference)
+        )
+        notes.append(
+            f"Node {timeline.node}'s own value is {own:+.2f} mg/L though it carries "
+            f"{carries:.2f} mg/L: each value is the change from the reference, its inputs "
+            f"replaced by {replaced}, not the chlorine it carries."
+        )
+    return notes
 
 
 def compliance_text(timeline: Timeline, step: int, minimum_mg_l: float) -> str:

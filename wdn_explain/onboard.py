@@ -27,12 +27,13 @@ import yaml
 from . import recipe
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output
-from .hydraulics import servable_demand_scale
 from .model_folder import CARD, read_card
 from .narrative import scenario_text
 from .network import Network, load_network
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig, SimulationConfig, load_config
+from .scoring import beats_tree, metrics_line
+from .servable import servable_demand_scale
 from .shipped import MODEL_SCENARIO, MODEL_TIMELINE, SHIPPED_ROOT, default_scenario
 
 logger = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ def default_design(
     its copy ``folder/<name>.inp``: chlorine enters at the first reservoir in 30 % of the
     scenarios (none without a reservoir), otherwise at a booster at one of the
     :func:`booster_candidates`; its demand levels are the network's own
-    (:func:`~.hydraulics.servable_demand_scale`: at the diurnal peak at most what it serves
+    (:func:`~.servable.servable_demand_scale`: at the diurnal peak at most what it serves
     at the required pressure, at most its base demand), so the required pressure holds over
     most of the design.
 
@@ -317,10 +318,12 @@ def onboard(
         DataError: a folder of another network or design (without ``overwrite``).
     """
     from .model import ModelConfig
-    from .pipeline import explain_scenario
+    from .pipeline import check_timeline_size, explain_scenario
+    from .sizes import check_size, estimate_waq
     from .timeline import check_timeline_output
     from .training import TrainConfig, train
     from .waq import generate_waq
+    from .workers import worker_count
 
     tell = say or (lambda line: logger.info("%s", line))
     folder, started = Path(folder), time.monotonic()
@@ -331,9 +334,15 @@ def onboard(
         tell(f"[{k}/{len(STAGES)}] {name} (at {time.monotonic() - started:.0f} s): {what}")
 
     stage(f"reading {inp_path}")
+    train_config = TrainConfig(epochs=epochs, seed=seed)  # bad settings: before any file
     network = check_network(inp_path)
-    layers = layers or n_layers_for(network)
+    layers = n_layers_for(network) if layers is None else layers
+    model_config = ModelConfig(num_layers=layers)
     config = default_design(network, folder, n_scenarios=n_scenarios, seed=seed)
+    check_size(estimate_waq(config, network, worker_count(n_workers)[0]), folder)
+    check_timeline_size(
+        config.scenario, network, layers, None, train_config.horizon, folder / MODEL_TIMELINE, False
+    )
     _check_folder(folder, network, config, overwrite)
     tell(
         f"  {network.name}: {network.n_nodes} nodes, {network.n_links} links, "
@@ -364,15 +373,17 @@ def onboard(
         stage(f"kept the model in {folder} (trained on this design)")
     else:
         stage(f"{layers} layers, up to {epochs} epochs")
-        train(
+        card = train(
             data,
             folder,
-            model_config=ModelConfig(num_layers=layers),
-            train_config=TrainConfig(epochs=epochs, seed=seed),
+            model_config=model_config,
+            train_config=train_config,
             device=device,
             overwrite=True,  # the folder was checked: this design's model, or afresh
             progress=progress,
         )
+        if card["interrupted"]:  # Ctrl-C: train kept the best epoch, the folder is not ready
+            raise KeyboardInterrupt
 
     stage(f"test split -> {folder / EVALUATION}")
     for line in _write_evaluation(folder, data, device):
@@ -414,19 +425,39 @@ def _write_evaluation(folder: Path, data: Path, device: str) -> list[str]:
     warning = [f"{WARNING}{w}" for w in score_warnings(scores)]
     with atomic_write(folder / EVALUATION) as tmp:
         tmp.write_text("\n".join(warning + lines) + "\n")
-    summary = (
-        f"{lines[0]}: MAE {res['mae']:.4f} (persistence {res['persistence_mae']:.4f}, "
-        f"climatology {res['climatology_mae']:.4f}, tree {res['tree_mae']:.4f})"
+    return [f"{lines[0]}: {metrics_line(res)}", *warning]
+
+
+def onboard_verdict(metrics: dict) -> str:
+    """What an onboarded model is worth, from its card's test ``metrics``: better than the
+    strong tree (:func:`~wdn_explain.tree.tree_forecast`) or not, with the remedy."""
+    better = beats_tree(metrics)
+    if better is None:
+        return "no test scenarios to compare its model with the tree"
+    if better:
+        return (
+            f"its model beats the tree on the test scenarios (MAE {metrics['mae']:.4f} "
+            f"against {metrics['tree_mae']:.4f})"
+        )
+    return (
+        f"its model is NO BETTER THAN THE TREE on the test scenarios (MAE "
+        f"{metrics['mae']:.4f} against {metrics['tree_mae']:.4f}): simulate more scenarios "
+        "or train more epochs"
     )
-    return [summary, *warning]
 
 
 def evaluation_warnings(folder: str | Path) -> list[str]:
-    """The warnings a model folder's ``evaluation.txt`` records (none without the file):
-    the app shows them beside the model's name."""
+    """The warnings a model folder's ``evaluation.txt`` records, then those of its card's
+    test metrics not among them (no better than the tree or persistence; none without
+    either): the app shows them beside the model's name."""
     path = Path(folder) / EVALUATION
     lines = path.read_text().splitlines() if path.is_file() else []
-    return [line.removeprefix(WARNING) for line in lines if line.startswith(WARNING)]
+    found = [line.removeprefix(WARNING) for line in lines if line.startswith(WARNING)]
+    try:
+        card_warnings = read_card(folder).metrics.get("warnings", [])
+    except DataError:
+        card_warnings = []
+    return found + [w for w in card_warnings if w not in found]
 
 
 def _default_scenario(folder: Path, network: Network, overwrite: bool) -> ScenarioConfig:

@@ -1,5 +1,6 @@
 """The run that makes a timeline: simulate a scenario, forecast and explain every step
-(locally or as Dask tasks), cache the result (:mod:`.timeline` holds what it makes)."""
+(locally or as Dask tasks), cache the result (:mod:`.timeline` holds what it makes; node
+targets: :mod:`.node_targets`; flows and pressures: :mod:`.hydraulics`)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,23 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import closing
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
-from .errors import ConfigError, DataError, ExplainError, WdnExplainError
+from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
 from .features import InputSpec, check_plan, scenario_range, source_plan
+from .hydraulics import hydraulics_at, with_hydraulics
+from .node_targets import default_target, node_fields, node_forecasts, target_nodes
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
 from .stepstore import StepStore
 from .timeline import (
-    HYDRAULICS,
     ExplainSettings,
     Timeline,
     TimelineMeta,
@@ -76,49 +77,6 @@ def out_of_design(scenario: ScenarioConfig, card: ModelCard, network: Network) -
     if envelope is None:
         return None
     return envelope.outside(scenario, injection_node(scenario, network))
-
-
-def target_nodes(
-    settings: ExplainSettings, inputs: InputSpec, network: Network
-) -> list[int] | None:
-    """The indices of the nodes ``settings.target_nodes`` names (None: the default target,
-    chosen from the forecast by :func:`default_target`); refused for a share model and for an
-    id not in the network, before any simulation."""
-    if settings.target_nodes is None:
-        return None
-    if not inputs.node_level:
-        raise ConfigError(
-            f"target nodes ({', '.join(settings.target_nodes)}) apply to node-level models; "
-            "this model forecasts the share of chlorinated nodes"
-        )
-    return [network.node_index(node) for node in settings.target_nodes]
-
-
-def default_target(
-    node_forecast: np.ndarray, min_residual_mg_l: float, injection_index: int
-) -> int:
-    """The node explained unless one is asked for: among the nodes whose forecast reaches
-    the minimum residual at some step, the one with the lowest mean forecast (the reached
-    node most at risk of dropping below it); the injection node when none reaches it.
-
-    Args:
-        node_forecast: (T, n) node forecasts in mg/L.
-    """
-    reached = (node_forecast >= min_residual_mg_l).any(axis=0)
-    if not reached.any():
-        return injection_index
-    mean = np.where(reached, node_forecast.mean(axis=0), np.inf)
-    return int(np.argmin(mean))
-
-
-def node_forecasts(model: Any, graphs: list[Data]) -> np.ndarray:
-    """A node-level model's forecast at every node of every graph, shape (len(graphs), n)."""
-    import torch
-
-    with torch.no_grad():
-        return np.stack(
-            [model(g.x, g.edge_index, g.edge_attr).reshape(-1).cpu().numpy() for g in graphs]
-        )
 
 
 def explain_scenario(
@@ -214,7 +172,7 @@ def explain_scenario(
                 cached.save(out)
                 status = "cached; flows and pressures added"
         return cached, status
-    _check_size(
+    check_timeline_size(
         scenario,
         network,
         explainers["mean"].n_layers,
@@ -262,7 +220,7 @@ def explain_scenario(
     node_arrays: dict[str, Any] = {}
     if inputs.node_level:
         ids = [network.node_ids[v] for v in chosen]
-        node_arrays, series = _node_targets(ids, series, node_forecast, truth, inputs)
+        node_arrays, series = node_fields(ids, series, node_forecast, truth, inputs)
         meta |= {"target_nodes": ids, "node": ids[0], "min_residual_mg_l": inputs.min_residual_mg_l}
     explanations = series.pop("mean")
     forecast = (
@@ -300,37 +258,13 @@ def explain_scenario(
         lower=lower,
         upper=upper,
         **node_arrays,
-        **_hydraulics_at(result, steps),
+        **hydraulics_at(result, steps),
     )
     if out is not None:  # returned as a later read returns it (MIs in float32)
         timeline = timeline.as_saved()
         timeline.save(out)
         store.remove()
     return timeline, status
-
-
-def _node_targets(
-    ids: list[str],
-    series: dict[str, list],
-    node_forecast: np.ndarray,
-    node_truth: np.ndarray,
-    inputs: InputSpec,
-) -> tuple[dict[str, Any], dict[str, list]]:
-    """A node-level timeline's node fields (every node's forecast and truth, the compliance
-    shares, each target node's explanations per reference) and the explanation series of
-    the first target node, which the timeline shows by default."""
-    targets = {
-        node: {r: [per_step[j] for per_step in s_] for r, s_ in series.items()}
-        for j, node in enumerate(ids)
-    }
-    fields = {
-        "node_forecast": node_forecast,
-        "node_truth": node_truth,
-        "compliance_forecast": inputs.compliance(node_forecast),
-        "compliance_truth": inputs.compliance(node_truth),
-        "targets": targets,
-    }
-    return fields, dict(targets[ids[0]])
 
 
 def _intervals(
@@ -365,36 +299,6 @@ def _intervals(
         unit=f"mg/L at node {meta['node']}" if node_level else "of the nodes",
     )
     return lower, upper
-
-
-def _hydraulics_at(result: SimulationResult, steps: np.ndarray) -> dict[str, np.ndarray]:
-    """The simulated link flows (L/s), node pressures (m) and delivered demand fractions at
-    ``steps``, as the :class:`~wdn_explain.timeline.Timeline` fields of the same names."""
-    return {name: getattr(result, name)[steps].astype(np.float32) for name in HYDRAULICS}
-
-
-def with_hydraulics(timeline: Timeline, network: Network | None = None) -> Timeline:
-    """``timeline`` with its link flows and node pressures: its own when it holds them,
-    else simulated again from its scenario (a timeline file written before they were
-    stored). The simulation is deterministic; when it fails or its chlorine differs from the
-    stored one (another simulator version) the timeline is returned without them."""
-    if all(getattr(timeline, name) is not None for name in HYDRAULICS):
-        return timeline
-    from .network import load_network
-
-    scenario = timeline.scenario
-    try:
-        result = simulate(scenario, network or load_network(scenario.network))
-    except WdnExplainError as exc:  # the maps then draw plain pipes
-        logger.warning("timeline of %s: no flows (%s)", scenario.describe(), exc)
-        return timeline
-    steps = np.asarray(timeline.steps)
-    if steps.max() >= result.n_steps or not np.allclose(
-        result.node_chlorine_mg_l[steps], timeline.chlorine, atol=1e-4
-    ):
-        logger.warning("timeline of %s: its simulation is not reproduced", scenario.describe())
-        return timeline
-    return replace(timeline, **_hydraulics_at(result, steps))
 
 
 def _with_deprecated(
@@ -649,7 +553,7 @@ def _explain_on_cluster(
     return total - len(missing)
 
 
-def _check_size(
+def check_timeline_size(
     scenario: ScenarioConfig,
     network: Network,
     n_layers: int,

@@ -7,18 +7,24 @@ record of another version, is one line naming the file, the field and the value.
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import Self
 
 from .design import DesignEnvelope
 from .errors import DataError
 from .features import WAQ_PAPER_NODE_FEATURES, InputSpec
-
-if TYPE_CHECKING:
-    from .dataset import Split, WaqArrays, WaqDataset
 
 
 class _Strict(BaseModel):
@@ -127,6 +133,24 @@ class ModelCard(Record):
     date: str | None = None
     weights_sha256: str | None = None
 
+    @field_validator("conformal")
+    @classmethod
+    def _half_widths(cls, conformal: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Interval half-widths are finite and >= 0 (a negative one puts the lower end of an
+        interval above its upper end)."""
+        if conformal is None:
+            return None
+        table = conformal.get("half_width", {})
+        widths = {**(table if isinstance(table, dict) else {"half_width": table})}
+        widths["pooled_half_width"] = conformal.get("pooled_half_width", 0.0)
+        for name, value in widths.items():
+            if not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise ValueError(
+                    f"conformal half-width of group '{name}' must be a finite number >= 0 "
+                    f"(got {value!r})"
+                )
+        return conformal
+
     @property
     def input_spec(self) -> InputSpec:
         """How this model's inputs and labels are built; cards older than ``inputs`` describe
@@ -140,15 +164,18 @@ class ModelCard(Record):
             threshold=self.train["threshold"],
         )
 
-    def dataset(
-        self, folder: str | Path, split: Split, arrays: WaqArrays | None = None
-    ) -> WaqDataset:
-        """A split of a WAQ folder built as this model's inputs and split seed say."""
-        from .dataset import WaqDataset
-
-        return WaqDataset.for_inputs(
-            folder, split, self.input_spec, split_seed=self.train["split_seed"], arrays=arrays
+    def dataset(self, folder: str | Path, split: str, arrays: Any = None) -> Any:
+        """Deprecated: ``WaqDataset.for_card(card, folder, split, arrays)`` (a record does not
+        build a dataset). Reaches :mod:`.dataset` at call time, as :func:`.lazy.moved_getattr`
+        does, so that records import nothing downstream of them."""
+        warnings.warn(
+            "ModelCard.dataset() is deprecated; use "
+            "wdn_explain.dataset.WaqDataset.for_card(card, folder, split, arrays)",
+            DeprecationWarning,
+            stacklevel=2,
         )
+        dataset = importlib.import_module("wdn_explain.dataset")
+        return dataset.WaqDataset.for_card(self, folder, split, arrays)
 
     @model_validator(mode="after")
     def _inputs_known(self) -> ModelCard:

@@ -45,38 +45,88 @@ def score_model(
         DataError: a missing or corrupt model or data folder, data of another network, an
             empty split.
     """
-    from .dataset import load_waq_arrays
+    from .dataset import WaqDataset, load_waq_arrays
+    from .evaluation import check_data_matches, evaluate
     from .model_folder import load_model
-    from .training import check_data_matches, evaluate
 
     net, card = load_model(model_dir)
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
-    ds = card.dataset(data_dir, split, arrays)
+    ds = WaqDataset.for_card(card, data_dir, split, arrays)
     fit_on = None
     if fit_data is not None:
         fit_arrays = load_waq_arrays(fit_data)
         check_data_matches(card, fit_arrays.manifest, fit_data)
-        fit_on = card.dataset(fit_data, "train", fit_arrays)
+        fit_on = WaqDataset.for_card(card, fit_data, "train", fit_arrays)
     results = evaluate(net, ds, device, conformal=card.conformal, tree_data=fit_on)
     step_s = int(arrays.times_s[1] - arrays.times_s[0]) if len(arrays.times_s) > 1 else 0
     return Scores(results, card.input_spec, split, step_s)
 
 
 def score_warnings(scores: Scores) -> list[str]:
-    """Plain warnings on the scores: the forecasts leave their range (damaged weights, say),
-    or the model is no better than persistence (the present value carried forward), so its
-    forecasts, and their explanations, add nothing to a reading of the network now."""
-    res = scores.results
-    found = [res["forecast_warning"]] if res["forecast_warning"] else []
+    """Plain warnings on the scores (:func:`metric_warnings`)."""
+    return metric_warnings(scores.results, scores.split)
+
+
+def metric_warnings(results: dict[str, Any], split: str = "test") -> list[str]:
+    """Plain warnings on :func:`~wdn_explain.training.evaluate`'s results (or a card's
+    metrics): the forecasts leave their range (damaged weights, say), the model is no better
+    than persistence (the present value carried forward), so its forecasts, and their
+    explanations, add nothing to a reading of the network now, or no better than the strong
+    tree (:func:`tree_verdict`)."""
+    res = results
+    found = [res["forecast_warning"]] if res.get("forecast_warning") else []
     if res["mae"] >= res["persistence_mae"]:
         found.append(
-            f"the model is no better than persistence on the {scores.split} split (MAE "
+            f"the model is no better than persistence on the {split} split (MAE "
             f"{res['mae']:.4f} against {res['persistence_mae']:.4f}): its forecasts add "
             "nothing to the present reading; a design whose target barely changes (every "
             "node chlorinated from the start, say) teaches a model little"
         )
+    if verdict := tree_verdict(res, split):
+        found.append(verdict)
     return found
+
+
+def beats_tree(results: dict[str, Any]) -> bool | None:
+    """Whether the model's MAE is below the strong tree's (None: no tree was scored)."""
+    if "tree_mae" not in results:
+        return None
+    return bool(results["mae"] < results["tree_mae"])
+
+
+def tree_verdict(results: dict[str, Any], split: str = "test") -> str | None:
+    """One sentence when the model is no better than the strong tree
+    (:func:`~wdn_explain.tree.tree_forecast`) on the scored split, with the remedy; None
+    when it is better or no tree was scored."""
+    if beats_tree(results) is not False:
+        return None
+    return (
+        f"the model is no better than a gradient-boosted tree on the same inputs on the "
+        f"{split} split (MAE {results['mae']:.4f} against the tree's "
+        f"{results['tree_mae']:.4f}): the tree is the better forecast and the explanations "
+        "describe a weaker one; simulate more scenarios or train more epochs"
+    )
+
+
+def metrics_line(results: dict[str, Any]) -> str:
+    """The scores in one line: MAE beside persistence, climatology and the tree (for a
+    node-level model also the compliance share's), interval coverage when calibrated."""
+    res = results
+    others = [
+        f"{name.replace('_', ' ')} {res[f'{name}_mae']:.4f}"
+        for name in ("persistence", "climatology", "tree")
+        if f"{name}_mae" in res
+    ]
+    line = f"MAE {res['mae']:.4f} ({', '.join(others)})"
+    if "compliance_mae" in res:
+        tree = res.get("compliance_tree_mae")
+        line += f"; compliance share MAE {res['compliance_mae']:.4f}" + (
+            f" (tree {tree:.4f})" if tree is not None else ""
+        )
+    if "coverage" in res:
+        line += f"; {res['confidence']:.0%} interval coverage {res['coverage']:.3f}"
+    return line
 
 
 def score_lines(scores: Scores) -> list[str]:
@@ -97,7 +147,7 @@ def score_lines(scores: Scores) -> list[str]:
     ]
     names = [
         n
-        for n in ("model", "persistence", "climatology", "tree")
+        for n in ("model", "persistence", "climatology", "tree", "flat_tree")
         if f"{n}_mae" in res["per_factor"]["switch"][0]
     ]
     tables = [("", "")]

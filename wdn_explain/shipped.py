@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import DataError
+from .errors import ConfigError, DataError
 from .model_folder import read_card
 from .scenario import DRAWN_RANGES, ScenarioConfig, load_config
 from .timeline import timeline_is_current
@@ -53,6 +54,33 @@ def user_models_dir() -> Path:
     else ``~/.local/share/wdn-explain/models``."""
     default = Path.home() / ".local" / "share" / "wdn-explain" / "models"
     return Path(os.environ.get("WDN_EXPLAIN_MODELS", default))
+
+
+MODEL_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,99}")
+"""A user model's name, its folder in :func:`user_models_dir`: a letter or digit, then up to
+99 letters, digits, ``.``, ``-`` and ``_`` (no separators, no ``..``)."""
+
+
+def user_model_folder(name: str) -> Path:
+    """The folder of the user model ``name`` in :func:`user_models_dir`.
+
+    Raises:
+        ConfigError: a name outside :data:`MODEL_NAME`.
+    """
+    if not MODEL_NAME.fullmatch(name):
+        shown = name if len(name) <= 60 else f"{name[:60]}... ({len(name)} characters)"
+        raise ConfigError(
+            f"model name '{shown}' must start with a letter or digit and hold only letters, "
+            "digits, '.', '-' and '_' (at most 100 characters)"
+        )
+    return user_models_dir() / name
+
+
+def model_name_for(inp_name: str) -> str:
+    """The default model name of a network file: its stem in lower case with every run of
+    other characters as ``-``, cut to 100 characters ("" when nothing usable is left)."""
+    name = re.sub(r"[^\w.-]+", "-", Path(inp_name).stem.lower())
+    return name.lstrip("._-")[:100].rstrip(".-")
 
 
 def model_target(model_dir: str | Path) -> str:

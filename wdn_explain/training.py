@@ -4,7 +4,7 @@ A model folder holds ``model.pt`` (a state_dict, loaded with ``weights_only=True
 ``card.json`` (architecture, training config, data manifest hash and network, feature
 scales, metrics, code version, date). Training uses L1 loss, Adam, a cosine (or plateau)
 learning-rate schedule, an exponential moving average of the weights and early stopping on
-the validation split, all seeded.
+the validation split, all seeded. Predicting and scoring a model: :mod:`.evaluation`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import logging
 import math
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -23,8 +24,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch.optim import swa_utils
-from torch_geometric.data import Data
-from torch_geometric.loader import DataLoader
 
 from . import recipe
 from .conformal import (
@@ -32,12 +31,19 @@ from .conformal import (
     SHARE_GROUPS,
     absolute_errors,
     calibrate,
-    intervals,
-    node_bins,
 )
-from .dataset import Batch, StackedSamples, WaqDataset, load_waq_arrays
+from .dataset import StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DataError, WdnExplainWarning
+from .evaluation import (
+    check_data_matches,
+    eval_batch_size,
+    evaluate,
+    forecast_bins,
+    model_outputs,
+    place,
+    predict,
+)
 from .features import (
     DEFAULT_HORIZON,
     DEFAULT_MIN_RESIDUAL_MG_L,
@@ -51,6 +57,7 @@ from .features import (
 from .files import claimed
 from .model import ChlorineGNN, ModelConfig, forecaster
 from .model_folder import (
+    CARD,
     check_model_output,
     load_model,
     resolve_device,
@@ -58,7 +65,7 @@ from .model_folder import (
     write_card,
 )
 from .progress import ProgressArg
-from .records import ModelCard, WaqManifest
+from .records import WaqManifest
 from .scenario import ScenarioConfig
 
 logger = logging.getLogger(__name__)
@@ -76,9 +83,6 @@ AUTO_WARMUP_EPOCHS = 2
 SCHEDULES = ("cosine", "plateau")
 """Learning-rate schedules after the warm-up: ``cosine`` decays to ``final_lr_fraction`` of
 the peak over the remaining steps; ``plateau`` halves it when the validation MAE stalls."""
-RESIDENT_FRACTION = 0.5
-"""A split is kept on a CUDA device when it takes at most this fraction of its free memory;
-a larger split stays on the host and each batch is copied over (streamed)."""
 
 
 @dataclass(frozen=True)
@@ -163,65 +167,6 @@ def _code_version() -> str:
         return version("wdn-explain")
     except PackageNotFoundError:
         return "unknown"
-
-
-EVAL_NODES = 1 << 17
-"""Nodes per batch when only predicting (4096 Hanoi graphs, 166 of L-Town's)."""
-
-
-def place(samples: StackedSamples, device: torch.device) -> StackedSamples:
-    """``samples`` moved to ``device`` once, unless a CUDA device has too little free memory
-    for them (:data:`RESIDENT_FRACTION`): then they stay on the host and batches stream."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        if samples.nbytes > RESIDENT_FRACTION * free:
-            logger.info(
-                "%.1f GB of samples stay on the host (%.1f GB free on %s); streaming batches",
-                samples.nbytes / 1e9,
-                free / 1e9,
-                device,
-            )
-            return samples
-    return samples.to(device)
-
-
-def eval_batch_size(samples: StackedSamples) -> int:
-    """Graphs per batch when only predicting: :data:`EVAL_NODES` nodes' worth."""
-    return max(1, EVAL_NODES // samples.x.shape[1])
-
-
-@torch.no_grad()
-def _outputs(model: torch.nn.Module, batches: Iterable[Batch | Data]) -> torch.Tensor:
-    """Model outputs of all batches concatenated, on the model's device; eval mode inside."""
-    was = model.training
-    model.eval()
-    try:
-        out = [model(b.x, b.edge_index, b.edge_attr, b.batch) for b in batches]
-    finally:
-        model.train(was)
-    return torch.cat(out) if out else torch.zeros(0)
-
-
-def predict(
-    model: torch.nn.Module,
-    dataset,
-    device: torch.device | str = "cpu",
-    batch_size: int | None = None,
-) -> np.ndarray:
-    """Model outputs for every sample of ``dataset``, in order, shape (len(dataset),), or
-    (len(dataset), n) for a node-level :class:`WaqDataset`.
-
-    A :class:`WaqDataset` is stacked and moved to the device once (batches of
-    :func:`eval_batch_size` by default); any other PyG dataset goes through a DataLoader.
-    """
-    device = torch.device(device)
-    if isinstance(dataset, WaqDataset):
-        samples = place(dataset.stacked(), device)
-        batches = samples.batches(batch_size or eval_batch_size(samples), device=device)
-        out = _outputs(model, batches).cpu().numpy()
-        return out.reshape(len(dataset), -1) if dataset.inputs.node_level else out
-    loader = DataLoader(dataset, batch_size=batch_size or 512, shuffle=False)
-    return _outputs(model, (batch.to(device) for batch in loader)).cpu().numpy()
 
 
 @dataclass
@@ -310,7 +255,7 @@ def fit(
                 if kept is not model:
                     kept.update_parameters(model)
                 total += loss.detach() * batch.y.numel()
-            pred = _outputs(kept, val_on.batches(eval_batch_size(val_on), device=device))
+            pred = model_outputs(kept, val_on.batches(eval_batch_size(val_on), device=device))
             val = (pred - val_y).abs().mean()
             train_mae, val_mae = torch.stack([total / train_set.y.numel(), val]).tolist()
             if epoch >= cfg.warmup_epochs and cfg.schedule == "plateau":
@@ -426,6 +371,12 @@ def _train_into(
 ) -> dict[str, Any]:
     """:func:`train` once the output folder is checked and claimed."""
     arrays = load_waq_arrays(data_dir)
+    if arrays.pressure_warning:
+        warnings.warn(
+            f"training data '{data_dir}': {arrays.pressure_warning}",
+            WdnExplainWarning,
+            stacklevel=3,
+        )
     data_net = arrays.manifest.network.name
     if network is not None and network.lower() != data_net:
         raise DataError(
@@ -471,7 +422,7 @@ def _train_into(
             "n_scenarios": arrays.n_scenarios,
         },
         "conformal": conformal,
-        "metrics": {k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")},
+        "metrics": card_metrics(metrics),
         "history": history,
         "interrupted": result.interrupted,
         "device": str(dev),
@@ -508,35 +459,50 @@ def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str,
     )
 
 
-def forecast_bins(dataset: WaqDataset, pred: np.ndarray) -> np.ndarray:
-    """The conformal group of every forecast of ``dataset`` (``pred``'s shape): the sample's
-    (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level
-    (:func:`~.conformal.node_bins`) for a node-level model."""
-    bins = dataset.mondrian_bins()
-    return node_bins(bins, pred) if dataset.inputs.node_level else bins
-
-
 def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
     """Calibrate a trained model's intervals on the calibration split of its data folder and
     score it again on the test split: rewrites ``card.json`` (``conformal`` and ``metrics``;
-    the weights stay). Refused, with nothing written, for an empty calibration split.
+    the weights stay). Refused, with nothing written, for data of another design than the
+    model was trained on, an empty calibration split or a card that cannot be rewritten.
+    Without a test split the card keeps no coverage (it measured the replaced intervals).
 
     Returns:
         The updated card.
     """
+    from .files import check_output
+
     model, card = load_model(model_dir)
+    check_output(Path(model_dir, CARD), what="model card")  # a read-only folder: before the work
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
-    calib_set = card.dataset(data_dir, "calib", arrays)
+    if arrays.manifest.config_hash != card.data.config_hash:
+        raise DataError(
+            f"data folder '{data_dir}' holds another design (config hash "
+            f"{arrays.manifest.config_hash}) than model '{model_dir}' was trained on "
+            f"({card.data.config_hash}): calibrate on the model's own data folder"
+        )
+    calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
-    test_set = card.dataset(data_dir, "test", arrays)
+    test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
+    metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
     if len(test_set):
-        metrics = evaluate(model, test_set, conformal=record["conformal"])
-        record["metrics"] = {
-            k: v for k, v in metrics.items() if k not in ("per_step", "forecast_warning")
-        }
+        metrics = card_metrics(evaluate(model, test_set, conformal=record["conformal"]))
+    record["metrics"] = metrics
     write_card(model_dir, record)
     return record
+
+
+def card_metrics(results: dict[str, Any]) -> dict[str, Any]:
+    """The card's ``metrics``: :func:`evaluate`'s test results without the per-step rows,
+    with ``warnings`` (:func:`~.scoring.metric_warnings`: no better than persistence or the
+    tree, forecasts out of range), so the card says what the model is worth; empty for no
+    test split."""
+    from .scoring import metric_warnings
+
+    if not results:
+        return {}
+    kept = {k: v for k, v in results.items() if k not in ("per_step", "forecast_warning")}
+    return kept | {"warnings": metric_warnings(results, "test")}
 
 
 def training_envelope(
@@ -560,153 +526,3 @@ def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Pat
         rescue = Path(tempfile.mkdtemp(prefix="wdn-explain-model-"))
         save_model(model, card, rescue)
         raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
-
-
-def check_data_matches(card: ModelCard, manifest: WaqManifest, data_dir: str | Path) -> None:
-    """Refuse data simulated on another network than the model was trained on."""
-    want, got = card.data.network, manifest.network
-    if want.sha256 != got.sha256:
-        raise DataError(
-            f"data folder '{data_dir}' was simulated on network '{got.name}' "
-            f"({got.sha256[:12]}), the model on '{want.name}' ({want.sha256[:12]})"
-        )
-
-
-def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
-    err = pred - true
-    var = float(((true - true.mean()) ** 2).sum())
-    return {
-        "mae": float(np.abs(err).mean()) if len(err) else float("nan"),
-        "rmse": float(np.sqrt((err**2).mean())) if len(err) else float("nan"),
-        "r2": float(1 - (err**2).sum() / var) if var > 0 else float("nan"),
-    }
-
-
-BASELINES = ("persistence", "climatology", "tree")
-NODE_BASELINES = ("persistence", "climatology")
-"""The node target's baselines (a tree per node was not fitted: see the README)."""
-
-
-def tree_forecast(
-    dataset: WaqDataset, fit_on: WaqDataset | None = None, seed: int = 0
-) -> np.ndarray:
-    """The gradient-boosted tree baseline's forecast of every sample: scikit-learn's
-    HistGradientBoostingRegressor (absolute error loss, seeded) fitted on every step of the
-    training scenarios of ``fit_on`` (default: ``dataset``'s folder), on the same inputs the
-    GNN sees, flattened (node features, plan included, and edge flows)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
-    fit_on = fit_on or dataset
-    if not len(fit_on.train_scenarios):
-        raise DataError(f"'{fit_on.folder}' has no training scenarios to fit the tree baseline")
-    tree = HistGradientBoostingRegressor(loss="absolute_error", random_state=seed)
-    tree.fit(fit_on.flat_inputs(fit_on.train_scenarios), fit_on.train_targets())
-    return np.clip(tree.predict(dataset.flat_inputs()), 0.0, 1.0).astype(np.float32)
-
-
-def evaluate(
-    model: torch.nn.Module,
-    dataset: WaqDataset,
-    device: str = "cpu",
-    conformal: dict[str, Any] | None = None,
-    tree_data: WaqDataset | None = None,
-) -> dict[str, Any]:
-    """Test MAE, RMSE and R² of the model beside its baselines, overall, per time step and
-    per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
-    source switches within the horizon).
-
-    Baselines: persistence (y(t + h) = y(t)), the time-step climatology (the mean
-    training-split label at the same step, :meth:`WaqDataset.climatology`) and, for the share
-    target, a gradient-boosted tree on the same inputs (:func:`tree_forecast`).
-
-    For a node-level model (``node_chlorine_mg_l``) the scores are per-node errors in mg/L
-    over every node of every sample, and ``compliance_*`` score the compliance share derived
-    from the node forecast (:meth:`~.features.InputSpec.compliance`) against the true share,
-    beside the share's own persistence and climatology
-    (:meth:`WaqDataset.compliance_forecasts`).
-
-    ``tree_data``: where the tree is fitted (the model's own training data when scoring
-    fresh scenarios; default: ``dataset``'s folder). With a card's ``conformal`` record,
-    also the empirical coverage of its intervals and
-    their mean half-width, overall and per factor level (``coverage``, ``half_width``).
-    ``forecast_warning`` flags forecasts outside the label's range (see
-    :meth:`~.features.InputSpec.range_warning`).
-
-    Raises:
-        DataError: the split holds no scenario (a small folder's test split may be empty).
-    """
-    dev = resolve_device(device)
-    if len(dataset) == 0:
-        raise DataError(
-            f"data folder '{dataset.folder}' has no {dataset.split} scenarios (its "
-            f"{dataset.arrays.n_scenarios} scenarios are split by scenario into train, val "
-            "and test); choose another --split, or simulate more scenarios"
-        )
-    inputs = dataset.inputs
-    model = model.to(dev)
-    pred = predict(model, dataset, dev)
-    true = dataset.targets()
-    forecasts = {"model": pred, "persistence": dataset.persistence()}
-    forecasts["climatology"] = dataset.climatology()
-    baselines = NODE_BASELINES if inputs.node_level else BASELINES
-    if "tree" in baselines:
-        forecasts["tree"] = tree_forecast(dataset, tree_data)
-    scored = {"": (forecasts, true)}
-    if inputs.node_level:
-        share = dataset.compliance_forecasts()
-        share_forecasts = {"model": inputs.compliance(pred)}
-        share_forecasts |= {b: share[b] for b in NODE_BASELINES}
-        scored["compliance_"] = (share_forecasts, share["truth"])
-
-    def maes(sel: np.ndarray) -> dict[str, float]:
-        return {
-            f"{prefix}{name}_mae": float(np.abs(f[name][sel] - truth[sel]).mean())
-            for prefix, (f, truth) in scored.items()
-            for name in f
-        }
-
-    steps = dataset.sample_index()[1]
-    per_step = [
-        {"t": t, **_scores(pred[steps == t], true[steps == t]), **maes(steps == t)}
-        for t in range(dataset.n_times)
-    ]
-    covered = half = None
-    if conformal is not None:
-        limits = LABEL_RANGE[inputs.target]
-        lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred), limits)
-        covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
-    per_factor = {}
-    for factor, levels in dataset.factor_levels().items():
-        per_factor[factor] = [
-            {
-                "level": str(level),
-                "n_samples": int((levels == level).sum()),
-                **maes(levels == level),
-                **(
-                    {
-                        "coverage": float(covered[levels == level].mean()),
-                        "half_width": float(half[levels == level].mean()),
-                    }
-                    if covered is not None
-                    else {}
-                ),
-            }
-            for level in sorted(set(levels.tolist()))
-        ]
-    out: dict[str, Any] = _scores(pred, true)
-    for b in baselines:
-        out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
-    if inputs.node_level:
-        share_forecasts, share_truth = scored["compliance_"]
-        for name, forecast in share_forecasts.items():
-            prefix = "compliance_" if name == "model" else f"compliance_{name}_"
-            out.update({f"{prefix}{k}": v for k, v in _scores(forecast, share_truth).items()})
-        out["min_residual_mg_l"] = inputs.min_residual_mg_l
-    out["forecast_warning"] = inputs.range_warning(pred)
-    if covered is not None:
-        out |= {
-            "coverage": float(covered.mean()),
-            "half_width": float(half.mean()),
-            "confidence": conformal["confidence"],
-        }
-    return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}

@@ -18,16 +18,16 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .errors import ConfigError, DataError, WdnExplainError
 from .files import atomic_write, check_output, remove_stray_temporaries
-from .hydraulics import check_design
 from .network import Network, load_network
 from .records import ManifestNetwork, WaqManifest
 from .scenario import SimulationConfig
+from .servable import check_design
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_waq
 from .workers import init_worker, scratch_folder, worker_count, working_directory
@@ -282,14 +282,14 @@ def generate_waq(
         scheduler: Address of a Dask scheduler to run the scenarios on (see
             :mod:`.cluster`; ``folder`` must be reachable by its workers); None runs here.
         notice: Called once, before simulating, with the hydraulics and the design check
-            (:func:`~.hydraulics.check_design`) in two lines.
+            (:func:`~.servable.check_design`) in two lines.
 
     Raises:
         DataError: the folder holds another config's files and ``overwrite`` is off, or
             cannot be written.
         ConfigError: the config names an unknown network or injection node, a
             pressure-driven design asks more demand than the network serves at the required
-            pressure in every corner (:func:`~.hydraulics.check_design`), a scenario fails in
+            pressure in every corner (:func:`~.servable.check_design`), a scenario fails in
             the simulator, or the set is too large without ``allow_large``.
     """
     folder = check_output(folder, kind="dir", what="output folder")
@@ -354,10 +354,21 @@ def _results(todo: list[int], n_workers: int, args: tuple) -> Iterator[int]:
         pool.join()
 
 
-def hydraulics_summary(results: Iterable[SimulationResult]) -> list[str]:
-    """At most two lines on a set of scenarios: how many have negative pressures (demand-driven
-    runs: flows not physical there) and how many deliver less than their demand
-    (pressure-driven runs below the required pressure); [] when neither happens."""
+class HydraulicsSummary(NamedTuple):
+    """What a set of scenarios' hydraulics did, one line each (None: it did not happen)."""
+
+    negative: str | None
+    """How many have negative pressures (demand-driven runs: flows not physical there)."""
+    unmet: str | None
+    """How many deliver less than their demand (pressure-driven, below the required pressure)."""
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self if line]
+
+
+def hydraulics_summary(results: Iterable[SimulationResult]) -> HydraulicsSummary:
+    """The :class:`HydraulicsSummary` of a set of scenarios."""
     negative, short, n = [], [], 0
     asked = delivered = 0.0
     for result in results:
@@ -367,24 +378,26 @@ def hydraulics_summary(results: Iterable[SimulationResult]) -> list[str]:
         requested = result.node_requested_demand_lps.clip(min=0)
         asked += float(requested.sum())
         delivered += float(np.minimum(result.node_demand_lps, requested).clip(min=0).sum())
-    lines = []
-    if negative:
-        low, worst = min(negative, key=lambda pair: pair[0])
-        lines.append(
+    low, worst = min(negative, key=lambda pair: pair[0]) if negative else (0.0, None)
+    return HydraulicsSummary(
+        negative=(
             f"negative pressure in {len(negative)} of {n} scenarios, down to {low:.4g} m "
             f"(demand-driven: flows and chlorine there are not physical; demand_model: PDA "
             f"avoids it), e.g. seed {worst.config.seed}: {worst.pressure_warning}"
         )
-    if short:
-        lines.append(
+        if worst
+        else None,
+        unmet=(
             f"demand not met in {len(short)} of {n} scenarios ({delivered / max(asked, 1e-12):.1%} "
             f"of all demand delivered), e.g. seed {short[0].config.seed}: "
             f"{short[0].delivery_warning}"
         )
-    return lines
+        if short
+        else None,
+    )
 
 
-def folder_hydraulics_summary(folder: str | Path) -> list[str]:
+def folder_hydraulics_summary(folder: str | Path) -> HydraulicsSummary:
     """:func:`hydraulics_summary` of the scenario files a WAQ folder holds."""
     paths = sorted(Path(folder).glob("scenario_*.npz"))
     return hydraulics_summary(SimulationResult.load(p) for p in paths)

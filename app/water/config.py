@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from pathlib import Path
 
 import streamlit as st
@@ -55,7 +54,6 @@ PANELS_ON_PAUSE = (
 
 
 BUILT = "built_model"  # the session key through which a new model is chosen after a rerun
-MODEL_NAME = re.compile(r"[A-Za-z0-9][\w.-]*")
 
 
 def cache_dir() -> Path:

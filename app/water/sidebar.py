@@ -10,15 +10,18 @@ import streamlit as st
 from pydantic import ValidationError
 
 from water.cache import JUST_MADE, card_of, network, scenario_name
-from water.config import BUILT, DURATION_HELP, MAX_DURATION_S, MODEL_NAME, cache_dir, keyed
+from water.config import BUILT, DURATION_HELP, MAX_DURATION_S, cache_dir, keyed
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
 from wdn_explain.errors import WdnExplainError
 from wdn_explain.model_folder import model_hash
 from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, evaluation_warnings, onboard
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
+from wdn_explain.scoring import metrics_line
 from wdn_explain.shipped import (
     default_scenario,
+    model_name_for,
+    user_model_folder,
     user_models_dir,
     water_models,
 )
@@ -197,6 +200,8 @@ def pick_model():
     model_dir = models[name]
     net = network(str(model_dir), model_hash(model_dir))
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
+    if "mae" in (metrics := card_of(model_dir).metrics):  # its test scores beside the tree
+        st.sidebar.caption(f"test {metrics_line(metrics)}")
     for warning in evaluation_warnings(model_dir):  # recorded when the model was built
         st.sidebar.warning(f"**Check the model** -- {warning}.")
     if card_of(model_dir).design is None:
@@ -210,7 +215,7 @@ def own_network_form() -> None:
     network onboard` makes it, in the user models folder."""
     with st.sidebar.expander("your own network (.inp)"):
         upload = st.file_uploader("EPANET network file", type=["inp"], key="own_inp")
-        stem = Path(upload.name).stem.lower() if upload is not None else ""
+        stem = model_name_for(upload.name) if upload is not None else ""
         name = st.text_input("model name", value=stem, key=f"own_name@{stem}")
         n_scenarios = st.number_input(
             "scenarios",
@@ -230,13 +235,11 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
     """Onboard the uploaded network into ``user_models_dir() / name`` with a line and a
     bar per stage; choose the new model (rerun), or show one message naming the file and
     why it was refused."""
-    if not MODEL_NAME.fullmatch(name):
-        st.error(
-            f"model name '{name}' must start with a letter or digit and hold only letters, "
-            "digits, '.', '-' and '_'"
-        )
+    try:
+        folder = user_model_folder(name)
+    except WdnExplainError as exc:
+        st.error(str(exc))
         return
-    folder = user_models_dir() / name
     status = st.status(f"building {name}...", expanded=True)
     bar = status.progress(0.0)
 

@@ -5,7 +5,7 @@ thousand node states). torch's default intra-op pool (one thread per core) only 
 large operations on an idle machine; with one other busy process on a 2-core machine its
 threads spin against each other and one ``wdn-explain explain`` of the shipped node-12
 scenario took 141 s instead of 11.3 s on one thread. Measured with
-``benchmarks/bench_threads.py`` (README "Speed"): one thread is never slower on the work
+``benchmarks/speed/bench_threads.py`` (README "Speed"): one thread is never slower on the work
 this project explains, so the engine runs on one thread by default and restores the
 caller's setting afterwards.
 

@@ -1,0 +1,395 @@
+"""App responsiveness in a real browser (headless Chromium at 1280x900), one figure per line.
+
+What a user waits for, measured from the action to the page showing its result (read from
+Plotly's own data in the page): the first view from a fresh server and from a warm one (a
+server that has served a page and gone idle again), a time step (arrow key on the time
+slider, mean of three), an index change, a new 2-hour Hanoi scenario (simulated, forecast,
+explained, drawn), switching to every shipped model, play on L-Town from its first step
+(seconds per step over five steps, and the CPU seconds the server and the browser spent
+per step: counts a busy machine changes less) and the Molecules page's first view; each
+line names the issue's goal. The server's own share of these: ``benchmarks/speed/bench_app.py``;
+the rest is transfer and drawing in the browser.
+
+With ``--old PATH`` (another checkout, e.g. the main branch before a change) the same
+sequence runs on both apps, old then new, ``--repeats`` times, so that both meet the same
+machine load; each line gives every run's figure. ``uptime`` is printed at the start and
+the end. Run from the repository root:
+``OMP_NUM_THREADS=1 python benchmarks/speed/bench_app_browser.py --old ../main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# The first chart of the page: a Plotly element of the page itself (st.plotly_chart) or
+# inside a chart component's frame (app/live_chart.py), so that old checkouts compare.
+FIRST_PLOT_JS = """
+const frames = [...document.querySelectorAll('iframe')].map(f => {
+  try { return f.contentDocument; } catch (e) { return null; }
+});
+const plots = [document, ...frames].filter(Boolean).map(d => d.querySelector('.js-plotly-plot'));
+const found = plots.filter(Boolean);
+const top = p => p.ownerDocument === document ? p : p.ownerDocument.defaultView.frameElement;
+found.sort((a, b) => top(a).compareDocumentPosition(top(b)) & 4 ? -1 : 1);
+const p = found[0];
+"""
+TITLE_JS = (
+    FIRST_PLOT_JS
+    + "return p && p._fullLayout && p._fullLayout.title ? p._fullLayout.title.text || '' : '';"
+)
+
+# The first chart's light sketch (drawn before Plotly.js is ready): its title.
+SKETCH_TITLE_JS = """
+const f = document.querySelector('iframe[src*="live_chart"]');
+const title = f && f.contentDocument && f.contentDocument.querySelector('#sketch .title');
+return title ? title.textContent : '';
+"""
+# Every shipped model, switched to in this order, with its network's node count.
+MODELS = (("waq-paper", 32), ("hanoi-nodes", 32), ("l-town", 785), ("default", 32))
+
+REPEATS = 3  # first views measured in a fresh and in a warm browser (their median)
+
+# the node count and colours of the SI-Graph's node trace (what changes with a new view)
+NODES_JS = (
+    FIRST_PLOT_JS
+    + """
+const t = p && p._fullData ? p._fullData.find(t => t.name === 'nodes') : null;
+return t ? [t.x.length, Array.from(t.marker.color).slice(0, 40).join(',')] : null;
+"""
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _server(root: Path, cache: str) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    env = {**os.environ, "WDN_EXPLAIN_CACHE": cache, "OMP_NUM_THREADS": "1"}
+    env.pop("WDN_EXPLAIN_MODEL", None)
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py", f"--server.port={port}"]
+    proc = subprocess.Popen(
+        cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+            return proc, url
+        except OSError:
+            time.sleep(0.25)
+    raise RuntimeError("the server did not start")
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process has used (user + system, from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and all its descendants (the browser's processes)."""
+    total = _cpu_s(pid)
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in children.read_text().split():
+            try:
+                total += _tree_cpu_s(int(child))
+            except OSError:  # ended meanwhile
+                pass
+    return total
+
+
+def _settle(proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until the server has used under 0.05 CPU s in each of two seconds (whatever it
+    loads in the background after its first page is done)."""
+    quiet, last, start = 0, _cpu_s(proc.pid), time.perf_counter()
+    while quiet < 2 and time.perf_counter() - start < timeout:
+        time.sleep(1)
+        now = _cpu_s(proc.pid)
+        quiet = quiet + 1 if now - last < 0.05 else 0
+        last = now
+
+
+def _driver():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--window-size=1280,900",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+    return driver
+
+
+def _until(driver, condition, timeout: float = 120.0) -> float:
+    """Seconds until ``condition(driver)`` holds (polled every 20 ms)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        try:
+            if condition(driver):
+                return time.perf_counter() - start
+        except Exception:  # the page is being redrawn
+            pass
+        time.sleep(0.02)
+    raise TimeoutError("the page never showed the expected result")
+
+
+def _title(driver) -> str:
+    return driver.execute_script(TITLE_JS) or ""
+
+
+def _painted(driver) -> bool:
+    """Whether the first chart shows its title: the light sketch that the chart component
+    draws before Plotly.js is ready (app/live_chart.html), or the Plotly chart."""
+    return "forecast made at" in (driver.execute_script(SKETCH_TITLE_JS) or _title(driver))
+
+
+def _first_view(driver, url: str) -> tuple[float, float]:
+    """Seconds from opening ``url`` in ``driver`` until the first chart is painted
+    (:func:`_painted`) and until Plotly has drawn it."""
+    start = time.perf_counter()
+    driver.get(url)
+    _until(driver, _painted)
+    painted = time.perf_counter() - start
+    _until(driver, lambda d: "forecast made at" in _title(d))
+    return painted, time.perf_counter() - start
+
+
+def _pick(driver, label: str, option: str) -> None:
+    """Choose ``option`` in the selectbox ``label`` once the page is idle."""
+    from selenium.webdriver.common.by import By
+
+    _until(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'))
+    time.sleep(0.5)
+    box = driver.find_element(By.CSS_SELECTOR, f'input[role="combobox"][aria-label="{label}"]')
+    box.find_element(By.XPATH, "..").find_element(By.CSS_SELECTOR, "button").click()
+    time.sleep(0.3)
+    for item in driver.find_elements(By.CSS_SELECTOR, '[role="option"]'):
+        if item.text.strip().startswith(option):
+            item.click()
+            return
+    raise LookupError(f"no option {option!r} in {label!r}")
+
+
+def _step_right(driver, key: str = "\ue014") -> None:
+    """Press ``key`` (default: arrow right) on the time slider: its ``input`` is a 1-px
+    clipped element that Selenium cannot type into, so it gets the focus and the key goes
+    to the focused element, as a keyboard user's would."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    thumb = driver.find_element(
+        By.CSS_SELECTOR, 'input[type="range"][aria-label="forecast made at (min)"]'
+    )
+    driver.execute_script("arguments[0].focus()", thumb)
+    ActionChains(driver).send_keys(key).perform()
+
+
+def _click(driver, text: str) -> None:
+    driver.execute_script(
+        "[...document.querySelectorAll('button')].find(b => b.innerText.includes(arguments[0]))"
+        ".click()",
+        text,
+    )
+
+
+def _set_duration(driver, minutes: int) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    field = next(
+        e
+        for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stNumberInput"]')
+        if e.text.startswith("duration (min)")
+    )
+    box = field.find_element(By.CSS_SELECTOR, "input")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(str(minutes), Keys.TAB)
+    time.sleep(0.5)
+
+
+def _nodes(driver):
+    return driver.execute_script(NODES_JS)
+
+
+def sequence(root: Path) -> dict[str, float]:
+    """Seconds of every measured view on the app of checkout ``root`` (a server of its own,
+    an empty scenario cache)."""
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as cache:
+        proc, url = _server(root, cache)
+        driver = _driver()
+        try:
+            views = {"first view, fresh server, fresh browser": [_first_view(driver, url)]}
+            _settle(proc)
+            # a colleague opening the link: a new browser profile each time (nothing cached,
+            # Plotly.js compiled anew); then the same browser again (its caches warm)
+            views["first view, warm server, fresh browser"] = []
+            for _ in range(REPEATS):
+                other = _driver()
+                try:
+                    views["first view, warm server, fresh browser"].append(_first_view(other, url))
+                finally:
+                    other.quit()
+                _settle(proc)
+            views["first view, warm server, warm browser"] = []
+            for _ in range(REPEATS):
+                views["first view, warm server, warm browser"].append(_first_view(driver, url))
+                _settle(proc)
+            for name, runs in views.items():
+                several = f" (median of {len(runs)})" if len(runs) > 1 else ""
+                out[f"{name}: painted{several}"] = statistics.median(r[0] for r in runs)
+                out[f"{name}: drawn by Plotly{several}"] = statistics.median(r[1] for r in runs)
+            steps = []
+            for _ in range(3):
+                time.sleep(1)
+                before = _title(driver)
+                _step_right(driver)
+                steps.append(
+                    _until(
+                        driver, lambda d, b=before: _title(d) != b and "forecast made" in _title(d)
+                    )
+                )
+            out["time step (arrow key, mean of 3)"] = sum(steps) / len(steps)
+            _pick(driver, "index", "FSII")
+            out["index k-SII -> FSII"] = _until(driver, lambda d: "FSII of order" in _title(d))
+            _pick(driver, "index", "k-SII")
+            _until(driver, lambda d: "k-SII of order" in _title(d))
+            _set_duration(driver, 120)
+            before, start = _nodes(driver), time.perf_counter()
+            _click(driver, "simulate, forecast, explain")
+            _until(driver, lambda d: "done (" in d.page_source and _nodes(d) != before)
+            out["new Hanoi scenario, 2 h (simulated, forecast, explained, drawn)"] = (
+                time.perf_counter() - start
+            )
+            for model, n_nodes in MODELS:
+                before = _nodes(driver)
+                _pick(driver, "model", model)
+                out[f"switch to {model}"] = _until(
+                    driver,
+                    lambda d, n=n_nodes, b=before: (now := _nodes(d)) != b and now and now[0] == n,
+                )
+            _pick(driver, "model", "l-town")
+            _until(driver, lambda d: (now := _nodes(d)) and now[0] == 785)
+            time.sleep(1)
+            _step_right(driver, "\ue011")  # Home: play from the first step, 8 steps to go
+            _until(driver, lambda d: "made at 0 min" in _title(d))
+            time.sleep(1)
+            seen, at = [_title(driver)], []
+            browser = driver.service.process.pid
+            cpu = _cpu_s(proc.pid), _tree_cpu_s(browser)
+            _click(driver, "play")
+            t0 = time.perf_counter()
+            while len(at) < 5 and time.perf_counter() - t0 < 90:
+                if _title(driver) != seen[-1]:
+                    seen.append(_title(driver))
+                    at.append(round(time.perf_counter() - t0, 1))
+                time.sleep(0.1)  # polling the page slows its drawing: not too often
+            out["L-Town play, per step"] = at[-1] / len(at) if at else float("nan")
+            # CPU seconds per step: what the load does not change much
+            out["L-Town play, server CPU s per step"] = (_cpu_s(proc.pid) - cpu[0]) / len(at)
+            out["L-Town play, browser CPU s per step"] = (_tree_cpu_s(browser) - cpu[1]) / len(at)
+            print(f"  L-Town play: new steps seen at {at} s")
+            _click(driver, "pause")
+            start = time.perf_counter()
+            driver.get(f"{url}/Molecules")
+            _until(
+                driver,
+                lambda d: (
+                    "model calls" in d.page_source
+                    and d.find_elements(
+                        "css selector", '[data-testid="stImage"] img, [data-testid="stPyplot"] img'
+                    )
+                ),
+            )
+            out["Molecules page, first view"] = time.perf_counter() - start
+        except TimeoutError:  # a busy machine: keep what was measured, say where it stopped
+            print(f"  {root}: stopped after {list(out)[-1:]}: a view took over 120 s")
+        finally:
+            driver.quit()
+            proc.terminate()
+            proc.wait(timeout=20)
+    return out
+
+
+# The issue's goals (seconds, quiet machine) by measured view; switching to any model <= 2 s.
+GOALS = {
+    "first view, fresh server, fresh browser: painted": 5.0,
+    "first view, warm server, fresh browser: painted (median of 3)": 2.5,
+    "time step (arrow key, mean of 3)": 0.5,
+    "index k-SII -> FSII": 0.5,
+    "new Hanoi scenario, 2 h (simulated, forecast, explained, drawn)": 6.0,
+    **{f"switch to {model}": 2.0 for model, _ in MODELS},
+    "L-Town play, per step": 0.6,
+    "Molecules page, first view": 3.0,
+}
+
+
+def _uptime() -> str:
+    done = subprocess.run(["uptime"], capture_output=True, text=True)
+    return done.stdout.strip() or f"load {os.getloadavg()[0]:.2f}"
+
+
+def main() -> None:
+    sys.stdout.reconfigure(line_buffering=True)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", type=Path, help="another checkout to compare with")
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    apps = [("old", args.old.resolve()), ("new", ROOT)] if args.old else [("new", ROOT)]
+    print(f"machine: {os.cpu_count()} cores; uptime: {_uptime()}")
+    for label, root in apps:
+        print(f"{label}: {root} ({_commit(root)})")
+    figures: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for _ in range(args.repeats):
+        for label, root in apps:
+            for name, seconds in sequence(root).items():
+                figures[name][label].append(seconds)
+            print(f"  ({label} run done, load {os.getloadavg()[0]:.2f})")
+    for name, runs in figures.items():
+        goal = f" (goal <= {GOALS[name]:g} s)" if name in GOALS else ""
+        print(
+            f"{name}{goal}: "
+            + "; ".join(
+                f"{label} " + ", ".join(f"{s:.2f}" for s in v) + " s" for label, v in runs.items()
+            )
+        )
+    print(f"at the end: uptime: {_uptime()}")
+
+
+def _commit(root: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), "log", "-1", "--format=%h"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or "not a git checkout"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Commands on forecasting models: ``train``, ``evaluate`` (against the baselines) and
+``calibrate`` (conformal intervals)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import typer
+
+from .. import recipe
+from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
+from ..features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
+from .common import _auto, _fail, _optional, app
+
+
+@app.command()
+def train(
+    data: Path = typer.Option(..., help="WAQ folder (from `simulate`)"),
+    out: Path = typer.Option(..., help="model folder to write (model.pt, card.json)"),
+    epochs: int = typer.Option(recipe.EPOCHS, help="maximum epochs (early stopping on validation)"),
+    hidden: int = typer.Option(recipe.HIDDEN_CHANNELS, help="hidden channels"),
+    layers: int = typer.Option(recipe.NUM_LAYERS, help="message-passing layers"),
+    batch_size: str = typer.Option(
+        "auto", help="graphs per batch, or auto: 2048 on a GPU, 64 on a CPU"
+    ),
+    lr: str = typer.Option("auto", help="peak learning rate, or auto: 3e-3 x sqrt(batch / 64)"),
+    warmup_epochs: str = typer.Option(
+        "auto", help="epochs of linear learning-rate warm-up, or auto: 2 above batch 64, else 0"
+    ),
+    schedule: str = typer.Option(
+        recipe.SCHEDULE,
+        help="learning-rate schedule after the warm-up: cosine (down to 1 % of the peak) or "
+        "plateau (halved when the validation MAE stalls)",
+    ),
+    ema_decay: str = typer.Option(
+        str(recipe.EMA_DECAY),
+        help="decay of the weights' moving average that is validated and saved, or none",
+    ),
+    horizon: int = typer.Option(DEFAULT_HORIZON, help="forecast lead in reported steps"),
+    threshold: float = typer.Option(
+        DEFAULT_THRESHOLD, help="chlorine that counts as chlorinated, in the first feature's unit"
+    ),
+    features: str = typer.Option(
+        ",".join(DEFAULT_NODE_FEATURES),
+        help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
+        "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
+        "chlorine_fraction)",
+    ),
+    target: str = typer.Option(
+        "share",
+        help="share (the share of chlorinated nodes) or node (chlorine in mg/L at every node, "
+        "and the share of nodes below --min-residual derived from it)",
+    ),
+    min_residual: float = typer.Option(
+        0.2, help="with --target node: the minimum chlorine residual (mg/L) of the compliance share"
+    ),
+    seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
+    device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
+    network: str = typer.Option(None, help="refuse data simulated on another network"),
+    overwrite: bool = typer.Option(False, help="replace a model already in --out"),
+) -> None:
+    """Train the forecasting GNN; saves weights and a model card."""
+    from ..features import InputSpec
+    from ..model import ModelConfig
+    from ..scoring import metrics_line
+    from ..training import TrainConfig
+    from ..training import train as run_training
+
+    try:
+        node_features = tuple(f.strip() for f in features.split(",") if f.strip())
+        label = {"node": "node_chlorine_mg_l", "share": "share"}.get(target)
+        if label is None:
+            raise ConfigError(f"--target must be share or node (got '{target}')")
+        InputSpec(
+            node_features=node_features,
+            horizon=horizon,
+            threshold=threshold,
+            target=label,
+            min_residual_mg_l=min_residual,
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", WdnExplainWarning)
+            card = run_training(
+                data,
+                out,
+                model_config=ModelConfig(
+                    hidden_channels=hidden,
+                    num_layers=layers,  # in_channels: from the features
+                ),
+                train_config=TrainConfig(
+                    epochs=epochs,
+                    batch_size=_auto(batch_size, "batch size", int),
+                    lr=_auto(lr, "lr", float),
+                    warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
+                    schedule=schedule,
+                    ema_decay=_optional(ema_decay, "ema decay"),
+                    horizon=horizon,
+                    threshold=threshold,
+                    node_features=node_features,
+                    seed=seed,
+                    target=label,
+                    min_residual_mg_l=min_residual,
+                ),
+                device=device,
+                network=network,
+                overwrite=overwrite,
+                progress=True,
+            )
+    except WdnExplainError as exc:
+        _fail(exc)
+    for warning in caught:
+        if issubclass(warning.category, WdnExplainWarning):
+            typer.echo(f"warning: {warning.message}", err=True)
+    m = card["metrics"]
+    if card["interrupted"]:
+        typer.echo("interrupted: saved the best epoch so far")
+    scores = f"test {metrics_line(m)}" if m else "no test scenarios to score"
+    typer.echo(
+        f"saved {out} ({len(card['history'])} epochs on {card['device']}, "
+        f"{card['epoch_seconds']:.1f} s/epoch): {scores}"
+    )
+    for warning in m.get("warnings", []):
+        typer.echo(f"warning: {warning}")
+
+
+@app.command()
+def evaluate(
+    model: Path = typer.Option(
+        None, help="model folder [default: $WDN_EXPLAIN_MODEL, else the shipped models/default]"
+    ),
+    data: Path = typer.Option(..., help="WAQ folder"),
+    split: str = typer.Option("test", help="train, val, test or all"),
+    device: str = typer.Option("auto", help="auto, cpu, cuda or cuda:N"),
+    fit_data: Path = typer.Option(
+        None,
+        help="WAQ folder whose training split the tree baseline is fitted on (the model's own "
+        "training data when scoring fresh scenarios) [default: --data]",
+    ),
+) -> None:
+    """Print MAE, RMSE and R² of the model beside persistence, the time-step climatology and
+    a gradient-boosted tree on the same inputs, overall, per scenario factor (and whether a
+    source switches within the horizon) and per time step."""
+    from ..scoring import score_lines, score_model, score_warnings
+    from ..shipped import default_model, shipped
+
+    model = default_model() if model is None else shipped(model)
+    try:
+        scores = score_model(model, data, split, device, fit_data)
+    except WdnExplainError as exc:
+        _fail(exc)
+    for warning in score_warnings(scores):
+        typer.echo(f"warning: {warning}", err=True)
+    for line in score_lines(scores):
+        typer.echo(line)
+
+
+@app.command()
+def calibrate(
+    model: Path = typer.Option(..., help="model folder (its card.json is rewritten)"),
+    data: Path = typer.Option(..., help="the WAQ folder the model was trained on"),
+) -> None:
+    """Calibrate a trained model's forecast intervals (split conformal, Mondrian) on the
+    calibration split of its data and score it again on the test split."""
+    from ..shipped import shipped
+    from ..training import calibrate_model
+
+    try:
+        card = calibrate_model(shipped(model), data)
+    except WdnExplainError as exc:
+        _fail(exc)
+    c, m = card["conformal"], card["metrics"]
+    covered = f", test coverage {m['coverage']:.3f}" if "coverage" in m else ""
+    typer.echo(
+        f"calibrated {model}: {c['confidence']:.0%} intervals from {c['n_calibration']} "
+        f"forecasts in {len(c['half_width'])} groups{covered}"
+    )

@@ -1,0 +1,241 @@
+"""Predict with a forecaster and score it: its outputs on a dataset (stacked on the device once,
+or streamed from the host), and its errors against the simulated truth beside the baselines
+it must beat (persistence, climatology, a gradient-boosted tree)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.loader import DataLoader
+
+from .conformal import intervals, node_bins
+from .dataset import Batch, StackedSamples, WaqDataset
+from .errors import DataError
+from .features import (
+    LABEL_RANGE,
+)
+from .model_folder import (
+    resolve_device,
+)
+from .tree import flat_tree_forecast, tree_forecast
+
+if TYPE_CHECKING:
+    from .records import ModelCard, WaqManifest
+
+logger = logging.getLogger(__name__)
+
+RESIDENT_FRACTION = 0.5
+"""A split is kept on a CUDA device when it takes at most this fraction of its free memory;
+a larger split stays on the host and each batch is copied over (streamed)."""
+
+
+EVAL_NODES = 1 << 17
+"""Nodes per batch when only predicting (4096 Hanoi graphs, 166 of L-Town's)."""
+
+
+def place(samples: StackedSamples, device: torch.device) -> StackedSamples:
+    """``samples`` moved to ``device`` once, unless a CUDA device has too little free memory
+    for them (:data:`RESIDENT_FRACTION`): then they stay on the host and batches stream."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        if samples.nbytes > RESIDENT_FRACTION * free:
+            logger.info(
+                "%.1f GB of samples stay on the host (%.1f GB free on %s); streaming batches",
+                samples.nbytes / 1e9,
+                free / 1e9,
+                device,
+            )
+            return samples
+    return samples.to(device)
+
+
+def eval_batch_size(samples: StackedSamples) -> int:
+    """Graphs per batch when only predicting: :data:`EVAL_NODES` nodes' worth."""
+    return max(1, EVAL_NODES // samples.x.shape[1])
+
+
+@torch.no_grad()
+def model_outputs(model: torch.nn.Module, batches: Iterable[Batch | Data]) -> torch.Tensor:
+    """Model outputs of all batches concatenated, on the model's device; eval mode inside."""
+    was = model.training
+    model.eval()
+    try:
+        out = [model(b.x, b.edge_index, b.edge_attr, b.batch) for b in batches]
+    finally:
+        model.train(was)
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+def predict(
+    model: torch.nn.Module,
+    dataset,
+    device: torch.device | str = "cpu",
+    batch_size: int | None = None,
+) -> np.ndarray:
+    """Model outputs for every sample of ``dataset``, in order, shape (len(dataset),), or
+    (len(dataset), n) for a node-level :class:`WaqDataset`.
+
+    A :class:`WaqDataset` is stacked and moved to the device once (batches of
+    :func:`eval_batch_size` by default); any other PyG dataset goes through a DataLoader.
+    """
+    device = torch.device(device)
+    if isinstance(dataset, WaqDataset):
+        samples = place(dataset.stacked(), device)
+        batches = samples.batches(batch_size or eval_batch_size(samples), device=device)
+        out = model_outputs(model, batches).cpu().numpy()
+        return out.reshape(len(dataset), -1) if dataset.inputs.node_level else out
+    loader = DataLoader(dataset, batch_size=batch_size or 512, shuffle=False)
+    return model_outputs(model, (batch.to(device) for batch in loader)).cpu().numpy()
+
+
+def forecast_bins(dataset: WaqDataset, pred: np.ndarray) -> np.ndarray:
+    """The conformal group of every forecast of ``dataset`` (``pred``'s shape): the sample's
+    (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level
+    (:func:`~.conformal.node_bins`) for a node-level model."""
+    bins = dataset.mondrian_bins()
+    return node_bins(bins, pred) if dataset.inputs.node_level else bins
+
+
+def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
+    err = pred - true
+    var = float(((true - true.mean()) ** 2).sum())
+    return {
+        "mae": float(np.abs(err).mean()) if len(err) else float("nan"),
+        "rmse": float(np.sqrt((err**2).mean())) if len(err) else float("nan"),
+        "r2": float(1 - (err**2).sum() / var) if var > 0 else float("nan"),
+    }
+
+
+BASELINES = ("persistence", "climatology", "tree", "flat_tree")
+NODE_BASELINES = ("persistence", "climatology", "tree")
+"""The node target's baselines: the tree is one per node; the flat tree is the share's only."""
+
+
+def evaluate(
+    model: torch.nn.Module,
+    dataset: WaqDataset,
+    device: str = "cpu",
+    conformal: dict[str, Any] | None = None,
+    tree_data: WaqDataset | None = None,
+) -> dict[str, Any]:
+    """Test MAE, RMSE and R² of the model beside its baselines, overall, per time step and
+    per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
+    source switches within the horizon).
+
+    Baselines: persistence (y(t + h) = y(t)), the time-step climatology (the mean
+    training-split label at the same step, :meth:`WaqDataset.climatology`), the strong tree
+    (:func:`~.tree.tree_forecast`: the model's inputs, the plan over the horizon and
+    summaries; one tree per node for a node-level model, whose compliance share it also
+    forecasts) and, for the share target, the flat tree (:func:`~.tree.flat_tree_forecast`).
+
+    For a node-level model (``node_chlorine_mg_l``) the scores are per-node errors in mg/L
+    over every node of every sample, and ``compliance_*`` score the compliance share derived
+    from the node forecast (:meth:`~.features.InputSpec.compliance`) against the true share,
+    beside the share's own persistence and climatology
+    (:meth:`WaqDataset.compliance_forecasts`).
+
+    ``tree_data``: where the tree is fitted (the model's own training data when scoring
+    fresh scenarios; default: ``dataset``'s folder). With a card's ``conformal`` record,
+    also the empirical coverage of its intervals and
+    their mean half-width, overall and per factor level (``coverage``, ``half_width``).
+    ``forecast_warning`` flags forecasts outside the label's range (see
+    :meth:`~.features.InputSpec.range_warning`).
+
+    Raises:
+        DataError: the split holds no scenario (a small folder's test split may be empty).
+    """
+    dev = resolve_device(device)
+    if len(dataset) == 0:
+        raise DataError(
+            f"data folder '{dataset.folder}' has no {dataset.split} scenarios (its "
+            f"{dataset.arrays.n_scenarios} scenarios are split by scenario into train, val "
+            "and test); choose another --split, or simulate more scenarios"
+        )
+    inputs = dataset.inputs
+    model = model.to(dev)
+    pred = predict(model, dataset, dev)
+    true = dataset.targets()
+    forecasts = {"model": pred, "persistence": dataset.persistence()}
+    forecasts["climatology"] = dataset.climatology()
+    baselines = NODE_BASELINES if inputs.node_level else BASELINES
+    forecasts["tree"] = tree_forecast(dataset, tree_data)
+    if "flat_tree" in baselines:
+        forecasts["flat_tree"] = flat_tree_forecast(dataset, tree_data)
+    scored = {"": (forecasts, true)}
+    if inputs.node_level:
+        share = dataset.compliance_forecasts()
+        share_forecasts = {
+            "model": inputs.compliance(pred),
+            "tree": inputs.compliance(forecasts["tree"]),
+        }
+        share_forecasts |= {b: share[b] for b in ("persistence", "climatology")}
+        scored["compliance_"] = (share_forecasts, share["truth"])
+
+    def maes(sel: np.ndarray) -> dict[str, float]:
+        return {
+            f"{prefix}{name}_mae": float(np.abs(f[name][sel] - truth[sel]).mean())
+            for prefix, (f, truth) in scored.items()
+            for name in f
+        }
+
+    steps = dataset.sample_index()[1]
+    per_step = [
+        {"t": t, **_scores(pred[steps == t], true[steps == t]), **maes(steps == t)}
+        for t in range(dataset.n_times)
+    ]
+    covered = half = None
+    if conformal is not None:
+        limits = LABEL_RANGE[inputs.target]
+        lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred), limits)
+        covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
+    per_factor = {}
+    for factor, levels in dataset.factor_levels().items():
+        per_factor[factor] = [
+            {
+                "level": str(level),
+                "n_samples": int((levels == level).sum()),
+                **maes(levels == level),
+                **(
+                    {
+                        "coverage": float(covered[levels == level].mean()),
+                        "half_width": float(half[levels == level].mean()),
+                    }
+                    if covered is not None
+                    else {}
+                ),
+            }
+            for level in sorted(set(levels.tolist()))
+        ]
+    out: dict[str, Any] = _scores(pred, true)
+    for b in baselines:
+        out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
+    if inputs.node_level:
+        share_forecasts, share_truth = scored["compliance_"]
+        for name, forecast in share_forecasts.items():
+            prefix = "compliance_" if name == "model" else f"compliance_{name}_"
+            out.update({f"{prefix}{k}": v for k, v in _scores(forecast, share_truth).items()})
+        out["min_residual_mg_l"] = inputs.min_residual_mg_l
+    out["forecast_warning"] = inputs.range_warning(pred)
+    if covered is not None:
+        out |= {
+            "coverage": float(covered.mean()),
+            "half_width": float(half.mean()),
+            "confidence": conformal["confidence"],
+        }
+    return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}
+
+
+def check_data_matches(card: ModelCard, manifest: WaqManifest, data_dir: str | Path) -> None:
+    """Refuse data simulated on another network than the model was trained on."""
+    want, got = card.data.network, manifest.network
+    if want.sha256 != got.sha256:
+        raise DataError(
+            f"data folder '{data_dir}' was simulated on network '{got.name}' "
+            f"({got.sha256[:12]}), the model on '{want.name}' ({want.sha256[:12]})"
+        )
