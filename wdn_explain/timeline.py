@@ -1,11 +1,9 @@
 """A timeline: explanations of every forecast of one scenario, and its file.
 
 A :class:`Timeline` holds, per explained step t, the exact Möbius interactions of the
-forecast made at t (of the chlorinated fraction at t + horizon), with the simulated
-states the app draws: normalised node chlorine, the forecast and the simulated truth.
-A node-level model's timeline (:attr:`Timeline.node_level`) holds every node's forecast with
-its interval, the compliance share derived from it, and the explanations of chosen target
-nodes; its ``forecast``/``explanations`` are those of one target (:meth:`Timeline.for_node`).
+forecast made at t, with the simulated states the app draws (chlorine, forecast, truth).
+A node-level model's timeline holds every node's forecast, its interval, the compliance share
+and chosen target nodes' explanations (one of them shown: :meth:`Timeline.for_node`).
 One file per (scenario, model): a compressed, pickle-free ``.npz`` with MIs stored as float32
 (the model itself computes in float32), reused while scenario, model and engine match
 (:func:`timeline_is_current`, :mod:`.timeline_file`; settings and cache rule:
@@ -50,7 +48,6 @@ from .timeline_file import (
     timeline_is_current,
 )
 
-# The optional simulated hydraulics a timeline may hold (the maps' flows and hover), by name.
 HYDRAULICS = ("link_flow_lps", "node_pressure_m", "node_delivered_fraction")
 
 
@@ -70,24 +67,21 @@ class Timeline:
             ``references`` (the names in :data:`REFERENCES` explained), and
             ``out_of_design``: sentences naming what of the scenario lies outside the model's
             training design (empty: inside; ``None``: the card records no design);
-            ``pressure_warning`` (negative pressures in the simulation, see
-            :attr:`~.simulation.SimulationResult.pressure_warning`) and ``forecast_warning``
-            (forecasts outside the share's range [0, 1]): a sentence, or None (absent in
-            files written before them).
+            ``pressure_warning``/``delivery_warning`` (negative pressures, unmet demand in the
+            simulation: :class:`~.simulation.SimulationResult`) and ``forecast_warning``
+            (forecasts outside their range): a sentence, or None (absent in older files).
         alternatives: Explanations of the same forecasts relative to other references, by
             name (``none``: no chlorine), one per step each.
         lower, upper: The forecast's calibrated interval at each step, shape (T,) (None
             for a model without a ``conformal`` record); ``meta["interval"]`` names its
             nominal coverage and method, ``meta["uncertainty"]`` is a plain sentence when
             some interval is wide (even inside the design), else None.
-        link_flow_lps: Simulated link flow in L/s at each step, signed (positive from a
-            link's start node to its end node), shape (T, n_links); None in files written
-            before flows were stored (see :func:`~wdn_explain.pipeline.with_hydraulics`).
-        node_pressure_m: Simulated node pressure in m at each step, shape (T, n); None
-            like ``link_flow_lps``.
-        node_delivered_fraction: Delivered / requested demand at each step, shape (T, n);
-            below 1 where pressure-driven hydraulics deliver less (1 where nothing is
-            asked); None like ``link_flow_lps``.
+        link_flow_lps, node_pressure_m, node_delivered_fraction: The simulated hydraulics
+            at each step (:data:`HYDRAULICS`): signed link flow in L/s (positive from a
+            link's start node to its end node), shape (T, n_links); node pressure in m and
+            the share of its demand a node got (below 1 where pressure-driven hydraulics
+            deliver less), shape (T, n); None in files written before they were stored
+            (see :func:`~wdn_explain.hydraulics.with_hydraulics`).
 
     A node-level model's timeline also holds (None / empty for a share model):
 
