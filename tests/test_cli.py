@@ -537,9 +537,25 @@ def test_report_reads_as_a_report(tmp_path):
     assert "How to read this" in page and "no chlorine" in page
     assert "at least 0.05 mg/L" in page and "share of nodes chlorinated" in page
     assert "forecast made at 10 min for 30 min" in page  # the first informative step
-    bad = run("report", "--timeline", DEFAULT_TIMELINE, "--out", out, "--reference", "zero")
+    bad = run(
+        "report", "--timeline", DEFAULT_TIMELINE, "--out", out, "--reference", "zero", "--overwrite"
+    )
     assert bad.exit_code == 1
     assert "no explanations relative to 'zero' (it holds: mean, none)" in bad.output
+
+
+def test_report_and_export_keep_an_existing_file_without_overwrite(tmp_path):
+    from wdn_explain.shipped import DEFAULT_TIMELINE
+
+    for command, option, name in (("report", "--out", "mine.html"), ("export", "--csv", "a.csv")):
+        mine = tmp_path / name
+        mine.write_text("the user's own file")
+        result = run(command, "--timeline", DEFAULT_TIMELINE, option, mine)
+        assert result.exit_code == 1 and result.output.count("\n") == 1
+        assert f"'{mine}' exists; use --overwrite to replace it" in result.output
+        assert mine.read_text() == "the user's own file"
+        again = run(command, "--timeline", DEFAULT_TIMELINE, option, mine, "--overwrite")
+        assert again.exit_code == 0 and mine.read_text() != "the user's own file"
 
 
 def test_exported_json_maps_players_to_node_ids(tmp_path):

@@ -94,3 +94,16 @@ def test_relative_network_path_is_read_beside_the_config(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # not the config's folder
     assert load_config("configs/s.yaml").scenario.network == str(folder / "mine.inp")
     assert load_config("configs/named.yaml").scenario.network == "net1"
+
+
+def test_a_python_tag_in_yaml_is_refused_in_one_line(tmp_path):
+    from wdn_explain.errors import ConfigError
+    from wdn_explain.scenario import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("n_scenarios: !!python/object/apply:os.system ['echo planted']\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith(f"config file '{path}' is not valid YAML: could not determine")
+    assert str(err.value).endswith("(line 1, column 14)")

@@ -459,8 +459,11 @@ def load_config(path: str | Path) -> SimulationConfig:
         data = yaml.safe_load(path.read_text()) or {}
     except UnicodeDecodeError:
         raise ConfigError(f"config file '{path}' is not a text file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file '{path}' is not valid YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # one line: the problem and where, not the quoted text
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"config file '{path}' is not valid YAML: {problem}{where}") from None
     scenario = data.get("scenario") if isinstance(data, dict) else None
     if isinstance(scenario, dict) and isinstance(scenario.get("network"), str):
         scenario["network"] = _absolute_network(scenario["network"], path.parent)

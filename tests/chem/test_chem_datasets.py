@@ -253,3 +253,18 @@ def test_a_cache_folder_others_may_write_is_refused(tmp_path, monkeypatch):
         DataError, match=r"cache folder '.*tu' is not private \(owner uid \d+, mode 777\)"
     ):
         load_dataset("Mutagenicity", tmp_path / "chem", download=False)
+
+
+def test_a_pickled_or_incomplete_paper_version_is_one_line(tmp_path):
+    import numpy as np
+
+    from wdn_explain.chem.datasets import load_paper_version
+
+    folder = tmp_path / "AlkaneCarbonyl"
+    folder.mkdir()
+    np.savez(folder / "paper_version.npz", y=np.array([{"payload": 1}], dtype=object))
+    with pytest.raises(DataError, match=r"paper_version.npz cannot be read as plain arrays"):
+        load_paper_version("AlkaneCarbonyl", tmp_path)
+    np.savez(folder / "paper_version.npz", y=np.zeros(2))
+    with pytest.raises(DataError, match=r"arrays edge_features, edge_index, .* are missing"):
+        load_paper_version("AlkaneCarbonyl", tmp_path)

@@ -26,6 +26,7 @@ import csv
 import hashlib
 import os
 import warnings
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -330,8 +331,15 @@ def load_paper_version(name: str, root: str | Path) -> MoleculeDataset:
             f"'{path.parent}' (the GraphSHAP-IQ paper's GraphXAI files converted to arrays), "
             f"or pass the folder that holds '{name}/' as root"
         )
-    with np.load(path, allow_pickle=False) as arrays:
-        z = {key: arrays[key] for key in arrays.files}
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            z = {key: arrays[key] for key in arrays.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # pickles are refused
+        raise DataError(f"{path} cannot be read as plain arrays ({exc})") from None
+    needed = {"node_offsets", "edge_offsets", "node_features", "edge_features", "edge_index"}
+    missing = sorted((needed | {"y", "smiles", "mol_id"}) - set(z))
+    if missing:
+        raise DataError(f"{path}: arrays {', '.join(missing)} are missing")
     nodes, edges = z["node_offsets"], z["edge_offsets"]
     n_graphs = len(z["y"])
     if len(nodes) != n_graphs + 1 or len(edges) != n_graphs + 1 or len(z["smiles"]) != n_graphs:

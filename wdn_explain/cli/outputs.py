@@ -24,6 +24,7 @@ def report(
     gif: Path = typer.Option(
         None, help="also write an animated GIF (node values; pairs as lines from order 2)"
     ),
+    overwrite: bool = typer.Option(False, help="replace an existing report or GIF file"),
 ) -> None:
     """Write a self-contained HTML report of a timeline (title, how to read it, the animated
     SI-Graph, forecast against simulated truth) and optionally a GIF."""
@@ -33,9 +34,11 @@ def report(
     from ..timeline import Timeline
 
     try:
-        check_output(out, what="report file", is_output=_suffix(".html", ".htm"))
+        check_output(
+            out, what="report file", is_output=_suffix(".html", ".htm"), overwrite=overwrite
+        )
         if gif:
-            check_output(gif, what="GIF file", is_output=_suffix(".gif"))
+            check_output(gif, what="GIF file", is_output=_suffix(".gif"), overwrite=overwrite)
         tl = Timeline.load(timeline)
         if tl.node_level:
             raise DataError(
@@ -67,6 +70,7 @@ def export(
     json_dir: Path = typer.Option(
         None, help="one shapiq InteractionValues JSON file per step (with player -> node id)"
     ),
+    overwrite: bool = typer.Option(False, help="replace an existing CSV file"),
 ) -> None:
     """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
     from ..files import atomic_write, check_output
@@ -77,7 +81,7 @@ def export(
         raise typer.Exit(1)
     try:
         if csv:
-            check_output(csv, what="CSV file", is_output=_suffix(".csv"))
+            check_output(csv, what="CSV file", is_output=_suffix(".csv"), overwrite=overwrite)
         if json_dir:
             check_output(json_dir, kind="dir", what="JSON folder")
         tl = Timeline.load(timeline)
