@@ -80,8 +80,8 @@ def cursor(at) -> int:
 def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert not app.exception
     assert app.subheader[0].value.startswith("Why does the model expect chlorine")
-    assert not app.table and not app.json  # nothing stray on the page
-    assert len(app.dataframe) == 1  # the drivers table (test_drivers_table_ranks_the_values)
+    assert not app.dataframe and not app.json  # nothing stray on the page
+    assert len(app.table) == 1  # the drivers table (test_drivers_table_ranks_the_values)
     assert widget(app, "selectbox", "scenario").value.startswith("default: booster at 20, 1.5 mg/L")
     # SI-Graph, forecast, chlorine map, node value, node chlorine
     assert list(charts(app)) == ["si_graph", "forecast", "chlorine", "value", "node_chlorine"]
@@ -418,7 +418,7 @@ def test_drivers_table_ranks_the_values_and_the_slider_tells_the_clock(app, tl, 
         members, values = e.index_values("k-SII", 2, size)
         items += [(tuple(m), v) for m, v in zip(members, values) if v]
     items.sort(key=lambda kv: -abs(kv[1]))
-    table = app.dataframe[0].value
+    table = app.table[0].value  # a plain table: every number shows and copies
     assert list(table.columns) == ["driver", "value (share of nodes)", "of the difference"]
     np.testing.assert_allclose(
         table["value (share of nodes)"], [v for _, v in items[:10]], atol=1e-4
