@@ -340,6 +340,21 @@ def test_notice_for_a_card_without_design(tmp_path, monkeypatch):
     note = "does not record the scenarios it was trained on"
     assert any(note in i.value for i in at.sidebar.info)
     assert not any(note in i.value for i in at.main.info)
+    # the form follows the card: what the model was trained on (read from the card here),
+    # its default scenario proposed (reservoir 1 at 1 mg/L), never "the only value it saw"
+    from wdn_explain.model_folder import read_card
+    from wdn_explain.shipped import default_scenario, model_network
+
+    model = ROOT / "models" / "waq-paper"
+    card, paper = read_card(model), default_scenario(model, model_network(model))
+    heading = next(m.value for m in at.sidebar.markdown if "New scenario" in m.value)
+    assert "records no training design" in heading and "within what" not in heading
+    assert f"{card.data.n_scenarios} scenarios of {card.data.folder}" in heading
+    assert widget(at, "selectbox", "new_node").value == "1"  # the reservoir
+    assert widget(at, "slider", "new_strength").value == paper.injection_strength_mg_l
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "only value this model saw" not in captions
+    assert f"demand level (x base demand): {paper.demand_scale:g} (its default" in captions
 
 
 def test_a_new_scenario_is_pressure_driven_for_a_demand_driven_model(tmp_path, monkeypatch):
