@@ -80,8 +80,8 @@ def cursor(at) -> int:
 def test_first_view_is_informative_with_plain_words(app, tl, hanoi):
     assert not app.exception
     assert app.subheader[0].value.startswith("Why does the model expect chlorine")
-    assert not app.table and not app.json  # nothing stray on the page
-    assert len(app.dataframe) == 1  # the drivers table (test_drivers_table_ranks_the_values)
+    assert not app.dataframe and not app.json  # nothing stray on the page
+    assert len(app.table) == 1  # the drivers table (test_drivers_table_ranks_the_values)
     m = json.loads((ROOT / "models" / "default" / "card.json").read_text())["metrics"]
     scores = [c.value for c in app.sidebar.caption if c.value.startswith("test MAE")]
     assert scores[0].startswith(f"test MAE {m['mae']:.4f} (persistence")  # the card's
@@ -344,6 +344,21 @@ def test_notice_for_a_card_without_design(tmp_path, monkeypatch):
     note = "does not record the scenarios it was trained on"
     assert any(note in i.value for i in at.sidebar.info)
     assert not any(note in i.value for i in at.main.info)
+    # the form follows the card: what the model was trained on (read from the card here),
+    # its default scenario proposed (reservoir 1 at 1 mg/L), never "the only value it saw"
+    from wdn_explain.model_folder import read_card
+    from wdn_explain.shipped import default_scenario, model_network
+
+    model = ROOT / "models" / "waq-paper"
+    card, paper = read_card(model), default_scenario(model, model_network(model))
+    heading = next(m.value for m in at.sidebar.markdown if "New scenario" in m.value)
+    assert "records no training design" in heading and "within what" not in heading
+    assert f"{card.data.n_scenarios} scenarios of {card.data.folder}" in heading
+    assert widget(at, "selectbox", "new_node").value == "1"  # the reservoir
+    assert widget(at, "slider", "new_strength").value == paper.injection_strength_mg_l
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "only value this model saw" not in captions
+    assert f"demand level (x base demand): {paper.demand_scale:g} (its default" in captions
 
 
 def test_a_new_scenario_is_pressure_driven_for_a_demand_driven_model(tmp_path, monkeypatch):
@@ -422,7 +437,7 @@ def test_drivers_table_ranks_the_values_and_the_slider_tells_the_clock(app, tl, 
         members, values = e.index_values("k-SII", 2, size)
         items += [(tuple(m), v) for m, v in zip(members, values) if v]
     items.sort(key=lambda kv: -abs(kv[1]))
-    table = app.dataframe[0].value
+    table = app.table[0].value  # a plain table: every number shows and copies
     assert list(table.columns) == ["driver", "value (share of nodes)", "of the difference"]
     np.testing.assert_allclose(
         table["value (share of nodes)"], [v for _, v in items[:10]], atol=1e-4

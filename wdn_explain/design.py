@@ -240,6 +240,16 @@ class DesignEnvelope(_Config):
         return notes
 
 
+def trained_on(card: Any) -> str:
+    """What a model card says the model was trained on, for a card without a design:
+    ``1000 scenarios of data/waq on network hanoi (data config 25a1c0a4eb657611)``."""
+    data = card.data
+    return (
+        f"{data.n_scenarios} scenarios of {data.folder} on network {data.network.name} "
+        f"(data config {data.config_hash})"
+    )
+
+
 UNKNOWN_DESIGN = (
     "this model's card does not record the scenarios it was trained on: "
     "whether this scenario is inside them is unknown"

@@ -36,14 +36,11 @@ def keyed(name: str) -> str:
     return f"{name}@{st.session_state.get('model', '')}"
 
 
-DRIVER_COLUMNS = {  # the table sits in a 2/5 column: short headers, the rest as help
-    "driver": st.column_config.TextColumn(width="medium"),
-    "of the difference": st.column_config.TextColumn(
-        "of diff.",
-        width="small",
-        help="share of the explained difference: forecast minus the reference's forecast",
-    ),
-}
+# Under the drivers table (a plain HTML table: every number shows at 1280 px and copies).
+DRIVERS_NOTE = (
+    "value: what the driver adds to the forecast; of the difference: its share of the "
+    "forecast minus the reference's forecast"
+)
 
 MAP_VIEWS = {"chlorine": "chlorine (mg/L)", "compliance": "below the minimum"}
 PANELS_ON_PAUSE = (

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from water.cache import followed, scale_of, shown, timeline_from, version_of
 from water.config import (
     CHART,
-    DRIVER_COLUMNS,
+    DRIVERS_NOTE,
     MAP,
     MAP_VIEWS,
     PANELS_ON_PAUSE,
@@ -167,8 +168,10 @@ def page(view: View, net) -> None:
         return
     with panels[0]:
         with st.expander("strongest drivers (table)"):
-            table = drivers_table(tl, net, step, view.index, view.order)
-            st.dataframe(table, hide_index=True, width="stretch", column_config=DRIVER_COLUMNS)
+            table = pd.DataFrame(drivers_table(tl, net, step, view.index, view.order))
+            value = next(c for c in table.columns if c.startswith("value"))
+            st.table(table.style.hide(axis="index").format({value: "{:+.4f}"}))
+            st.caption(DRIVERS_NOTE)
         chart(forecast_figure(tl, step), key="forecast", config=CHART)
         if tl.meta.get("uncertainty"):  # beside the band it speaks of, not above the map
             st.info(tl.meta["uncertainty"])

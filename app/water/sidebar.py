@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from water.cache import JUST_MADE, card_of, network, scenario_name
 from water.config import BUILT, DURATION_HELP, MAX_DURATION_S, cache_dir, keyed
-from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope
+from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope, trained_on
 from wdn_explain.errors import WdnExplainError
 from wdn_explain.model_folder import model_hash
+from wdn_explain.narrative import scenario_text
 from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, evaluation_warnings, onboard
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
@@ -25,6 +26,7 @@ from wdn_explain.shipped import (
     user_models_dir,
     water_models,
 )
+from wdn_explain.simulation import injection_node
 from wdn_explain.timeline import (
     ExplainSettings,
     Timeline,
@@ -32,53 +34,76 @@ from wdn_explain.timeline import (
 )
 
 
-def _bounds(envelope: DesignEnvelope | None, name: str, default: tuple[float, float]):
-    """(low, high) the form offers for a factor: the model's trained range, else ``default``."""
-    if envelope is None:
-        return default
-    return envelope.ranges[name]
-
-
 def _factor_input(
-    label: str, bounds: tuple[float, float], step: float, *, low: bool = False
+    label: str,
+    bounds: tuple[float, float],
+    step: float,
+    *,
+    low: bool = False,
+    start: float | None = None,
+    fixed: str = "the only value this model saw",
 ) -> float:
-    """A slider over a factor's trained range (starting mid-range, or at its low end); a
-    fixed value the model saw only one of is shown, not asked."""
+    """A slider over a factor's range starting at ``start`` (else mid-range, or at its low
+    end); a fixed value is shown with the reason it is fixed (``fixed``), not asked."""
     lo, hi = float(bounds[0]), float(bounds[1])
     key = keyed("new_" + label.split(" (")[0].replace(" ", "_"))
     if hi - lo < 1e-9:
-        st.caption(f"{label}: {lo:g} (the only value this model saw)")
+        st.caption(f"{label}: {lo:g} ({fixed})")
         return lo
-    value = lo if low else round((lo + hi) / 2 / step) * step
+    value = start if start is not None else lo if low else round((lo + hi) / 2 / step) * step
     return st.slider(label, lo, hi, min(max(value, lo), hi), step, key=key)
 
 
 def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> None:
     """A sidebar form offering what the model's training design covers (its injection nodes,
-    modes and ranges); a model without a recorded design gets the whole network."""
+    modes and ranges). A model without a recorded design gets the whole network, and the
+    form says what it was trained on and starts from its default scenario (the one scenario
+    known to suit it), whose values it keeps fixed where the design would have drawn them."""
+    template = default_scenario(model_dir, net)
     nodes = list(envelope.injection_nodes) if envelope else list(net.node_ids)
-    modes = list(envelope.injection_modes) if envelope else ["constant"]
+    modes = list(envelope.injection_modes) if envelope else [template.injection_mode]
     roles = dict(zip(net.node_ids, net.node_roles))
+    proposed = injection_node(template, net)
+    kept = "its default scenario's value; no design recorded"
+
+    def bounds(name: str, default: tuple[float, float]) -> tuple[float, float]:
+        fixed = (float(getattr(template, name)),) * 2
+        return envelope.ranges[name] if envelope else default if default else fixed
+
     with st.sidebar.form("new_scenario"):
-        st.markdown("**New scenario** (within what the model learned)")
+        if envelope:
+            st.markdown("**New scenario** (within what the model learned)")
+        else:
+            st.markdown(
+                "**New scenario** -- this model's card records no training design: it was "
+                f"trained on {trained_on(card_of(model_dir))}. The form proposes its default "
+                f"scenario ({scenario_text(template)}); other values are extrapolations."
+            )
         node = st.selectbox(
             "injection node",
             nodes,
+            index=nodes.index(proposed) if proposed in nodes else 0,
             key=keyed("new_node"),
             format_func=lambda n: f"{n} ({roles.get(n, 'node')})",
             help="where chlorine enters: the reservoir or a booster at a junction",
         )
         strength = _factor_input(
-            "strength (mg/L)", _bounds(envelope, "injection_strength_mg_l", (0.1, 10.0)), 0.1
+            "strength (mg/L)",
+            bounds("injection_strength_mg_l", (0.1, 10.0)),
+            0.1,
+            start=None if envelope else template.injection_strength_mg_l,
         )
         mode = st.selectbox("booster schedule", modes, key=keyed("new_mode"))
-        lo, hi = _bounds(envelope, "injection_start_s", (0.0, 0.0))
-        start_min = _factor_input("booster starts at (min)", (lo / 60, hi / 60), 5.0, low=True)
+        fixed = {} if envelope else {"fixed": kept}
+        lo, hi = bounds("injection_start_s", ())
+        start_min = _factor_input(
+            "booster starts at (min)", (lo / 60, hi / 60), 5.0, low=True, **fixed
+        )
         demand = _factor_input(
-            "demand level (x base demand)", _bounds(envelope, "demand_scale", (1.0, 1.0)), 0.05
+            "demand level (x base demand)", bounds("demand_scale", ()), 0.05, **fixed
         )
         decay = _factor_input(
-            "bulk decay (/day)", _bounds(envelope, "bulk_decay_per_day", (0.0, 0.0)), 0.1, low=True
+            "bulk decay (/day)", bounds("bulk_decay_per_day", ()), 0.1, low=True, **fixed
         )
         duration_min = st.number_input(
             "duration (min)", value=180, step=30, key=keyed("new_duration"), help=DURATION_HELP
@@ -107,7 +132,6 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
         submitted = st.form_submit_button("simulate, forecast, explain")
     if not submitted:
         return
-    template = default_scenario(model_dir, net)
     horizon = card_of(model_dir).input_spec.horizon
     shortest = (horizon + 2) * template.reporting_step_s
     if not shortest <= duration_min * 60 <= MAX_DURATION_S:
