@@ -214,7 +214,9 @@ class Timeline:
         lower, upper: The forecast's calibrated interval at each step, shape (T,) (None
             for a model without a ``conformal`` record); ``meta["interval"]`` names its
             nominal coverage and method, ``meta["uncertainty"]`` is a plain sentence when
-            some interval is wide (even inside the design), else None.
+            the scenario is one the model is expected to forecast badly
+            (:mod:`~wdn_explain.notice`; for a card without a notice record: when some
+            interval is wide), else None.
         link_flow_lps: Simulated link flow in L/s at each step, signed (positive from a
             link's start node to its end node), shape (T, n_links); None in files written
             before flows were stored (see :func:`~wdn_explain.pipeline.with_hydraulics`).
@@ -620,7 +622,7 @@ class TimelineMeta(Record):
     pressure_warning: str | None = None
     forecast_warning: str | None = None
     interval: dict[str, Any] | None = None  # the forecast intervals' confidence, method, groups
-    uncertainty: str | None = None  # the plain-language notice of wide intervals
+    uncertainty: str | None = None  # the plain-language notice of a hard scenario
     baseline: str = "mean"
     reference: str = "mean"
     model_dir: str | None = None

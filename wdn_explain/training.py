@@ -57,6 +57,8 @@ from .model_folder import (
     save_model,
     write_card,
 )
+from .notice import MIN_SCENARIOS as NOTICE_MIN_SCENARIOS
+from .notice import design_notice, held_out_errors
 from .progress import ProgressArg
 from .records import ModelCard, WaqManifest
 from .scenario import ScenarioConfig
@@ -456,6 +458,7 @@ def _train_into(
     model.load_state_dict(result.best_state)
     model.cpu()
     conformal = conformal_record(model, calib_set)
+    notice = notice_record(model, (val_set, calib_set))
     test_set = WaqDataset(data_dir, "test", **common)
     metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
@@ -472,6 +475,7 @@ def _train_into(
             "n_scenarios": arrays.n_scenarios,
         },
         "conformal": conformal,
+        "notice": notice,
         "metrics": card_metrics(metrics),
         "history": history,
         "interrupted": result.interrupted,
@@ -509,6 +513,17 @@ def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str,
     )
 
 
+def notice_record(model: torch.nn.Module, held_out: Sequence[WaqDataset]) -> dict[str, Any] | None:
+    """The card's ``notice`` record (:func:`~.notice.design_notice`) from the model's errors
+    on the held-out splits (validation and calibration); None with fewer than
+    :data:`~.notice.MIN_SCENARIOS` scenarios in them."""
+    parts = [held_out_errors(d, predict(model, d)) for d in held_out if len(d)]
+    features = [f for found, _ in parts for f in found]
+    if len(features) < NOTICE_MIN_SCENARIOS:
+        return None
+    return design_notice(features, np.concatenate([mae for _, mae in parts]))
+
+
 def forecast_bins(dataset: WaqDataset, pred: np.ndarray) -> np.ndarray:
     """The conformal group of every forecast of ``dataset`` (``pred``'s shape): the sample's
     (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level
@@ -530,6 +545,8 @@ def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, An
     check_data_matches(card, arrays.manifest, data_dir)
     calib_set = card.dataset(data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
+    val_set = card.dataset(data_dir, "val", arrays)
+    record["notice"] = notice_record(model, (val_set, calib_set))
     test_set = card.dataset(data_dir, "test", arrays)
     if len(test_set):
         metrics = evaluate(model, test_set, conformal=record["conformal"])
