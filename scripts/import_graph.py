@@ -28,10 +28,10 @@ STAGES = [
     ["simulation", "servable", "waq", "cluster"],
     ["dataset"],
     ["model", "model_folder"],
-    ["tree", "evaluation", "scoring", "training"],
+    ["tree", "notice", "evaluation", "scoring", "training"],
     ["explain"],
     ["explain_settings", "timeline_file", "node_series", "timeline", "stepstore"],
-    ["node_targets", "hydraulics", "pipeline", "shipped"],
+    ["node_targets", "hydraulics", "pipeline", "on_demand", "shipped"],
     ["narrative", "plot", "report"],
     ["onboard", "cli", "chem", "__main__"],
 ]

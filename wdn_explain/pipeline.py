@@ -23,6 +23,7 @@ from .explain.explanation import Explanation
 from .features import InputSpec, check_plan, scenario_range, source_plan
 from .hydraulics import hydraulics_at, with_hydraulics
 from .node_targets import default_target, node_fields, node_forecasts, target_nodes
+from .notice import hard_scenario_notice, scenario_features
 from .progress import ProgressArg, progress_callback
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
@@ -292,12 +293,19 @@ def _intervals(
     lower, upper = intervals(card.conformal, forecast, bins, limits)
     meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
     node_level = lower.ndim > 1
-    meta["uncertainty"] = uncertainty_notice(
-        card.conformal,
-        *((lower[:, chosen[0]], upper[:, chosen[0]]) if node_level else (lower, upper)),
-        result.times_s[steps],
-        unit=f"mg/L at node {meta['node']}" if node_level else "of the nodes",
-    )
+    if card.notice is not None:  # the scenario's expected error (issue 31)
+        features = scenario_features(
+            scenario, result.times_s, inputs.horizon, tuple(network.reservoirs)
+        )
+        unit = " mg/L per node" if node_level else " of the nodes"
+        meta["uncertainty"] = hard_scenario_notice(card.notice, features, unit)
+    else:  # a card older than the notice: its wide intervals
+        meta["uncertainty"] = uncertainty_notice(
+            card.conformal,
+            *((lower[:, chosen[0]], upper[:, chosen[0]]) if node_level else (lower, upper)),
+            result.times_s[steps],
+            unit=f"mg/L at node {meta['node']}" if node_level else "of the nodes",
+        )
     return lower, upper
 
 

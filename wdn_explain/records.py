@@ -112,6 +112,8 @@ class ModelCard(Record):
         design: The training scenarios' envelope (None in cards older than designs).
         conformal: The calibration of the forecast intervals
             (:func:`~wdn_explain.conformal.calibrate`; None: no intervals).
+        notice: The uncertainty notice's error model
+            (:func:`~wdn_explain.notice.design_notice`; None: too few held-out scenarios).
         weights_sha256: SHA-256 of ``model.pt``, checked when the model is loaded.
     """
 
@@ -122,6 +124,7 @@ class ModelCard(Record):
     inputs: InputSpec | None = None
     design: DesignEnvelope | None = None
     conformal: dict[str, Any] | None = None
+    notice: dict[str, Any] | None = None
     data: CardData
     metrics: dict[str, Any] = Field(default_factory=dict)
     history: list[dict[str, float]] = Field(default_factory=list)

@@ -74,8 +74,8 @@ class Timeline:
             name (``none``: no chlorine), one per step each.
         lower, upper: The forecast's calibrated interval at each step, shape (T,) (None
             for a model without a ``conformal`` record); ``meta["interval"]`` names its
-            nominal coverage and method, ``meta["uncertainty"]`` is a plain sentence when
-            some interval is wide (even inside the design), else None.
+            coverage and method, ``meta["uncertainty"]`` a sentence when the model is expected
+            to forecast the scenario badly (:mod:`.notice`; else: wide intervals) or None.
         link_flow_lps, node_pressure_m, node_delivered_fraction: The simulated hydraulics
             at each step (:data:`HYDRAULICS`): signed link flow in L/s (positive from a
             link's start node to its end node), shape (T, n_links); node pressure in m and

@@ -66,7 +66,7 @@ class TimelineMeta(Record):
     delivery_warning: str | None = None
     forecast_warning: str | None = None
     interval: dict[str, Any] | None = None  # the forecast intervals' confidence, method, groups
-    uncertainty: str | None = None  # the plain-language notice of wide intervals
+    uncertainty: str | None = None  # the plain-language notice of a hard scenario
     baseline: str = "mean"
     reference: str = "mean"
     model_dir: str | None = None

@@ -64,6 +64,8 @@ from .model_folder import (
     save_model,
     write_card,
 )
+from .notice import MIN_SCENARIOS as NOTICE_MIN_SCENARIOS
+from .notice import design_notice, held_out_errors
 from .progress import ProgressArg
 from .records import WaqManifest
 from .scenario import ScenarioConfig
@@ -406,6 +408,7 @@ def _train_into(
     model.load_state_dict(result.best_state)
     model.cpu()
     conformal = conformal_record(model, calib_set)
+    notice = notice_record(model, (val_set, calib_set))
     test_set = WaqDataset(data_dir, "test", **common)
     metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
@@ -422,6 +425,7 @@ def _train_into(
             "n_scenarios": arrays.n_scenarios,
         },
         "conformal": conformal,
+        "notice": notice,
         "metrics": card_metrics(metrics),
         "history": history,
         "interrupted": result.interrupted,
@@ -459,6 +463,17 @@ def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str,
     )
 
 
+def notice_record(model: torch.nn.Module, held_out: Sequence[WaqDataset]) -> dict[str, Any] | None:
+    """The card's ``notice`` record (:func:`~.notice.design_notice`) from the model's errors
+    on the held-out splits (validation and calibration); None with fewer than
+    :data:`~.notice.MIN_SCENARIOS` scenarios in them."""
+    parts = [held_out_errors(d, predict(model, d)) for d in held_out if len(d)]
+    features = [f for found, _ in parts for f in found]
+    if len(features) < NOTICE_MIN_SCENARIOS:
+        return None
+    return design_notice(features, np.concatenate([mae for _, mae in parts]))
+
+
 def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
     """Calibrate a trained model's intervals on the calibration split of its data folder and
     score it again on the test split: rewrites ``card.json`` (``conformal`` and ``metrics``;
@@ -483,6 +498,8 @@ def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, An
         )
     calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
+    val_set = WaqDataset.for_card(card, data_dir, "val", arrays)
+    record["notice"] = notice_record(model, (val_set, calib_set))
     test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
     metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
     if len(test_set):
