@@ -10,7 +10,7 @@ fitted on held-out scenarios of the training design (the validation and calibrat
 Its threshold is set on the same scenarios between the scores of the best half (the notice
 fires on at most :data:`BEST_FIRE` of them) and those of the worst :data:`WORST_SHARE` (it
 fires on at least :data:`WORST_FIRE`), and measured on fresh scenarios by
-``benchmarks/notice_goals.py``. The card stores the coefficients as plain numbers
+``benchmarks/quality/notice_goals.py``. The card stores the coefficients as plain numbers
 (``notice``).
 """
 

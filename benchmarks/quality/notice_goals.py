@@ -6,7 +6,7 @@ The notice is designed on ``--design`` (held-out scenarios the model never train
 own card's record when ``--design`` is left out) and measured on ``--data``, a folder of
 fresh scenarios of an unseen seed. One figure a line.
 
-    OMP_NUM_THREADS=1 python benchmarks/notice_goals.py --model models/default \\
+    OMP_NUM_THREADS=1 python benchmarks/quality/notice_goals.py --model models/default \\
         --data /work/data/monitoring-fresh [--design other-fresh-folder]
 """
 
