@@ -486,7 +486,14 @@ class Timeline:
             raise DataError(f"timeline file '{path}' does not exist") from None
         except DataError:  # from_arrays names the file and what is wrong
             raise
-        except (OSError, ValueError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        except (
+            OSError,
+            ValueError,
+            TypeError,
+            EOFError,
+            zipfile.BadZipFile,
+            RecursionError,
+        ) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
 
     @classmethod
@@ -525,7 +532,15 @@ class Timeline:
             )
         except DataError:  # _checked_meta names the file and what is wrong
             raise
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            EOFError,
+            zipfile.BadZipFile,
+            RecursionError,
+        ) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
         timeline._check_shapes(path)
         return timeline
@@ -649,7 +664,7 @@ def read_meta(path: str | Path) -> dict[str, Any] | None:
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, RecursionError):
         return None
     return meta if isinstance(meta, dict) else None
 
