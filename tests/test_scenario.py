@@ -107,3 +107,11 @@ def test_a_python_tag_in_yaml_is_refused_in_one_line(tmp_path):
     assert "\n" not in str(err.value)
     assert str(err.value).startswith(f"config file '{path}' is not valid YAML: could not determine")
     assert str(err.value).endswith("(line 1, column 14)")
+
+
+def test_an_injection_strength_beyond_float32_is_refused():
+    from wdn_explain.errors import ConfigError
+    from wdn_explain.scenario import parse_config
+
+    with pytest.raises(ConfigError, match=r"injection_strength_mg_l.*1000"):
+        parse_config({"scenario": {"injection_strength_mg_l": 1e39}})

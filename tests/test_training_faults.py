@@ -365,3 +365,19 @@ def test_train_on_negative_pressures_says_so_in_one_line(tmp_path):
     warnings = [line for line in result.output.splitlines() if line.startswith(data)]
     assert len(warnings) == 1  # (the card's verdicts on a one-epoch model may follow)
     assert warnings[0].startswith(f"{data}negative pressure in 6 of 6 scenarios")
+
+
+def test_a_deeply_nested_card_or_manifest_is_one_line(tmp_path, tiny_model_dir, waq_dir):
+    from wdn_explain.model_folder import read_card
+    from wdn_explain.waq import read_manifest
+
+    bomb = "[" * 100_000 + "]" * 100_000
+    model, data = tmp_path / "m", tmp_path / "d"
+    shutil.copytree(tiny_model_dir, model)
+    shutil.copytree(waq_dir, data)
+    (model / "card.json").write_text(bomb)
+    (data / "manifest.json").write_text(bomb)
+    with pytest.raises(DataError, match=r"model card '.*card.json' is corrupt \(nested too deeply"):
+        read_card(model)
+    with pytest.raises(DataError, match=r"manifest '.*manifest.json' is corrupt \(nested too deep"):
+        read_manifest(data)

@@ -76,6 +76,19 @@ def save_torch(obj: object, path: str | Path) -> Path:
     return path
 
 
+def read_json(path: str | Path, what: str) -> object:
+    """The JSON document in ``path``; DataError in one line for text that is not JSON, not
+    UTF-8, or nested too deeply for the parser (a recursion bomb)."""
+    import json
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{what} '{path}' is corrupt ({exc})") from None
+    except RecursionError:
+        raise DataError(f"{what} '{path}' is corrupt (nested too deeply)") from None
+
+
 def cache_root() -> Path:
     """``$WDN_EXPLAIN_CACHE``, else ``~/.cache/wdn-explain``: where derived files are cached."""
     env = os.environ.get("WDN_EXPLAIN_CACHE")

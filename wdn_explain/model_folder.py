@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError, DataError, WdnExplainWarning
-from .files import atomic_write, check_output, load_torch, save_torch
+from .files import atomic_write, check_output, load_torch, read_json, save_torch
 from .records import ModelCard
 
 if TYPE_CHECKING:
@@ -45,11 +45,7 @@ def read_card(model_dir: str | Path) -> ModelCard:
     path = Path(model_dir, CARD)
     if not path.is_file():
         raise DataError(f"'{model_dir}' is not a model folder (no {CARD})")
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"model card '{path}' is corrupt ({exc})") from None
-    return ModelCard.parse(data, path)
+    return ModelCard.parse(read_json(path, "model card"), path)
 
 
 def file_sha256(path: str | Path) -> str:

@@ -98,7 +98,12 @@ class ScenarioConfig(_Config):
         300, gt=0, description="time between demand multipliers (the shipped models' step)"
     )
     injection_node: str | None = Field(None, description="node id; default: the first reservoir")
-    injection_strength_mg_l: float = Field(1.0, gt=0, description="source concentration")
+    injection_strength_mg_l: float = Field(
+        1.0,
+        gt=0,
+        le=1000,
+        description="source concentration (at most 1000 mg/L)",
+    )
     injection_pattern: tuple[float, ...] | None = Field(
         None, description="explicit source multipliers per pattern step (replaces the mode)"
     )

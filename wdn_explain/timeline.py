@@ -14,7 +14,6 @@ found by :mod:`.shipped`, shown by :mod:`.plot`, :mod:`.narrative` and :mod:`.re
 from __future__ import annotations
 
 import json
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from .node_series import NODE_ARRAYS, load_targets, node_arrays, node_shapes, ta
 from .scenario import ScenarioConfig
 from .timeline_file import (
     FORMAT,
+    UNREADABLE,
     TimelineMeta,
     check_timeline_output,
     checked_meta,
@@ -327,7 +327,7 @@ class Timeline:
             raise DataError(f"timeline file '{path}' does not exist") from None
         except DataError:  # from_arrays names the file and what is wrong
             raise
-        except (OSError, ValueError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        except (*UNREADABLE, TypeError) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
 
     @classmethod
@@ -361,7 +361,7 @@ class Timeline:
             )
         except DataError:  # checked_meta names the file and what is wrong
             raise
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        except (*UNREADABLE, TypeError) as exc:
             raise DataError(f"timeline file '{path}' is truncated or corrupt ({exc})") from None
         timeline._check_shapes(path)
         return timeline

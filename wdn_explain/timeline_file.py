@@ -86,12 +86,16 @@ def checked_meta(meta: Any, path: str | Path) -> dict[str, Any]:
     return meta
 
 
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, RecursionError)
+"""What reading a damaged timeline file raises (RecursionError: metadata nested too deeply)."""
+
+
 def read_meta(path: str | Path) -> dict[str, Any] | None:
     """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+    except UNREADABLE:
         return None
     return meta if isinstance(meta, dict) else None
 

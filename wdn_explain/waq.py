@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .errors import ConfigError, DataError, WdnExplainError
-from .files import atomic_write, check_output, remove_stray_temporaries
+from .files import atomic_write, check_output, read_json, remove_stray_temporaries
 from .network import Network, load_network
 from .records import ManifestNetwork, WaqManifest
 from .scenario import SimulationConfig
@@ -87,10 +87,7 @@ def read_manifest(folder: str | Path) -> WaqManifest:
         raise DataError(f"data folder '{folder}' does not exist")
     if not path.is_file():
         raise DataError(f"'{folder}' is not a WAQ folder (no {MANIFEST})")
-    try:
-        data = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"manifest '{path}' is corrupt ({exc})") from None
+    data = read_json(path, "manifest")
     if isinstance(data, dict) and data.get("format") != FORMAT:
         raise DataError(f"manifest '{path}' has format {data.get('format')!r}, not {FORMAT}")
     return WaqManifest.parse(data, path)
