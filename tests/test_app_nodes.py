@@ -49,7 +49,11 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
     arrays = raw(NODES / "default_timeline.npz")
     target = arrays["meta"]["node"]
     picker = widget(app, "selectbox", "target")
-    assert picker.options == arrays["meta"]["target_nodes"] and picker.value == target
+    held = arrays["meta"]["target_nodes"]  # first, then every other node, on demand
+    assert [o.split(" (")[0] for o in picker.options] == held + [
+        str(v) for v in arrays["node_ids"] if str(v) not in held
+    ]
+    assert picker.value == target
     step = list(arrays["times_s"] // 60).index(cursor(app))
     expected = column(arrays, "node_forecast", target)
     assert shown_forecast(app) == pytest.approx(expected[step], abs=0.005)
@@ -73,6 +77,13 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
     ):
         drawn = as_array(trace(node, name)["y"])
         assert np.allclose(drawn, column(arrays, key, followed), atol=1e-6)
+    # one time axis for the node's chlorine: the forecast chart draws it where (and on the
+    # axis on which) the followed node's chart does, at the time the forecast is about
+    axes = [c["layout"]["xaxis"]["title"]["text"] for c in (forecast, node)]
+    assert axes == ["time (min)", "time (min)"]
+    np.testing.assert_allclose(
+        as_array(trace(forecast, "forecast")["x"]), as_array(trace(node, "forecast")["x"])
+    )
 
 
 def test_the_forecast_counts_and_rings_nodes_below_the_minimum(app, hanoi):
@@ -100,7 +111,7 @@ def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, t
     simulate_new(app)
     assert not app.exception and not app.error
     picker = widget(app, "selectbox", "target")
-    assert picker.options == ["12", "27"]
+    assert picker.options[:2] == ["12", "27"] and len(picker.options) == hanoi.n_nodes
     (path,) = (tmp_path / "cache").glob("timeline_*.npz")
     arrays = raw(path)
     for node in ("27", "12"):
@@ -114,3 +125,30 @@ def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, t
         square = trace(charts(app)["si_graph"], "explained node")
         xy = hanoi.map_coordinates[hanoi.node_index(node)]
         assert np.allclose([as_array(square["x"])[0], as_array(square["y"])[0]], xy)
+
+
+def test_any_node_is_explained_on_demand_from_the_current_scenario(app, hanoi):
+    """Picking a node the shipped timeline does not explain: the page explains it (every
+    step) and shows its forecast, values and square; the values add up to its forecast
+    minus the reference forecast (efficiency, from the explanation itself) and the file
+    is left as shipped."""
+    from wdn_explain.timeline import Timeline
+
+    arrays = raw(NODES / "default_timeline.npz")
+    node = next(str(v) for v in arrays["node_ids"] if str(v) not in arrays["meta"]["target_nodes"])
+    before = (NODES / "default_timeline.npz").stat().st_mtime_ns
+    widget(app, "selectbox", "target").set_value(node).run()
+    assert not app.exception and not app.error
+    step = list(arrays["times_s"] // 60).index(cursor(app))
+    assert shown_forecast(app) == pytest.approx(
+        column(arrays, "node_forecast", node)[step], abs=0.005
+    )
+    text = next(m.value for m in app.markdown if m.value.startswith("Forecast made at"))
+    assert f"mg/L chlorine at node {node}" in text
+    square = trace(charts(app)["si_graph"], "explained node")
+    xy = hanoi.map_coordinates[hanoi.node_index(node)]
+    assert np.allclose([as_array(square["x"])[0], as_array(square["y"])[0]], xy)
+    values = trace(charts(app)["si_graph"], "nodes")
+    assert len(as_array(values["marker"]["color"])) == hanoi.n_nodes
+    assert (NODES / "default_timeline.npz").stat().st_mtime_ns == before
+    assert node not in Timeline.load(NODES / "default_timeline.npz").targets

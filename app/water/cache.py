@@ -20,6 +20,7 @@ from wdn_explain.model_folder import CARD, model_hash, read_card
 from wdn_explain.narrative import (
     timeline_label,
 )
+from wdn_explain.on_demand import timeline_graphs, with_node
 from wdn_explain.pipeline import explain_scenario, with_hydraulics
 from wdn_explain.plot import (
     value_over_time,
@@ -27,6 +28,7 @@ from wdn_explain.plot import (
 )
 from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.shipped import (
+    SHIPPED_ROOT,
     default_scenario,
     default_timeline,
     model_network,
@@ -98,9 +100,40 @@ def timeline_from(path: str, mtime: float) -> Timeline:
 
 def shown(path: str, mtime: float, reference: str, target: str | None = None) -> Timeline:
     """The timeline with its values relative to ``reference``; a node-level model's with
-    the forecast and explanations of its target node ``target`` (None: the file's own)."""
-    tl = timeline_from(path, mtime).relative_to(reference)
+    the forecast and explanations of its target node ``target`` (None: the file's own;
+    a node the file does not explain is explained on demand, :func:`with_target`)."""
+    tl = timeline_from(path, mtime)
+    if target is not None and target not in tl.targets:
+        tl = with_target(path, mtime, target)
+    tl = tl.relative_to(reference)
     return tl if target is None or target == tl.node else tl.for_node(target)
+
+
+@st.cache_resource(max_entries=64, show_spinner="explaining the forecast at this node...")
+def with_target(path: str, mtime: float, target: str) -> Timeline:
+    """The timeline file's timeline with node ``target`` explained too (every step and
+    reference, the nodes it holds kept as they are; :func:`~wdn_explain.on_demand.with_node`),
+    by the model that made it; the file stays as written (a shipped model's folder too)."""
+    tl = timeline_from(path, mtime)
+    model_dir = _model_dir_of(tl)
+    net = network(str(model_dir), model_hash(model_dir))
+    return with_node(tl, target, model_dir, net, graphs=_graphs(path, mtime))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _graphs(path: str, mtime: float) -> list:
+    """The model inputs at every report of the timeline file's scenario (simulated again
+    once; later nodes reuse them)."""
+    tl = timeline_from(path, mtime)
+    model_dir = _model_dir_of(tl)
+    return timeline_graphs(tl, model_dir, network(str(model_dir), model_hash(model_dir)))
+
+
+def _model_dir_of(tl: Timeline) -> Path:
+    """The folder of the model that made ``tl`` (its recorded path, from the repository
+    root for a shipped model's, which records ``models/<name>``)."""
+    recorded = Path(tl.meta["model_dir"])
+    return recorded if recorded.is_dir() else SHIPPED_ROOT / recorded
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

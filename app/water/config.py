@@ -27,7 +27,13 @@ MAP = {
 }
 ZOOM_HINT = "scroll to zoom, drag a box, double-click to reset; the toolbar saves a PNG"
 # Less empty space above the page, so that the map starts high on a 900 px screen.
-COMPACT = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem}</style>"
+# Narrow side padding: at 1280 px beside the sidebar the page keeps ~930 px for a large
+# network's full-width maps (Streamlit's 5rem each side left ~820 px).
+COMPACT = (
+    "<style>[data-testid='stMainBlockContainer']"
+    "{padding-top:2.5rem;padding-left:1.5rem;padding-right:1.5rem}</style>"
+)
+LARGE_MAP_PX = 560  # the height of a large network's full-width chlorine map
 
 
 def keyed(name: str) -> str:

@@ -15,6 +15,7 @@ from water.cache import followed, scale_of, shown, timeline_from, version_of
 from water.config import (
     CHART,
     DRIVERS_NOTE,
+    LARGE_MAP_PX,
     MAP,
     MAP_VIEWS,
     PANELS_ON_PAUSE,
@@ -125,8 +126,9 @@ def page(view: View, net) -> None:
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
     it reruns alone every PLAY_S seconds). The SI-Graph comes first, within a 900 px screen,
     in the first column of a row: beside the panels (two columns), or on networks too large
-    for node labels spanning the page (one column) with the panels in three columns below
-    it, out of the first screen. The one place keeps its frame across a switch of model; a
+    for node labels spanning the page (one column) with the panels in two columns below
+    it and the chlorine map spanning the page under them (a node can be found on it), out of
+    the first screen. The one place keeps its frame across a switch of model; a
     second scenario's SI-Graph sits right below it, in its column. On large networks, while
     playing, only the SI-Graph (without its flow arrows) and its sentence move, and the
     arrows and the panels below follow on pause (:data:`PANELS_ON_PAUSE`). Every chart is a
@@ -160,7 +162,11 @@ def page(view: View, net) -> None:
         )
         if view.other:  # right below the first SI-Graph, before any panel
             second_scenario(view, net, int(tl.times_s[step]), scale)
-    panels = st.columns(3) if large else [top[1]] * 3
+    if large:  # the chlorine map of a large network spans the page below two columns
+        left, right = st.columns(2)
+        panels = [left, st.container(), right]
+    else:
+        panels = [top[1]] * 3
     with panels[0]:
         st.markdown(summary(tl, net, step, view.index, view.order))
     if playing:
@@ -176,7 +182,7 @@ def page(view: View, net) -> None:
         if tl.meta.get("uncertainty"):  # beside the band it speaks of, not above the map
             st.info(tl.meta["uncertainty"])
     with panels[1]:
-        chlorine_panel(view, net, step)
+        chlorine_panel(view, net, step, height=LARGE_MAP_PX if large else 320)
     with panels[2]:
         picked = follow_panel(view, net, step)
         if picked:
@@ -197,17 +203,17 @@ def page(view: View, net) -> None:
             chart(fig, key="node_chlorine", config=CHART)
 
 
-def chlorine_panel(view: View, net, step: int) -> None:
+def chlorine_panel(view: View, net, step: int, height: int = 320) -> None:
     """The chlorine map or the compliance map (nodes below the minimum residual) at the
-    step, and the count of nodes below the minimum in a sentence."""
+    step, ``height`` px tall, and the count of nodes below the minimum in a sentence."""
     tl = view.timeline
     shows = st.radio(
         "map", list(MAP_VIEWS), format_func=MAP_VIEWS.get, horizontal=True, key="map_view"
     )
     if shows == "compliance":
-        fig = compliance_figure(tl, net, step, view.minimum, focus=view.focus)
+        fig = compliance_figure(tl, net, step, view.minimum, height=height, focus=view.focus)
     else:
-        fig = chlorine_figure(tl, net, step, focus=view.focus)
+        fig = chlorine_figure(tl, net, step, height=height, focus=view.focus)
     chart(fig, key="chlorine", config=MAP)
     st.caption(compliance_text(tl, step, view.minimum))
 

@@ -301,14 +301,17 @@ def target_picker(controls, tl: Timeline) -> str | None:
     target nodes; it opens on the file's own); None for a share model's."""
     if not tl.node_level:
         return None
+    held = list(tl.targets)  # first, then every other node of the network
+    nodes = held + [str(v) for v in tl.node_ids if str(v) not in held]
     return controls.selectbox(
         "explained node",
-        list(tl.targets),
-        index=list(tl.targets).index(tl.node),
+        nodes,
+        index=nodes.index(tl.node),
         key=keyed(f"target@{tl.meta.get('scenario_hash', '')}"),
+        format_func=lambda n: n if n in held else f"{n} (explained when picked)",
         help="this model forecasts chlorine (mg/L) at every node; the map explains the "
-        "forecast at this node (the nodes explained for this scenario; a new scenario "
-        "explains the ones picked in its form)",
+        "forecast at this node. Any node can be picked: one this scenario has not explained "
+        "yet is explained on demand at every step (a second or two), the others kept",
     )
 
 

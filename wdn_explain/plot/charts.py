@@ -70,8 +70,12 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
     """Forecast with its calibrated interval (a band, when the timeline holds one),
     simulated truth and reference forecast (share of nodes chlorinated at t + horizon, or a
     node-level model's mg/L at its target node) over the time the forecast is made; a
-    marker at ``step``."""
+    marker at ``step``. A node-level model's forecast is chlorine at a node, the quantity of
+    the followed node's chart (:func:`node_chlorine_figure`): drawn, as there, at the time it
+    is about (made + horizon), on the same "time (min)" axis."""
     made = timeline.times_s / 60
+    if timeline.node_level:  # one time axis per quantity
+        made = made + horizon_s(timeline) / 60
     ref = reference_label(timeline.reference)
     traces = [
         *_band_traces(made, timeline.lower, timeline.upper, interval_name(timeline)),
@@ -107,7 +111,9 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
         title=chart_title(
             f"{unit(timeline)}<br><sup>forecast {minutes(horizon_s(timeline))} ahead</sup>"
         ),
-        xaxis=dict(title=dict(text="forecast made at (min)")),
+        xaxis=dict(
+            title=dict(text="time (min)" if timeline.node_level else "forecast made at (min)")
+        ),
         yaxis=dict(rangemode="tozero", title=dict(text=value_unit(timeline)))
         if timeline.node_level
         else dict(range=[-0.05, 1.05], title=dict(text=value_unit(timeline))),
