@@ -115,3 +115,13 @@ def test_an_injection_strength_beyond_float32_is_refused():
 
     with pytest.raises(ConfigError, match=r"injection_strength_mg_l.*1000"):
         parse_config({"scenario": {"injection_strength_mg_l": 1e39}})
+
+
+def test_yaml_nested_too_deeply_is_one_line(tmp_path):
+    from wdn_explain.errors import ConfigError
+    from wdn_explain.scenario import load_config
+
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="is not valid YAML: nested too deeply"):
+        load_config(path)

@@ -314,6 +314,8 @@ def test_bad_settings_are_one_line():
 
     with pytest.raises(ConfigError, match=r"memory_budget_gb: .*greater than 0 \(got -1\)"):
         ExplainSettings.of(memory_budget_gb=-1)
+    with pytest.raises(ConfigError, match=r"approximation_lambda: .*less than or equal to 64"):
+        ExplainSettings.of(approximation_lambda=10**12)  # allocated 7 TiB before
     with pytest.raises(ConfigError, match="references must include 'mean'"):
         ExplainSettings.of(references=("none", "median"))
     with pytest.raises(ConfigError, match="Extra inputs are not permitted"):

@@ -58,7 +58,7 @@ class ExplainSettings(BaseModel):
 
     method: str = "auto"
     n_layers: int | None = Field(None, ge=1)
-    approximation_lambda: int | None = Field(None, ge=1)
+    approximation_lambda: int | None = Field(None, ge=1, le=64)  # above: a field beyond enumeration
     memory_budget_gb: float | None = Field(None, gt=0)
     num_threads: int | None = Field(None, ge=1)
     references: tuple[str, ...] = tuple(REFERENCES)

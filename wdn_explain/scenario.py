@@ -464,6 +464,8 @@ def load_config(path: str | Path) -> SimulationConfig:
         data = yaml.safe_load(path.read_text()) or {}
     except UnicodeDecodeError:
         raise ConfigError(f"config file '{path}' is not a text file") from None
+    except RecursionError:
+        raise ConfigError(f"config file '{path}' is not valid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:  # one line: the problem and where, not the quoted text
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
