@@ -119,6 +119,16 @@ return [...plots[arguments[0]].querySelectorAll('.hoverlayer .hovertext text tsp
   .map(t => t.textContent);
 """
 )
+# The width of every chart's frame, in page order.
+FRAME_WIDTHS_JS = FRAMES_JS + "return frames.map(f => f.getBoundingClientRect().width);"
+# The drivers table's cells: text, right edge, and the right edge of the table's box.
+TABLE_JS = """
+const table = document.querySelector('[data-testid="stTable"]');
+if (!table) return null;
+const box = table.getBoundingClientRect().right;
+return [...table.querySelectorAll('td')].map(td => ({
+  text: td.innerText.trim(), right: td.getBoundingClientRect().right, box: box }));
+"""
 # Whether chart ``i`` has Plotly's toolbar; the text of every chart (SVG text included).
 MODEBAR_JS = PLOTS_JS + "return !!plots[arguments[0]].querySelector('.modebar');"
 CHARTS_TEXT_JS = PLOTS_JS + "return plots.map(p => p.textContent).join('\\n');"
@@ -424,6 +434,7 @@ def test_app_in_headless_chromium(server):
         assert driver.execute_script(CHLORINE_JS) > 0  # chlorine on the first map
         assert "source on" in driver.execute_script(CHARTS_TEXT_JS)
         driver.save_screenshot(str(SHOTS / "app_first_view.png"))
+        check_drivers_table_shows_its_numbers(driver, wait)
         check_flows_hover_band_and_compliance(driver, wait, shipped, step)
 
         # play: every panel moves with the map, each chart updated in place (the SI-Graph's
@@ -505,6 +516,9 @@ def test_app_in_headless_chromium(server):
         assert chart_rect(driver, wait)[1] <= 900
         check_painted(driver, wait, len(ltown))
         driver.save_screenshot(str(SHOTS / "app_l_town.png"))
+        # its chlorine map spans the page (a node can be found on it): >= 900 px at 1280
+        wait.until(lambda d: "chlorine at" in d.execute_script(PANELS_JS)[2]["title"])
+        assert driver.execute_script(FRAME_WIDTHS_JS)[2] >= 900
 
         # a node-level model: the sentence speaks mg/L at its explained node
         retried(lambda: pick(driver, "model", "hanoi-nodes (hanoi)"))
@@ -515,6 +529,10 @@ def test_app_in_headless_chromium(server):
         top, bottom, _ = chart_rect(driver, wait, RECT_AT_TOP_JS)
         assert 0 < top and bottom <= 900  # under its notices, still in the first screen
         driver.save_screenshot(str(SHOTS / "app_hanoi_nodes.png"))
+        # another node, not explained in the shipped timeline: explained on demand, drawn
+        retried(lambda: pick(driver, "explained node", "5 (explained when picked)"))
+        wait.until(lambda d: "mg/L chlorine at node 5" in summary_text(d))
+        wait.until(lambda d: "node 5" in d.execute_script(CHARTS_TEXT_JS))
     finally:
         driver.quit()
 
@@ -561,12 +579,15 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
         forecast["90% interval (calibrated) upper"]["y"], shipped.upper, atol=1e-6
     )
     assert "90% interval" in summary_text(driver)
-    # the followed node (the booster, 20): its simulated chlorine at every step, and the line
+    # the followed node (the booster): its simulated chlorine at every step, and the line
+    from wdn_explain.simulation import injection_node
+
+    booster = injection_node(shipped.scenario, hanoi)
     chart = driver.execute_script(TRACES_JS, 4)
     np.testing.assert_allclose(
-        chart["simulated"]["y"], shipped.chlorine[:, hanoi.node_index("20")], atol=1e-6
+        chart["simulated"]["y"], shipped.chlorine[:, hanoi.node_index(booster)], atol=1e-6
     )
-    assert "chlorine at node 20 (mg/L)" in chart["title"]
+    assert f"chlorine at node {booster} (mg/L)" in chart["title"]
     assert "minimum 0.2 mg/L" in driver.execute_script(CHARTS_TEXT_JS)
     # the compliance map: the nodes below 0.2 mg/L now, counted from the timeline here
     below = int((shipped.chlorine[step] < 0.2).sum())
@@ -587,6 +608,25 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
     driver.execute_script("document.querySelector('iframe[src*=\"live_chart\"]').scrollIntoView()")
     click_label(driver, "chlorine (mg/L)")
     wait.until(lambda d: "below" not in d.execute_script(TRACES_JS, 2)["title"])
+
+
+def check_drivers_table_shows_its_numbers(driver, wait) -> None:
+    """The drivers table opened at 1280 px: every column's numbers inside the table's box
+    and the window (no hidden scrolling grid), as text a user can select and copy."""
+    expander = (  # (its summary's text holds the arrow icon's name too)
+        "[...document.querySelectorAll('summary')]"
+        ".find(e => e.innerText.includes('strongest drivers (table)')).click()"
+    )
+    driver.execute_script(expander)
+    cells = wait.until(lambda d: d.execute_script(TABLE_JS))
+    right = driver.execute_script("return window.innerWidth")
+    values = [c for c in cells if re.fullmatch(r"[+-]\d\.\d{4}", c["text"])]
+    shares = [c for c in cells if re.fullmatch(r"[+-]\d+%", c["text"])]
+    assert values and shares, cells
+    for cell in values + shares:
+        assert cell["right"] <= min(cell["box"], right), cell
+    driver.save_screenshot(str(SHOTS / "app_drivers_table.png"))
+    driver.execute_script(expander)
 
 
 def click_label(driver, text: str) -> None:
