@@ -414,11 +414,11 @@ def test_app_in_headless_chromium(server):
 
         shipped = Timeline.load(DEFAULT_TIMELINE)  # with the dosing plan: from step 0 on
         shipped = shipped.relative_to(shipped.default_reference)
-        # the first informative step at which some node carries chlorine (no blank map)
+        # the first informative step at which chlorine has left its source (two nodes)
         step = next(
             t
             for t in range(shipped.first_informative_step(), len(shipped))
-            if (shipped.chlorine[t] > 0).any()
+            if (shipped.chlorine[t] > 0).sum() >= 2
         )
         assert minute == shipped.times_s[step] // 60
         text = summary_text(driver)
@@ -487,10 +487,11 @@ def test_app_in_headless_chromium(server):
                 By.CSS_SELECTOR, 'input[role="combobox"][aria-label="scenario"]'
             ).get_attribute("value")
         )
-        assert "default:" not in scenario and scenario.startswith("reservoir, ")
+        # the form proposes the default scenario's injection node (the booster at 2)
+        assert "default:" not in scenario and scenario.startswith("booster at 2, ")
         assert ", 0.75 h [" in scenario  # no derived seed, the short hash instead
-        # the followed node is the new scenario's injection node (the reservoir, 1)
-        wait.until(lambda d: d.execute_script(SIDEBAR_JS)[1] == ["node (or pair) to follow\n\n1"])
+        # the followed node is the new scenario's injection node
+        wait.until(lambda d: d.execute_script(SIDEBAR_JS)[1] == ["node (or pair) to follow\n\n2"])
         driver.save_screenshot(str(SHOTS / "app_new_scenario.png"))
 
         # another model: the sidebar, the followed node and the map are all L-Town's; the

@@ -224,12 +224,14 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
     """One paragraph for one step: the forecast (made when, for when) with its interval
     (:func:`interval_text`), the simulated truth,
     the reference forecast, the explained difference and the strongest drivers (the two
-    largest positive values and the largest negative one, of any size up to ``order``)."""
+    largest positive values and the largest negative one, of any size up to ``order``). The
+    forecast is the one served (physical, :meth:`~.features.InputSpec.physical`); the values
+    divide the model's raw output."""
     order = resolved_order(timeline, index, order)
     e = timeline.explanations[step]
     gap = e.prediction - e.empty_prediction
     head = (
-        f"{_upper_first(forecast_time(timeline, step))}: {two_decimals(e.prediction)} "
+        f"{_upper_first(forecast_time(timeline, step))}: {two_decimals(timeline.forecast[step])} "
         f"{unit(timeline)}{interval_text(timeline, step)} (simulated: "
         f"{timeline.truth[step]:.2f}). Relative to {reference_label(timeline.reference)} "
         f"(reference forecast {two_decimals(e.empty_prediction)}) that is {gap:+.2f}, which the "

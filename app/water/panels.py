@@ -175,9 +175,12 @@ def page(view: View, net) -> None:
     with panels[0]:
         with st.expander("strongest drivers (table)"):
             table = pd.DataFrame(drivers_table(tl, net, step, view.index, view.order))
-            value = next(c for c in table.columns if c.startswith("value"))
-            st.table(table.style.hide(axis="index").format({value: "{:+.4f}"}))
-            st.caption(DRIVERS_NOTE)
+            value = next((c for c in table.columns if c.startswith("value")), None)
+            if value is None:  # every value of the step is 0: nothing drives the forecast
+                st.caption("no node or interaction moves this forecast at this step")
+            else:
+                st.table(table.style.hide(axis="index").format({value: "{:+.4f}"}))
+                st.caption(DRIVERS_NOTE)
         chart(forecast_figure(tl, step), key="forecast", config=CHART)
         if tl.meta.get("uncertainty"):  # beside the band it speaks of, not above the map
             st.info(tl.meta["uncertainty"])
