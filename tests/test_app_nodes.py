@@ -152,3 +152,27 @@ def test_any_node_is_explained_on_demand_from_the_current_scenario(app, hanoi):
     assert len(as_array(values["marker"]["color"])) == hanoi.n_nodes
     assert (NODES / "default_timeline.npz").stat().st_mtime_ns == before
     assert node not in Timeline.load(NODES / "default_timeline.npz").targets
+
+
+def test_the_risk_of_non_compliance_is_mapped_tabled_and_charted(app, hanoi):
+    """The shipped node model's risk, read from its timeline file: the risk map colours
+    every node by it (and its hover states it), the table lists the nodes most at risk, the
+    followed node's chart draws it on its own axis."""
+    arrays = raw(NODES / "default_timeline.npz")
+    step = list(arrays["times_s"] // 60).index(cursor(app))
+    risk = arrays["node_risk"][step]
+    app.radio(key="map_view").set_value("risk").run()
+    assert not app.exception
+    nodes = trace(charts(app)["chlorine"], "risk")
+    assert np.allclose(as_array(nodes["marker"]["color"]), risk, atol=1e-6)
+    riskiest = int(np.argmax(risk))
+    assert nodes["hovertext"][riskiest].endswith(f"in 20 min: {risk[riskiest]:.0%}")
+    table = next(t.value for t in app.table if "node" in t.value.columns)
+    ids = [str(v) for v in arrays["node_ids"]]
+    expected = [ids[i] for i in np.argsort(-risk, kind="stable")[:10]]
+    assert list(table["node"]) == expected
+    node = charts(app)["node_chlorine"]
+    followed = widget(app, "multiselect", "follow").value[0]
+    drawn = trace(node, "risk < 0.2 mg/L in 20 min")
+    assert np.allclose(as_array(drawn["y"]), column(arrays, "node_risk", followed), atol=1e-6)
+    assert drawn["yaxis"] == "y2" and node["layout"]["yaxis2"]["range"] == [0, 1]

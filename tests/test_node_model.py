@@ -372,3 +372,66 @@ def test_shipped_node_intervals_stay_below_the_source_strength():
     strength = timeline.scenario.injection_strength_mg_l  # the only source
     assert timeline.node_upper.max() <= strength + 1e-6
     assert timeline.node_lower.min() >= 0.0
+
+
+def test_risk_calibrated_into_the_card_served_in_the_timeline_and_exported(tmp_path, node_model):
+    """The card's risk is sigmoid(a_i + b_i f_i) of the raw forecast at every node: the
+    timeline holds it per node and step (the explained node's raw forecast is its
+    explanation's prediction), its file keeps it, and `export --risk-csv` writes it."""
+    import pandas as pd
+    from scipy.special import expit
+
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.timeline import ExplainSettings, Timeline
+
+    _, card = load_model(node_model)
+    risk = card.risk
+    assert risk["min_residual_mg_l"] == 0.2 and len(risk["slope"]) == 32
+    assert 0 < risk["non_compliant_share"] < 1 and risk["n_calibration"] == 6 * 9 * 32
+    spec = ScenarioConfig(duration_s=2400, injection_node="12", injection_strength_mg_l=1.5)
+    out = tmp_path / "t.npz"
+    settings = ExplainSettings(target_nodes=("12", "20"))
+    timeline, _ = explain_scenario(spec, node_model, settings=settings, out=out)
+    assert timeline.node_risk.shape == timeline.node_forecast.shape
+    assert timeline.meta["risk"]["min_residual_mg_l"] == 0.2
+    ids = [str(v) for v in timeline.node_ids]
+    for node in ("12", "20"):
+        i = ids.index(node)
+        raw = np.array([e.prediction for e in timeline.for_node(node).explanations])
+        want = expit(risk["intercept"][i] + risk["slope"][i] * raw)
+        assert np.allclose(timeline.node_risk[:, i], want, atol=1e-6)
+    assert np.array_equal(Timeline.load(out).node_risk, timeline.node_risk)
+    csv = tmp_path / "risk.csv"
+    result = run("export", "--timeline", out, "--risk-csv", csv)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(csv, dtype={"node": str})
+    assert len(table) == timeline.node_risk.size
+    row = table[(table.node == "20") & (table.step == timeline.steps[3])].iloc[0]
+    assert row.risk == pytest.approx(timeline.node_risk[3, ids.index("20")], abs=1e-6)
+
+
+def test_risk_bad_input_is_refused_in_one_line_with_nothing_written(
+    tmp_path, node_model, monitoring_dir
+):
+    """A negative or infinite minimum residual, one below every truth (no non-compliant
+    case: chlorine is never below 0 mg/L), and a risk asked of a share model's timeline."""
+    model = tmp_path / "m"
+    shutil.copytree(node_model, model)
+    before = (model / "card.json").read_bytes()
+    for minimum, message in (
+        ("-0.1", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got -0.1)"),
+        ("inf", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got inf)"),
+        ("0", "holds no non-compliant node forecasts (chlorine below 0 mg/L)"),
+    ):
+        result = run(
+            "calibrate", "--model", model, "--data", monitoring_dir, "--min-residual", minimum
+        )
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert message in result.output
+        assert (model / "card.json").read_bytes() == before
+    csv = tmp_path / "risk.csv"
+    share = ROOT / "models" / "default" / "default_timeline.npz"
+    result = run("export", "--timeline", share, "--risk-csv", csv, "--csv", tmp_path / "v.csv")
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "holds no risk of non-compliance: a share model has none" in result.output
+    assert not csv.exists() and not (tmp_path / "v.csv").exists()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from .explain.indices import check_index, index_name
 from .features import share_below_residual
 from .network import Network
@@ -323,3 +325,28 @@ def timeline_label(path: str | Path) -> str:
         return scenario_text(ScenarioConfig.from_record(meta["scenario"]))
     except (KeyError, TypeError, ValueError):
         return f"unreadable timeline {Path(path).name}"
+
+
+def risk_label(timeline: Timeline) -> str:
+    """``risk < 0.2 mg/L in 20 min``: what a node-level timeline's risk is the probability of."""
+    minimum = timeline.meta["risk"]["min_residual_mg_l"]
+    return f"risk < {minimum:g} mg/L in {horizon_s(timeline) // 60:g} min"
+
+
+def risk_table(timeline: Timeline, step: int, rows: int = 10) -> list[dict[str, object]]:
+    """The ``rows`` nodes most at risk of non-compliance one horizon after ``step``, riskiest
+    first: node id, risk, forecast and its interval (mg/L); empty without a risk."""
+    if timeline.node_risk is None:
+        return []
+    risk = timeline.node_risk[step]
+    order = np.argsort(-risk, kind="stable")[:rows]
+    table = []
+    for i in order:
+        row = {"node": str(timeline.node_ids[i]), risk_label(timeline): f"{risk[i]:.0%}"}
+        row["forecast (mg/L)"] = f"{timeline.node_forecast[step, i]:.2f}"
+        if timeline.node_lower is not None:
+            row["interval (mg/L)"] = (
+                f"{timeline.node_lower[step, i]:.2f}–{timeline.node_upper[step, i]:.2f}"
+            )
+        table.append(row)
+    return table

@@ -1,5 +1,5 @@
 """A node-level model's series in a timeline: chlorine forecast and simulated at every node
-with its interval, the compliance share derived from them, and the explanations of several
+with its interval and risk of non-compliance, the compliance share derived from them, and the explanations of several
 target nodes, one of which a :class:`~.timeline.Timeline` shows as its ``forecast`` and
 ``explanations``. A share model's timeline holds none of them.
 
@@ -27,6 +27,7 @@ NODE_ARRAYS = (
     "node_upper",
     "compliance_forecast",
     "compliance_truth",
+    "node_risk",
 )
 """The arrays only a node-level model's timeline holds (see :class:`~.timeline.Timeline`)."""
 
@@ -34,12 +35,15 @@ NODE_ARRAYS = (
 class NodeLevelTimeline(Protocol):
     """What these functions read of a timeline (:class:`~.timeline.Timeline`)."""
 
+    steps: np.ndarray
+    times_s: np.ndarray
     node_ids: np.ndarray
     meta: dict[str, Any]
     node_forecast: np.ndarray | None
     node_truth: np.ndarray | None
     node_lower: np.ndarray | None
     node_upper: np.ndarray | None
+    node_risk: np.ndarray | None
     targets: dict[str, dict[str, list[Explanation]]]
 
     @property
@@ -105,9 +109,38 @@ def load_targets(
 
 def node_shapes(timeline: NodeLevelTimeline, n_steps: int, n: int) -> dict[str, tuple[int, ...]]:
     """The shapes a node-level timeline's arrays must have (per node: (T, n); shares: (T,));
-    the intervals only when it has them."""
+    the intervals and the risk only when it has them."""
+    held = {"node_lower": timeline.node_lower, "node_upper": timeline.node_lower}
+    held["node_risk"] = timeline.node_risk
     return {
         name: (n_steps, n) if name.startswith("node_") else (n_steps,)
         for name in NODE_ARRAYS
-        if name not in ("node_lower", "node_upper") or timeline.node_lower is not None
+        if held.get(name, True) is not None
     }
+
+
+def risk_frame(timeline: NodeLevelTimeline):
+    """The risk of non-compliance at every node and step as a long table (pandas
+    DataFrame): step, time_s, node id, forecast and simulated chlorine (mg/L) at the horizon,
+    the risk and the minimum residual it is about; DataError for a timeline without one (a
+    share model's, or a node model's calibrated before the risk)."""
+    import pandas as pd
+
+    if timeline.node_risk is None:
+        raise DataError(
+            f"timeline of model '{timeline.meta.get('model_dir')}' holds no risk of "
+            "non-compliance: a share model has none; a node model gets one from `wdn-explain "
+            "calibrate`, then `wdn-explain explain --overwrite`"
+        )
+    n_steps, n = timeline.node_risk.shape
+    return pd.DataFrame(
+        {
+            "step": np.repeat(timeline.steps, n),
+            "time_s": np.repeat(timeline.times_s, n),
+            "node": np.tile([str(v) for v in timeline.node_ids], n_steps),
+            "forecast_mg_l": timeline.node_forecast.ravel(),
+            "truth_mg_l": timeline.node_truth.ravel(),
+            "risk": timeline.node_risk.ravel(),
+            "min_residual_mg_l": timeline.meta["risk"]["min_residual_mg_l"],
+        }
+    )

@@ -25,6 +25,7 @@ from .hydraulics import hydraulics_at, with_hydraulics
 from .node_targets import default_target, node_fields, node_forecasts, target_nodes
 from .notice import hard_scenario_notice, scenario_features
 from .progress import ProgressArg, progress_callback
+from .risk import node_risk
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
@@ -203,7 +204,8 @@ def explain_scenario(
             scheduler, model_dir, settings, meta, graphs, steps, store, gpu, progress
         )
     if inputs.node_level:
-        node_forecast = inputs.physical(node_forecasts(model, [graphs[t] for t in steps]))
+        raw_forecast = node_forecasts(model, [graphs[t] for t in steps])
+        node_forecast = inputs.physical(raw_forecast)
         if chosen is None:
             source = network.node_index(injection_node(scenario, network))
             chosen = [default_target(node_forecast, inputs.min_residual_mg_l, source)]
@@ -235,6 +237,9 @@ def explain_scenario(
     lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen)
     if inputs.node_level:  # the timeline's own series follow the first target node
         node_arrays |= {"node_lower": lower, "node_upper": upper}
+        if card.risk is not None:  # from the raw forecast: its logit is affine in the model's
+            node_arrays["node_risk"] = node_risk(card.risk, raw_forecast).astype(np.float32)
+            meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
         i = chosen[0]
         forecast, truth = forecast[:, i], truth[:, i]
         lower, upper = (None, None) if lower is None else (lower[:, i], upper[:, i])

@@ -114,6 +114,8 @@ class ModelCard(Record):
             (:func:`~wdn_explain.conformal.calibrate`; None: no intervals).
         notice: The uncertainty notice's error model
             (:func:`~wdn_explain.notice.design_notice`; None: too few held-out scenarios).
+        risk: A node model's risk of non-compliance (:func:`~wdn_explain.risk.fit_risk`;
+            None: a share model, or calibrated before the risk).
         weights_sha256: SHA-256 of ``model.pt``, checked when the model is loaded.
     """
 
@@ -125,6 +127,7 @@ class ModelCard(Record):
     design: DesignEnvelope | None = None
     conformal: dict[str, Any] | None = None
     notice: dict[str, Any] | None = None
+    risk: dict[str, Any] | None = None
     data: CardData
     metrics: dict[str, Any] = Field(default_factory=dict)
     history: list[dict[str, float]] = Field(default_factory=list)

@@ -89,6 +89,9 @@ class Timeline:
         node_forecast, node_truth: Chlorine (mg/L) forecast and simulated at every node
             at t + horizon, shape (T, n).
         node_lower, node_upper: Their calibrated intervals, shape (T, n) (or None).
+        node_risk: The risk of non-compliance at every node: the calibrated probability
+            that its chlorine at t + horizon lies below ``meta["risk"]["min_residual_mg_l"]``
+            (:mod:`.risk`), shape (T, n) (None for a model without a ``risk`` record).
         compliance_forecast, compliance_truth: The compliance share -- the fraction of
             nodes below ``meta["min_residual_mg_l"]`` -- derived from ``node_forecast`` and
             from the simulation (:func:`~wdn_explain.features.share_below_residual`), (T,).
@@ -113,6 +116,7 @@ class Timeline:
     node_truth: np.ndarray | None = None
     node_lower: np.ndarray | None = None
     node_upper: np.ndarray | None = None
+    node_risk: np.ndarray | None = None
     compliance_forecast: np.ndarray | None = None
     compliance_truth: np.ndarray | None = None
     targets: dict[str, dict[str, list[Explanation]]] = field(default_factory=dict)

@@ -67,6 +67,7 @@ class TimelineMeta(Record):
     forecast_warning: str | None = None
     interval: dict[str, Any] | None = None  # the forecast intervals' confidence, method, groups
     uncertainty: str | None = None  # the plain-language notice of a hard scenario
+    risk: dict[str, Any] | None = None  # node-level: the risk's minimum residual and method
     baseline: str = "mean"
     reference: str = "mean"
     model_dir: str | None = None

@@ -68,6 +68,7 @@ from .notice import MIN_SCENARIOS as NOTICE_MIN_SCENARIOS
 from .notice import design_notice, held_out_errors
 from .progress import ProgressArg
 from .records import WaqManifest
+from .risk import fit_risk, outcomes
 from .scenario import ScenarioConfig
 
 logger = logging.getLogger(__name__)
@@ -401,6 +402,8 @@ def _train_into(
         )
     calib_set = WaqDataset(data_dir, "calib", **common)
     _check_calibration(calib_set)
+    if cfg.inputs.node_level:  # the risk is calibrated after training: refused before it
+        outcomes(calib_set.targets(), cfg.min_residual_mg_l, f"'{data_dir}'")
     torch.manual_seed(cfg.seed)
     model = forecaster(model_config, cfg.inputs.node_level).to(dev)
     result = fit(model, train_set.stacked(), val_set.stacked(), cfg, dev, progress=progress)
@@ -409,6 +412,7 @@ def _train_into(
     model.cpu()
     conformal = conformal_record(model, calib_set)
     notice = notice_record(model, (val_set, calib_set))
+    risk = risk_record(model, calib_set, cfg.min_residual_mg_l)
     test_set = WaqDataset(data_dir, "test", **common)
     metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
@@ -426,6 +430,7 @@ def _train_into(
         },
         "conformal": conformal,
         "notice": notice,
+        "risk": risk,
         "metrics": card_metrics(metrics),
         "history": history,
         "interrupted": result.interrupted,
@@ -474,12 +479,29 @@ def notice_record(model: torch.nn.Module, held_out: Sequence[WaqDataset]) -> dic
     return design_notice(features, np.concatenate([mae for _, mae in parts]))
 
 
-def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, Any]:
-    """Calibrate a trained model's intervals on the calibration split of its data folder and
-    score it again on the test split: rewrites ``card.json`` (``conformal`` and ``metrics``;
-    the weights stay). Refused, with nothing written, for data of another design than the
-    model was trained on, an empty calibration split or a card that cannot be rewritten.
-    Without a test split the card keeps no coverage (it measured the replaced intervals).
+def risk_record(
+    model: torch.nn.Module, calib_set: WaqDataset, min_residual_mg_l: float
+) -> dict[str, Any] | None:
+    """The card's ``risk`` record of a node-level model (:func:`~.risk.fit_risk` on its raw
+    forecasts of the calibration split, at ``min_residual_mg_l``); None for a share model."""
+    if not calib_set.inputs.node_level:
+        return None
+    return fit_risk(
+        predict(model, calib_set), calib_set.targets(), min_residual_mg_l, f"'{calib_set.folder}'"
+    )
+
+
+def calibrate_model(
+    model_dir: str | Path, data_dir: str | Path, min_residual_mg_l: float | None = None
+) -> dict[str, Any]:
+    """Calibrate a trained model's intervals (and a node model's risk of non-compliance, at
+    ``min_residual_mg_l``, default the card's) on the calibration split of its data folder
+    and score it again on the test split: rewrites ``card.json`` (``conformal``, ``notice``,
+    ``risk`` and ``metrics``; the weights stay). Refused, with nothing written, for data of
+    another design than the model was trained on, an empty calibration split, a minimum
+    residual that is negative or not finite, a calibration split without non-compliant node
+    forecasts or a card that cannot be rewritten. Without a test split the card keeps no
+    coverage (it measured the replaced intervals).
 
     Returns:
         The updated card.
@@ -487,6 +509,8 @@ def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, An
     from .files import check_output
 
     model, card = load_model(model_dir)
+    minimum = card.input_spec.min_residual_mg_l if min_residual_mg_l is None else min_residual_mg_l
+    check_min_residual(minimum)
     check_output(Path(model_dir, CARD), what="model card")  # a read-only folder: before the work
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
@@ -500,6 +524,7 @@ def calibrate_model(model_dir: str | Path, data_dir: str | Path) -> dict[str, An
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
     val_set = WaqDataset.for_card(card, data_dir, "val", arrays)
     record["notice"] = notice_record(model, (val_set, calib_set))
+    record["risk"] = risk_record(model, calib_set, minimum)
     test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
     metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
     if len(test_set):

@@ -48,7 +48,16 @@ DRIVERS_NOTE = (
     "forecast minus the reference's forecast"
 )
 
-MAP_VIEWS = {"chlorine": "chlorine (mg/L)", "compliance": "below the minimum"}
+MAP_VIEWS = {
+    "chlorine": "chlorine (mg/L)",
+    "compliance": "below the minimum",
+    "risk": "risk of non-compliance",  # node models with a calibrated risk only
+}
+RISK_NOTE = (
+    "Risk: the calibrated probability that the node's chlorine one horizon ahead is below "
+    "the minimum residual the model was calibrated at; its exact explanation is the "
+    "forecast's times a constant per node."
+)
 PANELS_ON_PAUSE = (
     "Playing: the SI-Graph and its sentence move, the pipes by flow without their arrows; "
     "the flow arrows, drivers table, forecast chart, chlorine map and followed node show "

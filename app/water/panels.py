@@ -19,6 +19,7 @@ from water.config import (
     MAP,
     MAP_VIEWS,
     PANELS_ON_PAUSE,
+    RISK_NOTE,
     ZOOM_HINT,
     chart,
 )
@@ -28,6 +29,7 @@ from wdn_explain.narrative import (
     drivers_table,
     index_name,
     reference_label,
+    risk_table,
     scenario_text,
     summary,
     threshold_text,
@@ -42,6 +44,7 @@ from wdn_explain.plot import (
     forecast_figure,
     node_chlorine_figure,
     opening_step,
+    risk_figure,
     si_graph_figure,
     value_figure,
 )
@@ -198,6 +201,7 @@ def page(view: View, net) -> None:
                         ("forecast", tl.node_forecast),
                         ("lower", tl.node_lower),
                         ("upper", tl.node_upper),
+                        ("risk", tl.node_risk),
                     )
                 }
             fig = node_chlorine_figure(
@@ -207,18 +211,26 @@ def page(view: View, net) -> None:
 
 
 def chlorine_panel(view: View, net, step: int, height: int = 320) -> None:
-    """The chlorine map or the compliance map (nodes below the minimum residual) at the
-    step, ``height`` px tall, and the count of nodes below the minimum in a sentence."""
+    """The chlorine map, the compliance map (nodes below the minimum residual) or a node
+    model's risk of non-compliance at the step, ``height`` px tall, the count of nodes below
+    the minimum in a sentence and, with a risk, the nodes most at risk in a table."""
     tl = view.timeline
-    shows = st.radio(
-        "map", list(MAP_VIEWS), format_func=MAP_VIEWS.get, horizontal=True, key="map_view"
-    )
+    views = [v for v in MAP_VIEWS if v != "risk" or tl.node_risk is not None]
+    if st.session_state.get("map_view") not in views:  # the risk, picked on another model
+        st.session_state["map_view"] = views[0]
+    shows = st.radio("map", views, format_func=MAP_VIEWS.get, horizontal=True, key="map_view")
     if shows == "compliance":
         fig = compliance_figure(tl, net, step, view.minimum, height=height, focus=view.focus)
+    elif shows == "risk":
+        fig = risk_figure(tl, net, step, height=height, focus=view.focus)
     else:
         fig = chlorine_figure(tl, net, step, height=height, focus=view.focus)
     chart(fig, key="chlorine", config=MAP)
     st.caption(compliance_text(tl, step, view.minimum))
+    if tl.node_risk is not None:
+        with st.expander("nodes most at risk (table)"):
+            st.table(pd.DataFrame(risk_table(tl, step)).style.hide(axis="index"))
+            st.caption(RISK_NOTE)
 
 
 def view_si_graph(

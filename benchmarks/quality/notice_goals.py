@@ -16,14 +16,14 @@ import argparse
 
 import numpy as np
 
-from wdn_explain.dataset import load_waq_arrays
+from wdn_explain.dataset import WaqDataset
 from wdn_explain.model_folder import load_model
 from wdn_explain.notice import design_notice, expected_maes, held_out_errors
 from wdn_explain.training import predict
 
 
 def errors(model, card, folder):
-    ds = card.dataset(folder, "all", load_waq_arrays(folder))
+    ds = WaqDataset.for_card(card, folder, "all")
     return held_out_errors(ds, predict(model, ds))
 
 

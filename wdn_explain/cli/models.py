@@ -159,14 +159,21 @@ def evaluate(
 def calibrate(
     model: Path = typer.Option(..., help="model folder (its card.json is rewritten)"),
     data: Path = typer.Option(..., help="the WAQ folder the model was trained on"),
+    min_residual: float = typer.Option(
+        None,
+        help="node models: the minimum residual (mg/L) of the risk of non-compliance "
+        "(default: the card's)",
+        show_default=False,
+    ),
 ) -> None:
-    """Calibrate a trained model's forecast intervals (split conformal, Mondrian) on the
-    calibration split of its data and score it again on the test split."""
+    """Calibrate a trained model's forecast intervals (split conformal, Mondrian), its
+    uncertainty notice and a node model's risk of non-compliance on the held-out splits of
+    its data, and score it again on the test split."""
     from ..shipped import shipped
     from ..training import calibrate_model
 
     try:
-        card = calibrate_model(shipped(model), data)
+        card = calibrate_model(shipped(model), data, min_residual)
     except WdnExplainError as exc:
         _fail(exc)
     c, m = card["conformal"], card["metrics"]
@@ -175,3 +182,9 @@ def calibrate(
         f"calibrated {model}: {c['confidence']:.0%} intervals from {c['n_calibration']} "
         f"forecasts in {len(c['half_width'])} groups{covered}"
     )
+    if r := card.get("risk"):
+        typer.echo(
+            f"risk of non-compliance (chlorine < {r['min_residual_mg_l']:g} mg/L) from "
+            f"{r['n_calibration']} node forecasts: calibration error {r['calibration_error']:.4f}, "
+            f"Brier score {r['brier']:.4f} on the calibration split"
+        )

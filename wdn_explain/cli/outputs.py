@@ -70,22 +70,32 @@ def export(
     json_dir: Path = typer.Option(
         None, help="one shapiq InteractionValues JSON file per step (with player -> node id)"
     ),
+    risk_csv: Path = typer.Option(
+        None, help="node models: the risk of non-compliance, one row per (step, node)"
+    ),
     overwrite: bool = typer.Option(False, help="replace an existing CSV file"),
 ) -> None:
-    """Export a timeline's values as CSV and/or shapiq InteractionValues files."""
+    """Export a timeline's values as CSV and/or shapiq InteractionValues files, and a node
+    model's risk of non-compliance as CSV."""
     from ..files import atomic_write, check_output
+    from ..node_series import risk_frame
     from ..timeline import Timeline
 
-    if csv is None and json_dir is None:
-        typer.echo("error: give --csv and/or --json-dir", err=True)
+    if csv is None and json_dir is None and risk_csv is None:
+        typer.echo("error: give --csv, --json-dir and/or --risk-csv", err=True)
         raise typer.Exit(1)
     try:
-        if csv:
-            check_output(csv, what="CSV file", is_output=_suffix(".csv"), overwrite=overwrite)
+        for path in (csv, risk_csv):
+            if path:
+                check_output(path, what="CSV file", is_output=_suffix(".csv"), overwrite=overwrite)
         if json_dir:
             check_output(json_dir, kind="dir", what="JSON folder")
         tl = Timeline.load(timeline)
+        risks = risk_frame(tl) if risk_csv else None  # before writing
         tl = tl.relative_to(reference or tl.default_reference)
+        if risk_csv:
+            with atomic_write(risk_csv) as tmp:
+                risks.to_csv(tmp, index=False)
         if csv:
             frame = tl.to_frame(index, order)
             with atomic_write(csv) as tmp:
@@ -95,4 +105,6 @@ def export(
     except WdnExplainError as exc:
         _fail(exc)
     label = index if order is None else f"{index} (order {order})"
-    typer.echo(f"exported {label} of {len(tl)} steps")
+    what = [label] if csv or json_dir else []
+    what += ["the risk of non-compliance"] if risk_csv else []
+    typer.echo(f"exported {' and '.join(what)} of {len(tl)} steps")

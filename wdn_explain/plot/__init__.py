@@ -36,7 +36,7 @@ from .charts import (
     value_over_time,
 )
 from .layers import drawn, flow_scale, focused_layout, found_trace, map_figure, node_hover
-from .maps import chlorine_figure, compliance_figure
+from .maps import chlorine_figure, compliance_figure, risk_figure
 from .si_graph import (
     FrameData,
     frame_data,
@@ -118,6 +118,7 @@ __all__ = [
     "node_chlorine_figure",
     "node_hover",
     "opening_step",
+    "risk_figure",
     "si_graph_figure",
     "source_label",
     "source_state",

@@ -10,6 +10,7 @@ from ..narrative import (
     index_name,
     minutes,
     reference_label,
+    risk_label,
     unit,
     value_unit,
 )
@@ -182,13 +183,15 @@ def node_chlorine_figure(
     forecast: np.ndarray | None = None,
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
+    risk: np.ndarray | None = None,
     height: int = 290,
 ) -> go.Figure:
     """The simulated chlorine (mg/L) at node index ``node`` at every step of the timeline,
     the minimum residual as a line (named in the legend, below the chart) and a marker at
     ``step``. A node-level forecast joins
     with ``forecast`` (and its interval ``lower``/``upper``): mg/L, shape (T,), made at the
-    timeline's times for one horizon later, so drawn at times + horizon."""
+    timeline's times for one horizon later, so drawn at times + horizon; so is its ``risk``
+    of non-compliance (a probability, shape (T,), on a right-hand axis)."""
     made = timeline.times_s / 60
     ahead = made + horizon_s(timeline) / 60
     simulated = timeline.chlorine[:, node]
@@ -204,6 +207,18 @@ def node_chlorine_figure(
                 y=forecast,
                 name="forecast",
                 line=dict(color=POSITIVE, dash="dot"),
+            )
+        )
+    if risk is not None:
+        traces.append(
+            dict(
+                type="scatter",
+                x=ahead,
+                y=risk,
+                yaxis="y2",
+                name=risk_label(timeline),
+                line=dict(color=BELOW, width=1.5),
+                hovertemplate="%{y:.0%}",
             )
         )
     if step is not None:
@@ -229,4 +244,13 @@ def node_chlorine_figure(
         showlegend=True,  # the minimum's line is named there
         shapes=[minimum],
     )
+    if risk is not None:
+        layout["yaxis2"] = dict(
+            title=dict(text="risk"),
+            overlaying="y",
+            side="right",
+            range=[0, 1],
+            tickformat=".0%",
+            showgrid=False,
+        )
     return go.Figure(dict(data=traces, layout=layout))

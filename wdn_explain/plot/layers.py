@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from ..narrative import risk_label
 from ..network import Network
 from ..simulation import SHORTFALL
 from ..timeline import Timeline
@@ -171,8 +172,9 @@ def _device_traces(network: Network) -> list[dict]:
 
 def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
     """Every node's hover text at ``step``: id, kind, elevation (a reservoir's head), base
-    demand, chlorine now and, when the timeline holds them, pressure and the share of its
-    demand a node gets where that is below 99 % (pressure-driven hydraulics)."""
+    demand, chlorine now and, when the timeline holds them, pressure, the share of its
+    demand a node gets where that is below 99 % (pressure-driven hydraulics) and the risk of
+    non-compliance one horizon later (a node-level model's, :mod:`~wdn_explain.risk`)."""
     props = network.properties
     pressure = None if timeline.node_pressure_m is None else timeline.node_pressure_m[step]
     delivered = timeline.node_delivered_fraction
@@ -188,6 +190,8 @@ def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
             lines.append(f"pressure {pressure[i]:.1f} m")
         if delivered is not None and delivered[i] < 1 - SHORTFALL:
             lines.append(f"<b>gets {delivered[i]:.0%} of its demand</b> (pressure below required)")
+        if timeline.node_risk is not None:
+            lines.append(f"{risk_label(timeline)}: {timeline.node_risk[step, i]:.0%}")
         out.append("<br>".join(lines))
     return out
 

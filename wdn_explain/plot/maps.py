@@ -1,4 +1,5 @@
-"""The side maps: chlorine at every node, and the nodes below the minimum residual."""
+"""The side maps: chlorine at every node, the nodes below the minimum residual and a node
+model's risk of non-compliance."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import plotly.graph_objects as go
 from ..narrative import (
     horizon_s,
     minutes,
+    risk_label,
     threshold_text,
 )
 from ..network import Network
@@ -34,30 +36,65 @@ def chlorine_figure(
     """Chlorine (mg/L) on the map at one step (colour scale up to the source strength), node
     ids on small networks, the source marked with its state; ``focus`` as in
     :func:`si_graph_figure`."""
+    colours = dict(
+        color=timeline.chlorine[step],
+        colorscale="Greens",
+        cmin=0,
+        cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
+    )
+    title = (  # short lines: clear of the toolbar
+        f"chlorine at {minutes(timeline.times_s[step])}<br>"
+        f"<sup>chlorinated: {threshold_text(timeline)}</sup>"
+    )
+    return _coloured_map(
+        timeline, network, step, colours, "chlorine<br>(mg/L)", title, height, focus
+    )
+
+
+def risk_figure(
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    height: int = 320,
+    focus: int | None = None,
+) -> go.Figure:
+    """A node-level model's risk of non-compliance on the map: each node coloured by the
+    probability that its chlorine one horizon after ``step`` lies below the minimum residual
+    (:mod:`~wdn_explain.risk`); pipes, source and ``focus`` as in :func:`chlorine_figure`."""
+    colours = dict(color=timeline.node_risk[step], colorscale="Oranges", cmin=0, cmax=1)
+    ahead = minutes(timeline.times_s[step] + horizon_s(timeline))
+    title = (
+        f"risk of non-compliance for {ahead}<br><sup>{risk_label(timeline)}, forecast at "
+        f"{minutes(timeline.times_s[step])}</sup>"
+    )
+    return _coloured_map(timeline, network, step, colours, "risk", title, height, focus)
+
+
+def _coloured_map(
+    timeline: Timeline,
+    network: Network,
+    step: int,
+    colours: dict,
+    bar_title: str,
+    title: str,
+    height: int,
+    focus: int | None,
+) -> go.Figure:
+    """The map at ``step`` with nodes coloured as ``colours`` says (marker colour fields),
+    a colour bar titled ``bar_title``, pipes, devices and the source marked with its state."""
     nodes = _node_markers(
         network,
         dict(size=10, color="#444"),
         marker=dict(
             size=12 * marker_scale(network.n_nodes),
-            color=timeline.chlorine[step],
-            colorscale="Greens",
-            cmin=0,
-            cmax=max(timeline.scenario.injection_strength_mg_l, 1e-6),
+            **colours,
             line=dict(width=marker_scale(network.n_nodes), color="black"),
-            colorbar=dict(
-                title=dict(text="chlorine<br>(mg/L)", side="top"), thickness=10, **VALUE_BAR
-            ),
+            colorbar=dict(title=dict(text=bar_title, side="top"), thickness=10, **VALUE_BAR),
         ),
         hovertext=np.array(node_hover(network, timeline, step)),
-        name="chlorine",
+        name=bar_title.split("<br>")[0],
     )
-    layout = _small_map_layout(
-        network,
-        height,
-        f"chlorine at {minutes(timeline.times_s[step])}<br>"
-        f"<sup>chlorinated: {threshold_text(timeline)}</sup>",  # short lines: clear of the toolbar
-        top=50,
-    )
+    layout = _small_map_layout(network, height, title, top=50)
     place = _label_place(network, layout, nodes, colorbar=True, widths=_panel_widths(network))
     traces = [
         *_pipe_traces(network, timeline, step),

@@ -1,0 +1,126 @@
+"""Issue 31's risk goals on fresh scenarios: the expected calibration error and Brier score of
+a node model's risk of non-compliance (:mod:`wdn_explain.risk`) beside the alternatives,
+one figure a line:
+
+- ``logistic head per node`` (shipped): sigmoid(a_i + b_i f_i), fitted on the calibration
+  split (:func:`wdn_explain.risk.fit_risk`);
+- ``logistic head pooled``: one (a, b) for every node;
+- ``conformal predictive system``: crepes' Mondrian ``ConformalPredictiveSystem`` on the
+  calibration residuals, grouped as the intervals are (:func:`wdn_explain.conformal.node_bins`),
+  P(y < minimum) read off each forecast's predictive distribution (each group's residuals
+  subsampled to ``--cps-residuals``, seeded: crepes holds test x calibration arrays);
+- ``tree classifier``: one scikit-learn ``HistGradientBoostingClassifier`` per node on the
+  strong tree's inputs (:func:`wdn_explain.tree.tree_features`), fitted on the training
+  split, its iterations chosen on the validation split by Brier score (as the tree regressor
+  by MAE); ``--no-tree`` leaves it out (about 2 min per node on a busy core).
+
+    OMP_NUM_THREADS=1 python benchmarks/quality/risk_goals.py --model models/hanoi-nodes \\
+        --data /work/data/monitoring-fresh
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from itertools import islice
+
+import numpy as np
+import torch
+
+from wdn_explain.conformal import node_bins
+from wdn_explain.dataset import WaqDataset, load_waq_arrays
+from wdn_explain.model_folder import load_model
+from wdn_explain.risk import brier_score, calibration_error, fit_risk, node_risk
+from wdn_explain.training import predict
+from wdn_explain.tree import TREE_ITERATIONS, TREE_LEARNING_RATE, tree_features
+
+
+def line(name: str, risk: np.ndarray, below: np.ndarray) -> None:
+    print(
+        f"{name}: calibration error {calibration_error(risk, below):.4f}, "
+        f"Brier score {brier_score(risk, below):.5f}",
+        flush=True,
+    )
+
+
+def cps_risk(residuals, bins_calib, forecast, bins, minimum, most, seed=0) -> np.ndarray:
+    """P(y < minimum) from crepes' Mondrian conformal predictive system."""
+    from crepes import ConformalPredictiveSystem
+
+    rng = np.random.default_rng(seed)
+    keep = np.concatenate(
+        [rng.permutation(np.flatnonzero(bins_calib == g))[:most] for g in np.unique(bins_calib)]
+    )
+    cps = ConformalPredictiveSystem().fit(residuals[keep], bins=bins_calib[keep])
+    out = np.empty(len(forecast))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for start in range(0, len(forecast), 2000):
+            part = slice(start, start + 2000)
+            out[part] = cps.predict(
+                forecast[part], bins=bins[part], y=np.full(len(forecast[part]), minimum), seed=seed
+            )
+    return out
+
+
+def tree_risk(fit_on: WaqDataset, fresh: WaqDataset, minimum: float, seed: int = 0) -> np.ndarray:
+    """One gradient-boosted classifier per node (see the module docstring)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    train, val = fit_on.train_scenarios, fit_on.split_of("val")
+    x, x_val, x_out = tree_features(fit_on, train), tree_features(fit_on, val), tree_features(fresh)
+    y, y_val = fit_on.targets(train) < minimum, fit_on.targets(val) < minimum
+    risk = np.empty((len(x_out), y.shape[1]))
+    for i in range(y.shape[1]):
+        if y[:, i].all() or not y[:, i].any():
+            risk[:, i] = y[:, i].mean()
+            continue
+        tree = HistGradientBoostingClassifier(
+            max_iter=TREE_ITERATIONS,
+            learning_rate=TREE_LEARNING_RATE,
+            early_stopping=False,
+            random_state=seed,
+        ).fit(x, y[:, i])
+        staged = [brier_score(p[:, 1], y_val[:, i]) for p in tree.staged_predict_proba(x_val)]
+        best = int(np.argmin(staged))
+        risk[:, i] = next(islice(tree.staged_predict_proba(x_out), best, None))[:, 1]
+    return risk
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="models/hanoi-nodes")
+    parser.add_argument("--data", required=True, help="fresh scenarios (measured)")
+    parser.add_argument("--cps-residuals", type=int, default=2000)
+    parser.add_argument("--no-tree", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    model, card = load_model(args.model)
+    minimum = card.input_spec.min_residual_mg_l
+    arrays = load_waq_arrays(card.data.folder)
+    calib = WaqDataset.for_card(card, card.data.folder, "calib", arrays)
+    fresh = WaqDataset.for_card(card, args.data, "all")
+    f_calib, f_fresh = predict(model, calib), predict(model, fresh)
+    y_calib, below = calib.targets(), fresh.targets() < minimum
+    print(f"fresh node forecasts: {below.size}; below {minimum:g} mg/L: {below.mean():.4f}")
+    record = fit_risk(f_calib, y_calib, minimum)
+    line("logistic head per node (shipped)", node_risk(record, f_fresh), below)
+    n = f_calib.shape[1]
+    pooled = {"intercept": [record["pooled"][0]] * n, "slope": [record["pooled"][1]] * n}
+    line("logistic head pooled", node_risk(pooled, f_fresh), below)
+    cps = cps_risk(
+        (y_calib - f_calib).ravel(),
+        node_bins(calib.mondrian_bins(), f_calib).ravel(),
+        f_fresh.ravel(),
+        node_bins(fresh.mondrian_bins(), f_fresh).ravel(),
+        minimum,
+        args.cps_residuals,
+    )
+    line("conformal predictive system (Mondrian)", cps.reshape(below.shape), below)
+    if not args.no_tree:
+        train = WaqDataset.for_card(card, card.data.folder, "train", arrays)
+        line("tree classifier per node", tree_risk(train, fresh, minimum), below)
+
+
+if __name__ == "__main__":
+    main()
