@@ -2,7 +2,9 @@
 accident, damaged weights and cards named on load."""
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,7 +31,7 @@ def no_training(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(training, "ChlorineGNN", never)
+    monkeypatch.setattr(training, "forecaster", never)
 
 
 @pytest.mark.parametrize(
@@ -261,12 +263,41 @@ def test_malicious_weights_refused_in_one_line(tmp_path, tiny_model_dir):
     (out / "card.json").write_text(json.dumps(card))
     result = run("evaluate", "--model", out, "--data", tmp_path)
     assert result.exit_code == 1
-    assert result.output.strip() == (
+    assert result.output.strip().splitlines() == [
+        f"warning: the card of '{out}' records no weights_sha256: a damaged or replaced "
+        "model.pt cannot be told from the trained one (save the model again to record it)",
         f"error: weights '{out / 'model.pt'}' hold Python objects that a safe load refuses "
         "(Trying to load unsupported GLOBAL posix.system whose module posix is blocked); the "
-        "file is damaged or not a plain state_dict"
-    )
+        "file is damaged or not a plain state_dict",
+    ]
     assert not marker.exists()
+
+
+def test_raw_pickle_weights_refused_without_torchs_warning(tmp_path, tiny_model_dir):
+    """A model.pt that is a raw pickle (protocol 4, not torch's format), loaded by the real
+    command: our two lines (the card's missing hash, the refusal) and nothing of torch's
+    before them (issue 33 item 10)."""
+    import pickle
+    import subprocess
+    import sys
+
+    out = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, out)
+    (out / "model.pt").write_bytes(pickle.dumps({"w": [1.0]}, protocol=4))
+    card = json.loads((out / "card.json").read_text())
+    del card["weights_sha256"]
+    (out / "card.json").write_text(json.dumps(card))
+    result = subprocess.run(
+        [sys.executable, "-m", "wdn_explain", "evaluate", "--model", str(out), "--data", "."],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["warning", "error"], result.stderr
+    assert lines[1].startswith(f"error: weights '{out / 'model.pt'}' hold Python objects")
 
 
 def test_evaluate_without_test_scenarios_is_one_line(waq_dir, tiny_model_dir):
@@ -282,7 +313,8 @@ def test_evaluate_flags_forecasts_outside_the_share_range(tmp_path, waq_dir, tin
     out = damaged_without_hash(tiny_model_dir, tmp_path / "m")
     result = run("evaluate", "--model", out, "--data", waq_dir, "--split", "train")
     assert result.exit_code == 0, result.output
-    warning = next(line for line in result.output.splitlines() if line.startswith("warning:"))
+    warning = next(line for line in result.output.splitlines() if "forecasts lie" in line)
+    assert warning.startswith("warning: ")
     assert "forecasts lie outside [0, 1], the range of a share of nodes" in warning
     assert "the model's weights may be damaged" in warning
 
@@ -381,3 +413,39 @@ def test_a_deeply_nested_card_or_manifest_is_one_line(tmp_path, tiny_model_dir, 
         read_card(model)
     with pytest.raises(DataError, match=r"manifest '.*manifest.json' is corrupt \(nested too deep"):
         read_manifest(data)
+
+
+def test_full_disk_after_the_weights_leaves_no_half_model_folder(tmp_path, monkeypatch):
+    """The card cannot be written after model.pt was: neither file appears in the folder (a
+    model.pt without its card, or beside an old card, is a half model), and the error names
+    the card and the folder the model was saved to instead (issue 33 item 9)."""
+    import errno
+
+    from wdn_explain.model import ChlorineGNN, ModelConfig
+    from wdn_explain.model_folder import save_folder
+
+    out = tmp_path / "m"
+    out.mkdir()
+    (out / "notes.txt").write_text("kept")
+    write_text = Path.write_text
+
+    def disk_full_for_the_card(path, *args, **kwargs):
+        if path.parent == out:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", disk_full_for_the_card)
+    model = ChlorineGNN(ModelConfig(hidden_channels=4))
+    with pytest.raises(DataError) as info:
+        save_folder(model, {"model": {"hidden_channels": 4}}, out)
+    monkeypatch.undo()
+    assert str(info.value).startswith(
+        f"cannot write '{out / 'card.json'}' (No space left on device); the trained model "
+        "was saved to '"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    rescue = Path(str(info.value).split("saved to '")[1].split("'")[0])
+    assert json.loads((rescue / "card.json").read_text())["weights_sha256"] == file_sha256(
+        rescue / "model.pt"
+    )
+    shutil.rmtree(rescue)

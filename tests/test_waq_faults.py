@@ -139,6 +139,19 @@ def test_absurd_size_is_refused_up_front(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_one_endless_scenario_is_refused_by_its_memory(tmp_path):
+    """One scenario of 1e9 s (3.3 million reports) is small on disk per the training stack,
+    but the simulator holds every reported state while it runs: refused before any file, not
+    out of memory minutes later (issue 33 item 7)."""
+    cfg = tmp_path / "long.yaml"
+    cfg.write_text("n_scenarios: 1\nscenario:\n  duration_s: 1000000000\n")
+    result = run("simulate", "--config", cfg, "--out", tmp_path / "o", "--workers", 1)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: this would take about ")
+    assert "GB of memory (memory " in result.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_disk_estimate_matches_real_files(waq_dir, tiny_config, hanoi):
     """The estimate of the tiny set against the files it really wrote (within 25 %)."""
     written = sum(scenario_path(waq_dir, i).stat().st_size for i in range(6))

@@ -26,17 +26,17 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from .errors import ConfigError, WdnExplainError
+from .errors import ConfigError, WdnExplainError, WdnExplainWarning
 
 try:  # the [cluster] extra; without it only the error of :func:`connect` is reachable
     from distributed.diagnostics.plugin import WorkerPlugin
 except ImportError:  # pragma: no cover
     WorkerPlugin = object
-
-logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5
 """How long to wait for the scheduler before refusing its address."""
@@ -114,7 +114,11 @@ def gpu_resources(client: Any, want_gpu: bool) -> dict[str, int] | None:
     workers = client.scheduler_info()["workers"].values()
     if any(w.get("resources", {}).get("GPU", 0) >= 1 for w in workers):
         return {"GPU": 1}
-    logger.warning("no Dask worker offers a GPU resource; explaining on CPU workers")
+    warnings.warn(
+        "no Dask worker offers a GPU resource; explaining on CPU workers",
+        WdnExplainWarning,
+        stacklevel=2,
+    )
     return None
 
 
@@ -155,7 +159,7 @@ def run_tasks(
     tasks = list(tasks)
     total = done + len(tasks) if total is None else total
     failures: dict[str, str] = {}
-    with connect(address) as client:
+    with _quiet_client_log(), connect(address) as client:
         client.register_plugin(ScratchFolder())
         resources = gpu_resources(client, want_gpu)
         futures = [
@@ -176,6 +180,9 @@ def run_tasks(
             for future in finished:
                 try:
                     reason = _failure(future)
+                except TimeoutError:  # its result died with its worker: waited for, watched
+                    completed.add(future)
+                    continue
                 except OSError:  # CommClosedError fetching the result: the scheduler died
                     watch.fail(f"lost the scheduler '{address}'", left)
                 if reason is not None:
@@ -188,17 +195,36 @@ def run_tasks(
     return failures
 
 
+@contextmanager
+def _quiet_client_log() -> Iterator[None]:
+    """Silence Dask's client-side log for a run: a lost scheduler or worker is reported by
+    the run itself in one line, not also as Dask's reconnection tracebacks."""
+    loggers = [logging.getLogger(name) for name in ("distributed", "distributed.client")]
+    levels = [log.level for log in loggers]
+    for log in loggers:
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for log, level in zip(loggers, levels):
+            log.setLevel(level)
+
+
 def _failure(future: Any) -> str | None:
     """Why a finished future failed, in one line (None when it succeeded).
 
     A future reported finished can be lost again before this look: the worker holding its
-    result died, and the scheduler recomputes it. Only an ``error`` status is a failure; any
-    other waits for the recomputed outcome."""
+    result died, and the scheduler recomputes it. Only an ``error`` status is a failure.
+
+    Raises:
+        TimeoutError: the result is not back within :data:`POLL_S` (being recomputed, maybe
+            with no worker left): the caller waits for it again under its bounded watch.
+    """
     if future.status == "cancelled":  # the scheduler dropped it
         return "cancelled by the scheduler"
     if future.status == "error":
         return repr(future.exception())
-    result = future.result()  # waits when a dead worker took the result with it
+    result = future.result(timeout=POLL_S)
     return str(result) if isinstance(result, WdnExplainError) else None
 
 

@@ -8,6 +8,7 @@ import os
 import tempfile
 import threading
 import uuid
+import warnings
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,23 +58,29 @@ def write_npz(handle: IO[bytes], arrays: dict[str, np.ndarray], *, compresslevel
 
 
 def save_torch(obj: object, path: str | Path) -> Path:
-    """``torch.save`` atomically; a failed write is a DataError naming the file.
+    """``torch.save`` atomically; a failed write is a DataError naming the file."""
+    path = Path(path)
+    with atomic_write(path) as tmp:
+        write_torch(obj, tmp, path)
+    return path
+
+
+def write_torch(obj: object, tmp: Path, path: Path) -> None:
+    """``torch.save(obj, tmp)``, ``tmp`` being the temporary of ``path`` (:func:`atomic_write`).
 
     torch's zip writer reports a full disk or a failing file system as ``RuntimeError``
-    ("[enforce fail at inline_container.cc] . unexpected pos ..."), not ``OSError``.
+    ("[enforce fail at inline_container.cc] . unexpected pos ..."), not ``OSError``: a
+    DataError naming ``path``.
     """
     import torch
 
-    path = Path(path)
-    with atomic_write(path) as tmp:
-        try:
-            torch.save(obj, tmp)
-        except RuntimeError as exc:
-            raise DataError(
-                f"cannot write '{path}' (torch's writer failed: {str(exc).splitlines()[0]}; "
-                "is the disk full?)"
-            ) from None
-    return path
+    try:
+        torch.save(obj, tmp)
+    except RuntimeError as exc:
+        raise DataError(
+            f"cannot write '{path}' (torch's writer failed: {str(exc).splitlines()[0]}; "
+            "is the disk full?)"
+        ) from None
 
 
 def read_json(path: str | Path, what: str) -> object:
@@ -129,7 +136,7 @@ def load_torch(path: str | Path, map_location: object = "cpu") -> object:
 
     A file holding Python objects beyond tensors (a malicious or foreign pickle) is refused
     by the safe load; the message names what was refused, without torch's advice to load
-    it unsafely.
+    it unsafely, and without torch's warning about the file's pickle protocol before it.
     """
     import pickle
 
@@ -137,7 +144,9 @@ def load_torch(path: str | Path, map_location: object = "cpu") -> object:
 
     path = Path(path)
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # torch's note on a foreign pickle protocol
+            warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+            return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
         lines = [line.strip() for line in str(exc).splitlines()]
         why = next(

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError, DataError, WdnExplainWarning
-from .files import atomic_write, check_output, load_torch, read_json, save_torch
+from .files import atomic_write, check_output, load_torch, read_json, write_torch
 from .records import ModelCard
 
 if TYPE_CHECKING:
@@ -90,19 +91,37 @@ def check_model_output(out_dir: str | Path, *, overwrite: bool = False) -> Path:
 
 
 def save_folder(model: torch.nn.Module, card: Card, out_dir: str | Path) -> Card:
-    """Write ``model.pt`` (the state_dict) and ``card.json`` atomically into ``out_dir``; the
-    card (a mapping or a pydantic record) records the weights' SHA-256 as ``weights_sha256``,
-    which :func:`load_state` checks. Returns the card as written."""
-    out = Path(out_dir)
-    digest = file_sha256(save_torch(model.state_dict(), out / WEIGHTS))
-    if isinstance(card, Mapping):
-        card = {**card, "weights_sha256": digest}
-        text = json.dumps(card, indent=2)
-    else:
-        card = card.model_copy(update={"weights_sha256": digest})
-        text = card.model_dump_json(indent=2)
-    with atomic_write(out / CARD) as tmp:
-        tmp.write_text(text)
+    """Write ``model.pt`` (the state_dict) and ``card.json`` into ``out_dir``, both or
+    neither; the card (a mapping or a pydantic record) records the weights' SHA-256 as
+    ``weights_sha256``, which :func:`load_state` checks. Returns the card as written.
+
+    When the writing fails (a full disk), the model is written to a new temporary folder
+    instead and the DataError names it, so a finished training is not lost.
+    """
+    try:
+        return _write_folder(model, card, Path(out_dir))
+    except DataError as exc:
+        rescue = Path(tempfile.mkdtemp(prefix="wdn-explain-model-"))
+        _write_folder(model, card, rescue)
+        raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None
+
+
+def _write_folder(model: torch.nn.Module, card: Card, out: Path) -> Card:
+    """Both files to temporary names first, renamed into place only once both are complete:
+    a write that fails after ``model.pt`` leaves no half model folder."""
+    with atomic_write(out / CARD) as card_tmp, atomic_write(out / WEIGHTS) as weights_tmp:
+        write_torch(model.state_dict(), weights_tmp, out / WEIGHTS)
+        digest = file_sha256(weights_tmp)
+        if isinstance(card, Mapping):
+            card = {**card, "weights_sha256": digest}
+            text = json.dumps(card, indent=2)
+        else:
+            card = card.model_copy(update={"weights_sha256": digest})
+            text = card.model_dump_json(indent=2)
+        try:
+            card_tmp.write_text(text)
+        except OSError as exc:  # not left to the weights' writer, which would name model.pt
+            raise DataError(f"cannot write '{out / CARD}' ({exc.strerror or exc})") from None
     return card
 
 

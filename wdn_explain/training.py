@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -55,7 +54,7 @@ from .features import (
     check_min_residual,
 )
 from .files import claimed
-from .model import ChlorineGNN, ModelConfig, forecaster
+from .model import ModelConfig, forecaster
 from .model_folder import (
     CARD,
     check_model_output,
@@ -440,7 +439,7 @@ def _train_into(
         "torch_version": torch.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    _save_or_rescue(model, card, out_dir)
+    save_model(model, card, out_dir)
     return card
 
 
@@ -557,14 +556,3 @@ def training_envelope(
 
     config = SimulationConfig.from_record(manifest.config)
     return DesignEnvelope.of(config, load_network(config.scenario.network), drawn)
-
-
-def _save_or_rescue(model: ChlorineGNN, card: dict[str, Any], out_dir: str | Path) -> None:
-    """Save the trained model; if that fails late (full disk), save it to a temporary
-    folder instead and name it in the error, so the training is not lost."""
-    try:
-        save_model(model, card, out_dir)
-    except DataError as exc:
-        rescue = Path(tempfile.mkdtemp(prefix="wdn-explain-model-"))
-        save_model(model, card, rescue)
-        raise DataError(f"{exc}; the trained model was saved to '{rescue}' instead") from None

@@ -268,3 +268,31 @@ def test_a_valid_400_atom_molecule_is_explained(mutag):
     total = sum(v for k, v in values.dict_values.items() if len(k) == 1)  # efficiency
     assert total == pytest.approx(result.prediction - result.empty_prediction, abs=1e-3)
     assert abs(result.prediction - result.empty_prediction) > 0.1
+
+
+def test_train_on_a_full_disk_keeps_the_trained_classifier(chem_root, tmp_path, monkeypatch):
+    """torch's writer fails as it does on /dev/full: one line naming the temporary folder the
+    trained classifier was saved to instead (as water `train` does), and no half folder
+    (issue 33 item 9)."""
+    from wdn_explain.chem.training import load_classifier
+
+    out = tmp_path / "m"
+    save = torch.save
+
+    def into_a_full_disk(obj, path, *args, **kwargs):
+        if str(path).startswith(str(out)):
+            return save(obj, "/dev/full", *args, **kwargs)  # raises RuntimeError
+        return save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", into_a_full_disk)
+    result = run("train", "--dataset", "MUTAG", "--root", chem_root, "--out", out,
+                 "--model", "GCN", "--hidden", "8", "--epochs", "1", "--max-graphs", "40",
+                 "--device", "cpu")  # fmt: skip
+    assert result.exit_code == 1
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith(f"error: cannot write '{out / 'model.pt'}' (torch's writer failed: ")
+    rescue = Path(line.split("the trained model was saved to '")[1].split("'")[0])
+    assert load_classifier(rescue)[1].model.hidden == 8
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    shutil.rmtree(rescue)

@@ -4,6 +4,7 @@ option parsing."""
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import typer
 
 from ..chem.cli import app as chem_app
-from ..errors import ConfigError, WdnExplainError
+from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
 
 # Help texts read as Markdown: a docstring's lines are joined into paragraphs that fill the
 # terminal (Rich markup kept each line break, and took "[default: ...]" for a style tag).
@@ -24,6 +25,25 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(chem_app, name="chem")
+
+
+@app.callback()
+def _one_line_warnings() -> None:
+    """Every command prints each :class:`WdnExplainWarning` as one ``warning:`` line."""
+    warnings.showwarning = _show_warning
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A project warning as ``warning: MESSAGE`` on stderr; any other as Python shows it."""
+    if issubclass(category, WdnExplainWarning):
+        typer.echo(f"warning: {message}", err=True)
+    else:
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
 network_app = typer.Typer(
     help="Your own network: from its EPANET .inp file to a model the app lists.",
     rich_markup_mode=MARKUP,
