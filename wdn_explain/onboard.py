@@ -376,9 +376,9 @@ def onboard(
             config, data, n_workers=n_workers, overwrite=overwrite, progress=cb, notice=tell
         )
 
-    # torch and the trees on one thread unless the user chose (see :mod:`.explain.threads`):
-    # their default, a thread per core, spins against other work on a busy machine, and a
-    # server started without OMP_NUM_THREADS=1 (the app's) trained 5-6 times slower
+    # torch, the trees and BLAS on one thread unless the user chose (:mod:`.explain.threads`):
+    # their default, a thread per core, spins against other work on a busy machine; a server
+    # started without OMP_NUM_THREADS=1 (the app's) trained 5-6 times slower than the CLI
     with numeric_threads():
         if _trained_on(folder, config) and not overwrite:
             stage(f"kept the model in {folder} (trained on this design)")
@@ -400,13 +400,15 @@ def onboard(
         for line in _write_evaluation(folder, data, device):
             tell(f"  {line}")
 
-    spec = _default_scenario(folder, network, overwrite)
-    out = folder / MODEL_TIMELINE
-    stage(f"{scenario_text(spec)} -> {out}")
-    check_timeline_output(out, spec, overwrite=True)
-    with progress_callback(progress, "explain") as cb:
-        _, status = explain_scenario(spec, folder, out=out, progress=cb)
-    tell(f"  {status}; the model folder {folder} was built in {time.monotonic() - started:.0f} s")
+        spec = _default_scenario(folder, network, overwrite)
+        out = folder / MODEL_TIMELINE
+        stage(f"{scenario_text(spec)} -> {out}")
+        check_timeline_output(out, spec, overwrite=True)
+        with progress_callback(progress, "explain") as cb:
+            _, status = explain_scenario(spec, folder, out=out, progress=cb)
+        tell(
+            f"  {status}; the model folder {folder} was built in {time.monotonic() - started:.0f} s"
+        )
     card = read_card(folder)
     return Onboarded(folder, network, config, card.metrics, status)
 
