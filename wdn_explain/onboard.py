@@ -31,10 +31,11 @@ from .model_folder import CARD, read_card
 from .narrative import scenario_text
 from .network import Network, load_network
 from .progress import ProgressArg, progress_callback
+from .records import ModelCard
 from .scenario import ScenarioConfig, SimulationConfig, load_config
 from .scoring import beats_tree, metrics_line
 from .servable import servable_demand_scale
-from .shipped import MODEL_SCENARIO, MODEL_TIMELINE, SHIPPED_ROOT, default_scenario
+from .shipped import MODEL_SCENARIO, MODEL_TIMELINE, SHIPPED_ROOT
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +88,8 @@ def check_network(inp_path: str | Path) -> Network:
 
     Raises:
         ConfigError: in one line naming the file: missing, not an .inp, not an EPANET
-            network, unreadable by EPANET (or crashing it) or WNTR, no reservoir or tank, or nodes that no reservoir
-            or tank can supply.
+            network, unreadable by EPANET (or crashing it) or WNTR, no reservoir or tank,
+            nodes that no reservoir or tank can supply, or no junction with a base demand.
     """
     path = Path(inp_path)
     if path.suffix.lower() != ".inp":
@@ -110,7 +111,12 @@ def check_network(inp_path: str | Path) -> Network:
             f"{network.n_nodes} nodes with water"
         )
     network.check_connected()
-    network.properties  # noqa: B018 -- WNTR's read: a file it refuses fails here, in one line
+    if not (network.properties.node_base_demand_lps > 0).any():  # WNTR's read fails here
+        raise ConfigError(
+            f"network file '{path}' has no junction with a base demand: nothing draws water "
+            "through it, so there is no demand to vary and chlorine moves only where tanks "
+            "fill (give its junctions demands in [JUNCTIONS] or [DEMANDS])"
+        )
     return network
 
 
@@ -317,6 +323,7 @@ def onboard(
         ConfigError: a network that cannot be simulated (nothing is written) or bad settings.
         DataError: a folder of another network or design (without ``overwrite``).
     """
+    from .explain.threads import numeric_threads
     from .model import ModelConfig
     from .pipeline import check_timeline_size, explain_scenario
     from .sizes import check_size, estimate_waq
@@ -369,33 +376,39 @@ def onboard(
             config, data, n_workers=n_workers, overwrite=overwrite, progress=cb, notice=tell
         )
 
-    if _trained_on(folder, config) and not overwrite:
-        stage(f"kept the model in {folder} (trained on this design)")
-    else:
-        stage(f"{layers} layers, up to {epochs} epochs")
-        card = train(
-            data,
-            folder,
-            model_config=model_config,
-            train_config=train_config,
-            device=device,
-            overwrite=True,  # the folder was checked: this design's model, or afresh
-            progress=progress,
+    # torch, the trees and BLAS on one thread unless the user chose (:mod:`.explain.threads`):
+    # their default, a thread per core, spins against other work on a busy machine; a server
+    # started without OMP_NUM_THREADS=1 (the app's) trained 5-6 times slower than the CLI
+    with numeric_threads():
+        if _trained_on(folder, config) and not overwrite:
+            stage(f"kept the model in {folder} (trained on this design)")
+        else:
+            stage(f"{layers} layers, up to {epochs} epochs")
+            card = train(
+                data,
+                folder,
+                model_config=model_config,
+                train_config=train_config,
+                device=device,
+                overwrite=True,  # the folder was checked: this design's model, or afresh
+                progress=progress,
+            )
+            if card["interrupted"]:  # Ctrl-C: train kept the best epoch, the folder is not ready
+                raise KeyboardInterrupt
+
+        stage(f"test split -> {folder / EVALUATION}")
+        for line in _write_evaluation(folder, data, device):
+            tell(f"  {line}")
+
+        spec = _default_scenario(folder, network, overwrite)
+        out = folder / MODEL_TIMELINE
+        stage(f"{scenario_text(spec)} -> {out}")
+        check_timeline_output(out, spec, overwrite=True)
+        with progress_callback(progress, "explain") as cb:
+            _, status = explain_scenario(spec, folder, out=out, progress=cb)
+        tell(
+            f"  {status}; the model folder {folder} was built in {time.monotonic() - started:.0f} s"
         )
-        if card["interrupted"]:  # Ctrl-C: train kept the best epoch, the folder is not ready
-            raise KeyboardInterrupt
-
-    stage(f"test split -> {folder / EVALUATION}")
-    for line in _write_evaluation(folder, data, device):
-        tell(f"  {line}")
-
-    spec = _default_scenario(folder, network, overwrite)
-    out = folder / MODEL_TIMELINE
-    stage(f"{scenario_text(spec)} -> {out}")
-    check_timeline_output(out, spec, overwrite=True)
-    with progress_callback(progress, "explain") as cb:
-        _, status = explain_scenario(spec, folder, out=out, progress=cb)
-    tell(f"  {status}; the model folder {folder} is ready after {time.monotonic() - started:.0f} s")
     card = read_card(folder)
     return Onboarded(folder, network, config, card.metrics, status)
 
@@ -428,22 +441,73 @@ def _write_evaluation(folder: Path, data: Path, device: str) -> list[str]:
     return [f"{lines[0]}: {metrics_line(res)}", *warning]
 
 
-def onboard_verdict(metrics: dict) -> str:
-    """What an onboarded model is worth, from its card's test ``metrics``: better than the
-    strong tree (:func:`~wdn_explain.tree.tree_forecast`) or not, with the remedy."""
+REMEDY_FACTOR = 2
+"""How much larger the remedy for a model no better than the tree makes its design (and its
+training, where it ran all its epochs)."""
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """The design and training that :func:`remedy` proposes."""
+
+    n_scenarios: int
+    epochs: int
+    more_epochs: bool
+    """Whether the epochs grow (not where early stopping ended the last training)."""
+
+    @property
+    def options(self) -> str:
+        """The ``network onboard`` options that build it."""
+        return f"--scenarios {self.n_scenarios} --epochs {self.epochs} --overwrite"
+
+    @property
+    def text(self) -> str:
+        """What it does, in words."""
+        return "simulate more scenarios" + " and train more epochs" * self.more_epochs
+
+
+def remedy(card: ModelCard) -> Remedy | None:
+    """For a model no better than the strong tree on its test scenarios: :data:`REMEDY_FACTOR`
+    times its scenarios, and as many times its epochs where its training ran them all
+    (more epochs cannot help a training that stopped early); None when it beats the tree or
+    no tree was scored."""
+    if beats_tree(card.metrics) is not False:
+        return None
+    epochs = card.train["epochs"]
+    more_epochs = len(card.history) >= epochs
+    return Remedy(
+        n_scenarios=REMEDY_FACTOR * card.data.n_scenarios,
+        epochs=REMEDY_FACTOR * epochs if more_epochs else epochs,
+        more_epochs=more_epochs,
+    )
+
+
+def onboard_verdict(card: ModelCard) -> str:
+    """What an onboarded model is worth, from its card's test metrics: better than the
+    strong tree (:func:`~wdn_explain.tree.tree_forecast`) or not, with the remedy
+    (:func:`remedy`)."""
+    metrics = card.metrics
     better = beats_tree(metrics)
     if better is None:
         return "no test scenarios to compare its model with the tree"
+    figures = f"MAE {metrics['mae']:.4f} against {metrics['tree_mae']:.4f}"
     if better:
-        return (
-            f"its model beats the tree on the test scenarios (MAE {metrics['mae']:.4f} "
-            f"against {metrics['tree_mae']:.4f})"
-        )
+        return f"its model beats the tree on the test scenarios ({figures})"
+    fix = remedy(card)
     return (
-        f"its model is NO BETTER THAN THE TREE on the test scenarios (MAE "
-        f"{metrics['mae']:.4f} against {metrics['tree_mae']:.4f}): simulate more scenarios "
-        "or train more epochs"
+        f"its model is NO BETTER THAN THE TREE on the test scenarios ({figures}): "
+        f"{fix.text} (run again with {fix.options})"
     )
+
+
+def onboarded_network(folder: str | Path) -> Path | None:
+    """The network copy of a folder that onboarding made (its ``design.yaml`` names it), from
+    which it can be built again; None for any other model folder."""
+    design = Path(folder) / DESIGN
+    if not design.is_file():
+        return None
+    copy = Path(load_config(design).scenario.network)
+    return copy if copy.is_file() else None
 
 
 def evaluation_warnings(folder: str | Path) -> list[str]:
@@ -460,21 +524,43 @@ def evaluation_warnings(folder: str | Path) -> list[str]:
     return found + [w for w in card_warnings if w not in found]
 
 
+def varied_scenario(folder: Path, n_steps: int) -> ScenarioConfig:
+    """The simulated scenario an onboarded folder explains first: the one of its model's
+    test split whose label (the forecast's truth) spreads most over the first ``n_steps``
+    forecasts (the largest range over time, at any node for a node-level target), else,
+    when the truth of every test scenario stays put, the one of any split; a scenario
+    whose truth never changes leaves nothing to forecast or explain."""
+    from .dataset import WaqDataset, load_waq_arrays
+
+    arrays = load_waq_arrays(folder / DATA)
+    everything = WaqDataset.for_card(read_card(folder), folder / DATA, "all", arrays)
+    test = everything.split_of("test")
+    labels = everything.targets(np.arange(arrays.n_scenarios))
+    labels = labels.reshape(arrays.n_scenarios, everything.n_times, -1)[:, :n_steps]
+    spread = np.ptp(labels, axis=1).max(axis=-1)
+    candidates = test if len(test) and spread[test].max() > 0 else np.arange(arrays.n_scenarios)
+    return arrays.configs[candidates[np.argmax(spread[candidates])]]
+
+
 def _default_scenario(folder: Path, network: Network, overwrite: bool) -> ScenarioConfig:
     """Scenario 0 of the folder's ``default_scenario.yaml``, written first when missing (or
-    with ``overwrite``): the middle of the design
-    (:func:`~wdn_explain.shipped.default_scenario`), one hour long where its timeline would
-    hold over :data:`TIMELINE_VALUES` values, on the folder's copy of the network."""
+    with ``overwrite``): the simulated scenario whose truth changes most
+    (:func:`varied_scenario`), its first hour only where its timeline would hold over
+    :data:`TIMELINE_VALUES` values, on the folder's copy of the network."""
     from .explain import complexity
 
     own = folder / MODEL_SCENARIO
     if overwrite or not own.is_file():
-        spec = default_scenario(folder, network)
-        layers = read_card(folder).model["num_layers"]
-        per_step = complexity(network.edge_index, network.n_nodes, layers).n_interactions
-        if per_step * spec.n_reports > TIMELINE_VALUES:
-            spec = spec.model_copy(update={"duration_s": min(spec.duration_s, 3600)})
-        scenario = {**spec.model_dump(mode="json"), "network": network.inp_path.name}
+        card = read_card(folder)
+        template = load_config(folder / DESIGN).scenario
+        per_step = complexity(network.edge_index, network.n_nodes, card.model["num_layers"])
+        if per_step.n_interactions * template.n_reports > TIMELINE_VALUES:
+            template = template.model_copy(update={"duration_s": min(template.duration_s, 3600)})
+        spec = varied_scenario(folder, template.n_reports - card.train["horizon"])
+        scenario = spec.model_dump(mode="json") | {
+            "duration_s": template.duration_s,
+            "network": network.inp_path.name,
+        }
         with atomic_write(own) as tmp:
             tmp.write_text(yaml.safe_dump({"scenario": scenario}, sort_keys=False))
     return load_config(own).scenario_config(0)

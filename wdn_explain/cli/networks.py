@@ -41,6 +41,7 @@ def onboard(
     scenario (default_scenario.yaml, default_timeline.npz): a model folder like the shipped
     ones. A network that cannot be simulated is refused in one line, with nothing written;
     run the same command again to resume an interrupted run."""
+    from ..model_folder import read_card
     from ..onboard import onboard as run_onboarding
     from ..onboard import onboard_verdict
     from ..shipped import model_name_for, user_model_folder, water_models
@@ -65,7 +66,7 @@ def onboard(
         )
     listed = done.folder.resolve() in {m.resolve() for m in water_models().values()}
     typer.echo(
-        f"model folder {done.folder}: {onboard_verdict(done.metrics)}; "
+        f"model folder {done.folder}: {onboard_verdict(read_card(done.folder))}; "
         + (
             "the app (`streamlit run app/main.py`) lists it"
             if listed

@@ -80,6 +80,18 @@ def engine_threads(num_threads: int | None = None) -> Iterator[int]:
             torch.set_num_threads(before)
 
 
+@contextmanager
+def numeric_threads(num_threads: int | None = None) -> Iterator[int]:
+    """:func:`engine_threads`, and as many threads for every other OpenMP runtime and BLAS
+    loaded (scikit-learn's gradient-boosted trees bring their own OpenMP, NumPy its BLAS):
+    for work that trains and fits as well as explains (a network's onboarding), with the
+    same choice and for the same reason; the callers' counts are restored."""
+    from threadpoolctl import threadpool_limits
+
+    with engine_threads(num_threads) as chosen, threadpool_limits(chosen):
+        yield chosen
+
+
 def in_engine_threads(method: Callable[..., T]) -> Callable[..., T]:
     """Decorate an explainer method to run in :func:`engine_threads` of ``self.num_threads``."""
 
