@@ -513,6 +513,32 @@ def test_compliance_map_and_sentence_count_the_nodes_below(tl, hanoi, minimum):
         assert text.startswith("Every node has at least")
 
 
+def test_compliance_map_writes_ids_that_the_forecast_rings_leave_clear():
+    """hanoi-nodes' compliance map (316 px in the app) writes every node id, and each ring
+    (a node its forecast puts below the minimum) lies under the markers and ids, around its
+    marker but inside the corner of its node's id: plotly.js writes an id ``top right`` at
+    marker radius / 0.8 + 1 px on each axis, so the id's nearest point lies that times
+    sqrt(2) from the node (the 2.2-marker rings reached over it)."""
+    from wdn_explain.plot import compliance_figure, opening_step
+    from wdn_explain.shipped import SHIPPED_ROOT, model_network
+
+    folder = SHIPPED_ROOT / "models" / "hanoi-nodes"
+    nodes_tl, net = Timeline.load(folder / "default_timeline.npz"), model_network(folder)
+    step = opening_step(nodes_tl)
+    fig = compliance_figure(nodes_tl, net, step, 0.2)
+    names = [t.name for t in fig.data]
+    assert names.index("forecast below") < names.index("compliance")
+    (nodes,), (rings,) = traces(fig, "compliance"), traces(fig, "forecast below")
+    assert list(nodes.text) == list(net.node_ids) and nodes.textposition == "top right"
+    ahead = np.flatnonzero(nodes_tl.node_forecast[step] < 0.2)
+    assert len(ahead) > 0
+    np.testing.assert_allclose(rings.x, net.map_coordinates[ahead, 0])
+    marker = np.asarray(nodes.marker.size)[ahead] / 2
+    outer = np.asarray(rings.marker.size) / 2 + rings.marker.line.width / 2
+    id_corner = np.sqrt(2) * (marker / 0.8 + 1)
+    assert np.all(outer > marker + rings.marker.line.width) and np.all(outer < id_corner)
+
+
 def _label_box(fig, trace, width):
     """The pixel box (x0, x1, y0, y1; y up, in the plot area) of ``trace``'s text on
     ``fig`` shown ``width`` px wide: text 0.5 em a character and 1.3 em a line (Chromium

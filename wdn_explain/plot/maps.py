@@ -23,7 +23,15 @@ from .layers import (
     node_hover,
 )
 from .source import _label_place, _panel_widths, _source_trace
-from .style import ABOVE, BELOW, MINIMUM_RESIDUAL_MG_L, VALUE_BAR, marker_scale, trace_type
+from .style import (
+    ABOVE,
+    BELOW,
+    MINIMUM_RESIDUAL_MG_L,
+    NODE_IDS,
+    VALUE_BAR,
+    marker_scale,
+    trace_type,
+)
 
 
 def chlorine_figure(
@@ -84,7 +92,7 @@ def _coloured_map(
     a colour bar titled ``bar_title``, pipes, devices and the source marked with its state."""
     nodes = _node_markers(
         network,
-        dict(size=10, color="#444"),
+        NODE_IDS,
         marker=dict(
             size=12 * marker_scale(network.n_nodes),
             **colours,
@@ -115,48 +123,34 @@ def compliance_figure(
     focus: int | None = None,
 ) -> go.Figure:
     """The compliance map at ``step``: nodes whose simulated chlorine is below
-    ``minimum_mg_l`` drawn as orange crosses, the others green, the count in the title;
-    pipes, source and ``focus`` as in :func:`chlorine_figure`. A node-level model's timeline
-    adds an orange ring at every node its forecast puts below the minimum one horizon later
-    (trace ``forecast below``), their count in the title."""
-    xy = network.map_coordinates
+    ``minimum_mg_l`` drawn as orange crosses, the others green, the count in the title, node
+    ids on small networks (as on :func:`chlorine_figure`); pipes, source and ``focus`` as
+    there. A node-level model's timeline adds an orange ring at every node its forecast puts
+    below the minimum one horizon later (trace ``forecast below``, under the markers and
+    ids, tight enough to leave its node's id clear: :func:`forecast_rings`), their count in
+    the title."""
     below = timeline.chlorine[step] < minimum_mg_l
-    size = 12 * marker_scale(network.n_nodes)
-    nodes = dict(
-        type=trace_type(network),
-        x=xy[:, 0],
-        y=xy[:, 1],
-        mode="markers",
+    size = np.where(below, 1.3, 1.0) * 12 * marker_scale(network.n_nodes)
+    nodes = _node_markers(
+        network,
+        NODE_IDS,
         marker=dict(
-            size=np.where(below, 1.3 * size, size),
+            size=size,
             color=np.where(below, BELOW, ABOVE),
             symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
             line=dict(width=marker_scale(network.n_nodes), color="black"),
         ),
         hovertext=np.array(node_hover(network, timeline, step)),
-        hoverinfo="text",
         name="compliance",
     )
-    traces = [*_pipe_traces(network, timeline, step), *_device_traces(network), nodes]
+    traces = [*_pipe_traces(network, timeline, step), *_device_traces(network)]
     title = (  # short lines: clear of the toolbar
         f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
         f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
     )
     if timeline.node_level:
         ahead = timeline.node_forecast[step] < minimum_mg_l
-        traces.append(
-            dict(
-                type=trace_type(network),
-                x=xy[ahead, 0],
-                y=xy[ahead, 1],
-                mode="markers",
-                marker=dict(
-                    size=2.2 * size, color="rgba(0,0,0,0)", line=dict(width=2, color=BELOW)
-                ),
-                hoverinfo="skip",
-                name="forecast below",
-            )
-        )
+        traces.append(forecast_rings(network, ahead, size))
         title += (
             f"<br><sup>forecast for {minutes(timeline.times_s[step] + horizon_s(timeline))}: "
             f"{int(ahead.sum())} below (orange rings)</sup>"
@@ -164,5 +158,29 @@ def compliance_figure(
     layout = _small_map_layout(network, height, title, top=70 if timeline.node_level else 50)
     colorbar = timeline.link_flow_lps is not None  # the flow bar
     place = _label_place(network, layout, nodes, colorbar, widths=_panel_widths(network))
-    traces.insert(len(traces) - timeline.node_level, _source_trace(network, timeline, step, place))
+    traces += [nodes, _source_trace(network, timeline, step, place)]
     return map_figure(traces, layout, network, focus)
+
+
+RING_PX = 2.0  # the forecast's rings: their line width; 1 px apart from the node marker
+
+
+def forecast_rings(network: Network, ahead: np.ndarray, size: np.ndarray) -> dict:
+    """An orange ring around every node ``ahead`` marks (markers of ``size`` px), 1 px off
+    the marker: its outer edge at marker radius + 1 + :data:`RING_PX` px, inside the
+    corner of the node's id, written top right at marker radius / 0.8 + 1 px on each axis
+    (plotly.js). (Rings 2.2 markers wide ran through the ids on Hanoi's 316 px map.)"""
+    xy = network.map_coordinates
+    return dict(
+        type=trace_type(network),
+        x=xy[ahead, 0],
+        y=xy[ahead, 1],
+        mode="markers",
+        marker=dict(
+            size=size[ahead] + 2 + RING_PX,  # the diameter to the line's middle
+            color="rgba(0,0,0,0)",
+            line=dict(width=RING_PX, color=BELOW),
+        ),
+        hoverinfo="skip",
+        name="forecast below",
+    )

@@ -9,6 +9,9 @@ from ..network import Network
 POSITIVE, NEGATIVE = "#d62728", "#1f77b4"
 COLORSCALE = "RdBu_r"
 LABELLED_NODES = 60  # node ids are written on maps of at most this many nodes
+# The side maps' node ids: grey, with a halo of the page's colour (readable across the pipes
+# and the compliance map's rings).
+NODE_IDS = dict(size=10, color="#444", shadow="auto")
 _REFERENCE_NODES = 32  # markers keep their full size up to this many nodes (Hanoi)
 
 
