@@ -206,6 +206,8 @@ class WaqDataset(Dataset):
         arrays: Already loaded arrays of the same folder (to build several splits at once).
         target: ``share`` or ``node_chlorine_mg_l`` (see :mod:`wdn_explain.features`).
         min_residual_mg_l: The minimum residual of the node target's compliance share.
+        quality_node_sensors: The nodes whose chlorine the model reads (None: every node; see
+            :mod:`wdn_explain.features`).
     """
 
     def __init__(
@@ -221,6 +223,7 @@ class WaqDataset(Dataset):
         arrays: WaqArrays | None = None,
         target: Target = "share",
         min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L,
+        quality_node_sensors: tuple[str, ...] | None = None,
     ) -> None:
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)} (got '{split}')")
@@ -241,7 +244,9 @@ class WaqDataset(Dataset):
             threshold=threshold,
             target=target,
             min_residual_mg_l=min_residual_mg_l,
+            quality_node_sensors=quality_node_sensors,
         )
+        self.measured = self.inputs.measured(a.manifest.network.node_ids)
         super().__init__(root=None)
         self.folder, self.split, self.split_seed = Path(folder), split, split_seed
         self.horizon = horizon
@@ -250,7 +255,13 @@ class WaqDataset(Dataset):
         self._edge_index = torch.as_tensor(a.edge_index, dtype=torch.long)
         plan = scenario_plans(a, horizon) if self.inputs.uses_plan else None
         self._x = torch.from_numpy(
-            self.inputs.node_inputs(a.chlorine_mg_l, a.source_mg_l, a.strength_mg_l[:, None], plan)
+            self.inputs.node_inputs(
+                a.chlorine_mg_l,
+                a.source_mg_l,
+                a.strength_mg_l[:, None],
+                plan,
+                node_ids=a.manifest.network.node_ids,
+            )
         )
         self._switch_ahead = switch_ahead(a.source_mg_l, horizon)
         self._edge_attr = torch.from_numpy(self.inputs.edge_inputs(a.flow_lps))
@@ -278,6 +289,7 @@ class WaqDataset(Dataset):
             arrays=arrays,
             target=inputs.target,
             min_residual_mg_l=inputs.min_residual_mg_l,
+            quality_node_sensors=inputs.quality_node_sensors,
         )
 
     @classmethod

@@ -14,6 +14,12 @@ Node features (one column each, in the order of ``InputSpec.node_features``):
   (:func:`source_plan`), never from what happened later, and must agree with the recorded
   source wherever both are known (:func:`check_plan`).
 
+Chlorine sensors (``InputSpec.quality_node_sensors``, EPyT-Flow's ``SensorConfig`` name for
+chlorine analysers at nodes): ``None`` reads chlorine at every node. A tuple of node ids reads it
+only there: the chlorine columns (``chlorine_mg_l``, ``chlorine_fraction``) are 0 at every other
+node and one more column, ``measured`` (1 at a sensor, 0 elsewhere), comes last. The source and
+the plan stay inputs at every node (the operator knows them).
+
 Edge features: signed flow along each direction of every link (L/s) / ``flow_scale_lps``,
 shape (2 E, 1), the first E rows from start to end node, the next E reversed.
 
@@ -86,9 +92,20 @@ class InputSpec:
     threshold: float = DEFAULT_THRESHOLD
     target: Target = "share"
     min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
+    quality_node_sensors: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
+        sensors = self.quality_node_sensors
+        if sensors is not None:
+            sensors = tuple(str(node) for node in sensors)
+            object.__setattr__(self, "quality_node_sensors", sensors)
+            repeated = sorted({node for node in sensors if sensors.count(node) > 1})
+            if not sensors or repeated:
+                raise ConfigError(
+                    "quality_node_sensors must name at least one node, each once "
+                    f"(got {list(sensors)})"
+                )
         if self.target not in TARGETS:
             raise ConfigError(f"target must be one of {', '.join(TARGETS)} (got '{self.target}')")
         check_min_residual(self.min_residual_mg_l)
@@ -112,8 +129,12 @@ class InputSpec:
 
     @property
     def in_channels(self) -> int:
-        """Input columns per node (the plan takes ``horizon`` of them)."""
-        return sum(self.horizon if f == "source_plan_mg_l" else 1 for f in self.node_features)
+        """Input columns per node (the plan takes ``horizon`` of them, a sensor set adds the
+        ``measured`` flag)."""
+        flag = self.quality_node_sensors is not None
+        return (
+            sum(self.horizon if f == "source_plan_mg_l" else 1 for f in self.node_features) + flag
+        )
 
     @property
     def uses_plan(self) -> bool:
@@ -129,7 +150,26 @@ class InputSpec:
         return "mg/L" if self.node_features[0] == "chlorine_mg_l" else "x injection strength"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "node_features": list(self.node_features)}
+        sensors = self.quality_node_sensors
+        return {
+            **asdict(self),
+            "node_features": list(self.node_features),
+            "quality_node_sensors": None if sensors is None else list(sensors),
+        }
+
+    def measured(self, node_ids: Sequence[str]) -> np.ndarray:
+        """Where chlorine is read, shape (n,) bool over ``node_ids``: every node without a
+        sensor set; ConfigError naming a sensor at a node the network lacks."""
+        if self.quality_node_sensors is None:
+            return np.ones(len(node_ids), dtype=bool)
+        ids = [str(node) for node in node_ids]
+        missing = [node for node in self.quality_node_sensors if node not in ids]
+        if missing:
+            raise ConfigError(
+                f"chlorine sensor at node '{missing[0]}': the network has no such node "
+                f"(nodes: {', '.join(ids[:3])}, ..., {ids[-1]})"
+            )
+        return np.isin(ids, self.quality_node_sensors)
 
     def chlorine_level(self, chlorine_mg_l: np.ndarray, strength_mg_l: np.ndarray) -> np.ndarray:
         """Chlorine in the label's unit; ``strength_mg_l`` broadcasts over the node axis."""
@@ -143,10 +183,16 @@ class InputSpec:
         source_mg_l: np.ndarray,
         strength_mg_l: np.ndarray,
         plan_mg_l: np.ndarray | None = None,
+        node_ids: Sequence[str] | None = None,
     ) -> np.ndarray:
         """Node features, shape (..., n, :attr:`in_channels`) float32 from (..., n) arrays,
         (...,) strengths and, for ``source_plan_mg_l``, the (..., n, horizon) plan
-        (:func:`source_plan`)."""
+        (:func:`source_plan`); a sensor set needs the ``node_ids`` (:meth:`measured`)."""
+        if self.quality_node_sensors is not None and node_ids is None:
+            raise ConfigError("quality_node_sensors need the node ids to place the sensors")
+        measured = None if node_ids is None else self.measured(node_ids)
+        if self.quality_node_sensors is not None:
+            chlorine_mg_l = np.where(measured, chlorine_mg_l, 0.0)
         if self.uses_plan and (plan_mg_l is None or plan_mg_l.shape[-1] != self.horizon):
             got = None if plan_mg_l is None else plan_mg_l.shape[-1]
             raise ConfigError(
@@ -162,6 +208,9 @@ class InputSpec:
             "source_plan_mg_l": lambda: plan_mg_l,
         }
         parts = [np.asarray(columns[f](), dtype=np.float32) for f in self.node_features]
+        if self.quality_node_sensors is not None:
+            flag = np.broadcast_to(measured[:, None], (*chlorine_mg_l.shape, 1))
+            parts.append(flag.astype(np.float32))
         return np.concatenate(parts, axis=-1)
 
     def edge_inputs(self, flow_lps: np.ndarray) -> np.ndarray:

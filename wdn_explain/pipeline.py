@@ -60,7 +60,13 @@ def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpe
         source = network.node_index(injection_node(result.config, network))
         plan = source_plan(result.config, result.times_s, source, network.n_nodes, inputs.horizon)
         check_plan(plan, result.node_source_mg_l, network.node_ids)
-    x = inputs.node_inputs(result.node_chlorine_mg_l, result.node_source_mg_l, strength, plan)
+    x = inputs.node_inputs(
+        result.node_chlorine_mg_l,
+        result.node_source_mg_l,
+        strength,
+        plan,
+        node_ids=network.node_ids,
+    )
     edge_attr = inputs.edge_inputs(result.link_flow_lps)
     return [
         Data(

@@ -118,9 +118,11 @@ class TrainConfig:
     seed: int = 0
     target: Target = "share"
     min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
+    quality_node_sensors: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
+        object.__setattr__(self, "quality_node_sensors", self.inputs.quality_node_sensors)
         check_min_residual(self.min_residual_mg_l)
         for name in ("epochs", "batch_size", "patience", "horizon"):
             value = getattr(self, name)
@@ -152,6 +154,7 @@ class TrainConfig:
             threshold=self.threshold,
             target=self.target,
             min_residual_mg_l=self.min_residual_mg_l,
+            quality_node_sensors=self.quality_node_sensors,
         )
 
     def for_device(self, device: torch.device) -> TrainConfig:
@@ -392,6 +395,7 @@ def _train_into(
         arrays=arrays,
         target=cfg.target,
         min_residual_mg_l=cfg.min_residual_mg_l,
+        quality_node_sensors=cfg.quality_node_sensors,
     )
     train_set = WaqDataset(data_dir, "train", **common)
     val_set = WaqDataset(data_dir, "val", **common)
@@ -416,7 +420,11 @@ def _train_into(
     metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
         "model": model_config.to_dict(),
-        "train": {**asdict(cfg), "node_features": list(cfg.node_features)},
+        "train": {
+            **asdict(cfg),
+            "node_features": list(cfg.node_features),
+            "quality_node_sensors": cfg.inputs.to_dict()["quality_node_sensors"],
+        },
         "inputs": train_set.inputs.to_dict(),
         "design": training_envelope(arrays.manifest, arrays.configs).model_dump(mode="json"),
         "data": {

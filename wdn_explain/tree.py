@@ -40,15 +40,17 @@ def tree_features(dataset: WaqDataset, scenarios: np.ndarray | None = None) -> n
     * the model's node and edge inputs flattened (:meth:`~.dataset.WaqDataset.flat_inputs`);
     * the dosing plan over the horizon (mg/L at the injection node, ``horizon`` columns; built
       from each scenario's schedule whether or not the model takes it);
-    * :data:`SUMMARIES`: mean and max chlorine over the nodes now and the number of nodes at
-      or above the threshold (in the label's unit), the injection node's own chlorine reading
-      and the source's setpoint now (mg/L).
+    * :data:`SUMMARIES`: mean and max chlorine over the measured nodes now (every node, or
+      the model's chlorine sensors) and the number of them at or above the threshold (in the
+      label's unit), the injection node's own chlorine reading (0 where it has no sensor) and
+      the source's setpoint now (mg/L).
     """
     from .dataset import injection_indices, scenario_plans
 
     a, inputs = dataset.arrays, dataset.inputs
     s, t = dataset.steps(scenarios)
-    level = inputs.chlorine_level(a.chlorine_mg_l, a.strength_mg_l[:, None])[s, t]
+    measured = dataset.measured
+    level = inputs.chlorine_level(a.chlorine_mg_l, a.strength_mg_l[:, None])[s, t][:, measured]
     source = injection_indices(a)[s]
     plan = scenario_plans(a, dataset.horizon)[s, t, source]
     summaries = np.stack(
@@ -56,7 +58,7 @@ def tree_features(dataset: WaqDataset, scenarios: np.ndarray | None = None) -> n
             level.mean(axis=1),
             level.max(axis=1),
             (level >= inputs.threshold).sum(axis=1),
-            a.chlorine_mg_l[s, t, source],
+            a.chlorine_mg_l[s, t, source] * measured[source],
             a.source_mg_l[s, t].max(axis=1),
         ],
         axis=1,

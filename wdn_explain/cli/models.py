@@ -55,6 +55,11 @@ def train(
     min_residual: float = typer.Option(
         0.2, help="with --target node: the minimum chlorine residual (mg/L) of the compliance share"
     ),
+    sensors: str = typer.Option(
+        None,
+        help="chlorine sensors (EPyT-Flow's quality_node_sensors), comma-separated node ids: "
+        "the model reads chlorine only there [default: every node]",
+    ),
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     network: str = typer.Option(None, help="refuse data simulated on another network"),
@@ -69,6 +74,9 @@ def train(
 
     try:
         node_features = tuple(f.strip() for f in features.split(",") if f.strip())
+        quality_node_sensors = (
+            None if sensors is None else tuple(n.strip() for n in sensors.split(",") if n.strip())
+        )
         label = {"node": "node_chlorine_mg_l", "share": "share"}.get(target)
         if label is None:
             raise ConfigError(f"--target must be share or node (got '{target}')")
@@ -78,6 +86,7 @@ def train(
             threshold=threshold,
             target=label,
             min_residual_mg_l=min_residual,
+            quality_node_sensors=quality_node_sensors,
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", WdnExplainWarning)
@@ -101,6 +110,7 @@ def train(
                     seed=seed,
                     target=label,
                     min_residual_mg_l=min_residual,
+                    quality_node_sensors=quality_node_sensors,
                 ),
                 device=device,
                 network=network,

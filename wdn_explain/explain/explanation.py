@@ -25,8 +25,10 @@ class Explanation:
     """Möbius interactions of one game and every index derived from them.
 
     The game is the graph's output, or the output at node ``node`` of a node-level model.
-    Players are always the graph's n nodes (global indices), so values of a node's
-    explanation draw on the graph unchanged: nodes outside its receptive field are dummies.
+    Players are the graph's n nodes (global indices), so values of a node's explanation draw
+    on the graph unchanged: nodes outside its receptive field are dummies. An explanation
+    over a chosen player set holds |P| players; player k is node ``players[k]``
+    (:meth:`player_nodes`, the one place the mapping lives).
 
     Attributes:
         blocks: The MIs (see :class:`.blocks.MoebiusBlocks`).
@@ -46,6 +48,8 @@ class Explanation:
         budget: lambda of an ``approximate`` explanation (largest MI size evaluated), else None.
         meta: Free-form metadata (config and model hashes, engine version...).
         node: The explained target node of a node-level model, or None for the graph.
+        players: The node of each player, sorted, shape (n_players,); None when every node
+            plays (player i is node i).
     """
 
     blocks: MoebiusBlocks = field(repr=False)
@@ -61,10 +65,17 @@ class Explanation:
     meta: dict[str, Any] = field(default_factory=dict)
     budget: int | None = None
     node: int | None = None
+    players: np.ndarray | None = None
 
     @property
     def n_players(self) -> int:
         return self.blocks.n_players
+
+    def player_nodes(self) -> np.ndarray:
+        """The node index of every player, shape (n_players,)."""
+        if self.players is None:
+            return np.arange(self.n_players)
+        return np.asarray(self.players, dtype=np.int64)
 
     @property
     def n_interactions(self) -> int:
@@ -94,7 +105,8 @@ class Explanation:
         return self.blocks.index_values(index, order, size)
 
     def node_values(self, index: str = "SV", order: int | None = None) -> np.ndarray:
-        """First-order values of ``index`` for every node, shape (n,)."""
+        """First-order values of ``index`` for every player, shape (n_players,) (every node
+        when every node plays; see :meth:`player_nodes`)."""
         members, values = self.index_values(index, order, 1)
         out = np.zeros(self.n_players)
         out[members[:, 0]] = values
@@ -120,6 +132,7 @@ class Explanation:
             "exact": self.exact,
             "budget": self.budget,
             "node": self.node,
+            "players": None if self.players is None else self.player_nodes().tolist(),
             "sizes": sorted(self.blocks.groups),
             "meta": self.meta,
         }
@@ -149,6 +162,7 @@ class Explanation:
             meta=header["meta"],
             budget=header.get("budget"),
             node=header.get("node"),
+            players=None if header.get("players") is None else np.array(header["players"]),
         )
 
     def save(self, path: str | Path) -> Path:

@@ -1,7 +1,10 @@
 """The graph game of GraphSHAP-IQ and its batched evaluation.
 
 nu(T) is the model's explained output on the graph with the features of every node outside
-T replaced by a baseline vector b (GUIDE §4): the graph's output, or the output at each of
+T replaced by a baseline vector b (GUIDE §4). With a chosen player set P (``players``) the
+game is played by P alone: every other node is held at its observed features
+(``hold="observed"``, nu_P(T) = nu(T ∪ (N \\ P))) or at the baseline (``hold="baseline"``,
+nu_P(T) = nu(T)), and player k is node ``players[k]``: the graph's output, or the output at each of
 some target nodes for a model that returns one row per node (node games nu_v, evaluated
 together on the same masked copies). Masked copies are evaluated in large batches:
 one ``torch.where`` over a (batch, nodes, features) tensor and one shared, offset
@@ -10,10 +13,10 @@ one ``torch.where`` over a (batch, nodes, features) tensor and one shared, offse
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -22,6 +25,8 @@ from ..errors import ExplainError
 from .inputs import ModelCall
 
 Baseline = Literal["mean", "zeros"] | torch.Tensor | np.ndarray
+Hold = Literal["observed", "baseline"]
+HOLDS: tuple[str, ...] = get_args(Hold)
 
 
 @contextmanager
@@ -59,6 +64,9 @@ class GraphGame:
         max_batch_nodes: Upper bound of nodes in one evaluated batch (memory bound).
         nodes: Target nodes of a node-level model (their outputs, one game each), or None
             for the graph's output.
+        players: The nodes that play, sorted (player k is node ``players[k]``), or None for
+            every node.
+        hold: Where the nodes that do not play stay: ``observed`` or ``baseline``.
     """
 
     model: torch.nn.Module
@@ -69,10 +77,25 @@ class GraphGame:
     output_index: int
     max_batch_nodes: int = 400_000
     nodes: tuple[int, ...] | None = None
+    players: np.ndarray | None = None
+    hold: Hold = "observed"
+
+    @property
+    def n_nodes(self) -> int:
+        return self.x.shape[0]
 
     @property
     def n_players(self) -> int:
-        return self.x.shape[0]
+        return self.n_nodes if self.players is None else len(self.players)
+
+    def node_coalitions(self, coalitions: np.ndarray) -> np.ndarray:
+        """Boolean (m, n) node masks of (m, :attr:`n_players`) player coalitions: the
+        players' own bits, every other node kept (``observed``) or masked (``baseline``)."""
+        if self.players is None:
+            return coalitions
+        out = np.full((len(coalitions), self.n_nodes), self.hold == "observed")
+        out[:, self.players] = coalitions
+        return out
 
     @property
     def n_targets(self) -> int:
@@ -108,7 +131,8 @@ class GraphGame:
             raise ExplainError(
                 f"coalitions must have shape (m, {self.n_players}) (got {coalitions.shape})"
             )
-        n, total = self.n_players, len(coalitions)
+        coalitions = self.node_coalitions(coalitions)
+        n, total = self.n_nodes, len(coalitions)
         chunk = max(1, self.max_batch_nodes // max(n, 1)) if self.call.takes_batch else 1
         device = self.x.device
         out = np.empty((total, self.n_targets), dtype=np.float64)
@@ -150,6 +174,34 @@ def select_output(
         raise ExplainError(f"output_index must be in 0..{y.shape[1] - 1} (got {output_index})")
     y = y[:, output_index].reshape(n_graphs, -1)
     return (y if nodes is None else y[:, list(nodes)]).double().cpu().numpy()
+
+
+def check_players(players: Sequence[int] | None, hold: str, n_nodes: int) -> np.ndarray | None:
+    """The sorted player nodes (None: every node plays); ExplainError naming a bad one."""
+    if hold not in HOLDS:
+        raise ExplainError(f"hold must be one of {', '.join(HOLDS)} (got '{hold}')")
+    if players is None:
+        return None
+    found = np.asarray(list(players))
+    if found.ndim != 1 or not len(found) or not np.issubdtype(found.dtype, np.integer):
+        raise ExplainError(f"players must be a non-empty list of node indices (got {players!r})")
+    bad = found[(found < 0) | (found >= n_nodes)]
+    if len(bad):
+        raise ExplainError(f"player {bad[0]} is not a node of the graph (0..{n_nodes - 1})")
+    if len(np.unique(found)) != len(found):
+        raise ExplainError(f"players must name each node once (got {found.tolist()})")
+    return np.sort(found).astype(np.int64)
+
+
+def player_fields(fields: list[np.ndarray], players: np.ndarray | None) -> list[np.ndarray]:
+    """Each receptive field restricted to the players, as player indices: the sets whose
+    power sets hold the MIs of the game over ``players`` (the receptive-field theorem
+    restricted to them; the fields themselves when every node plays)."""
+    if players is None:
+        return fields
+    position = np.full(max(len(fields), int(players.max()) + 1), -1, dtype=np.int64)
+    position[players] = np.arange(len(players))
+    return [position[f][position[f] >= 0] for f in fields]
 
 
 def resolve_baseline(baseline: Baseline, x: torch.Tensor) -> torch.Tensor:

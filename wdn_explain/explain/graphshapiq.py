@@ -11,6 +11,13 @@ graph's global node indices (n players; every node outside N_v is a dummy with v
 every index draws on the graph unchanged. Targets explained together share the work: one
 state graph (``local``) or one set of masked graphs (``masked``).
 
+**Players.** ``players=`` (node indices) explains the game of a chosen player set P: every
+other node is held at its observed features (``hold="observed"``, the default) or at the
+baseline (``hold="baseline"``). Its MIs live on the power sets of the receptive fields
+restricted to P (the paper's Thm. 3.7 with P for N), so ``masked`` evaluates exactly those
+coalitions, at most 2^|P|; results are over |P| players, player k being node
+``explanation.players[k]``. ``local`` runs every node as a player and refuses a player set.
+
 **Methods** are registered in :data:`METHOD_TABLE` (name -> :class:`MethodSpec`), which
 ``explain`` consults; ``method=`` names one of them or ``auto``:
 
@@ -48,7 +55,16 @@ from ..errors import ExplainError
 from ..progress import ProgressArg, progress_callback
 from .blocks import MoebiusBlocks, NodeGameSum, TargetGames, preload_shapiq
 from .explanation import ENGINE_VERSION, Explanation
-from .game import Baseline, GraphGame, inference, model_device_dtype, resolve_baseline
+from .game import (
+    Baseline,
+    GraphGame,
+    Hold,
+    check_players,
+    inference,
+    model_device_dtype,
+    player_fields,
+    resolve_baseline,
+)
 from .hypercube import moebius_transform
 from .inputs import plan_call, validate_graph
 from .local import LocalMessagePassing, StateGraph, check_pooling, local_model_refusal, node_games
@@ -195,19 +211,28 @@ class GraphSHAPIQ:
         data: Data,
         output_index: int | None = None,
         nodes: Sequence[int] | None = None,
+        players: Sequence[int] | None = None,
+        hold: Hold = "observed",
     ) -> GraphGame:
         """The game of ``data`` (validated, on the model's device): the graph's output, or
-        the outputs at target ``nodes`` of a node-level model (one game each). The default
-        ``output_index`` is the predicted class (of the graph, or of the first target)."""
-        return self._game_and_output(data, output_index, nodes)[0]
+        the outputs at target ``nodes`` of a node-level model (one game each), played by
+        every node or by ``players`` (the others at ``hold``). The default ``output_index``
+        is the predicted class (of the graph, or of the first target)."""
+        return self._game_and_output(data, output_index, nodes, players, hold)[0]
 
     def _game_and_output(
-        self, data: Data, output_index: int | None, nodes: Sequence[int] | None
+        self,
+        data: Data,
+        output_index: int | None,
+        nodes: Sequence[int] | None,
+        players: Sequence[int] | None = None,
+        hold: Hold = "observed",
     ) -> tuple[GraphGame, torch.Tensor]:
         """:meth:`game` and the model's output on the unmasked graph, (rows, C)."""
         device, dtype = model_device_dtype(self.model)
         x, edge_index = validate_graph(data, device, dtype)
         targets = None if nodes is None else check_nodes(nodes, x.shape[0])
+        chosen = check_players(players, hold, x.shape[0])
         call = plan_call(self.model, data, device, dtype)
         game = GraphGame(
             self.model,
@@ -218,6 +243,8 @@ class GraphSHAPIQ:
             0,
             self.max_batch_nodes,
             targets,
+            chosen,
+            hold,
         )
         with inference(self.model):
             try:
@@ -247,6 +274,8 @@ class GraphSHAPIQ:
         node: int | None = None,
         output_index: int | None = None,
         budget: int | None = None,
+        players: Sequence[int] | None = None,
+        hold: Hold = "observed",
     ) -> Explanation:
         """Explain one graph's output, or the output at node ``node`` of a node-level model.
 
@@ -258,19 +287,25 @@ class GraphSHAPIQ:
                 Several targets: :meth:`explain_nodes`.
             output_index: Model output to explain (default: predicted class, or 0).
             budget: lambda for ``approximate`` (largest MI size evaluated).
+            players: The nodes that play (default: every node); see the module docstring.
+            hold: Where the other nodes stay: ``observed`` (their own features) or
+                ``baseline``.
 
         Raises:
-            ExplainError: invalid graph, target node, baseline, output, index, model output
-                shape, or |I| over the limit.
+            ExplainError: invalid graph, target node, player, hold, baseline, output, index,
+                model output shape, or |I| over the limit.
         """
         if node is None:
-            return self._explain(self.game(data, output_index), budget)[0]
+            game = self.game(data, output_index, players=players, hold=hold)
+            return self._explain(game, budget)[0]
         if isinstance(node, bool) or not isinstance(node, int | np.integer):
             raise ExplainError(
                 f"node must be an integer node index (got {node!r}); explain_nodes(data, "
                 "nodes) explains several target nodes"
             )
-        return self.explain_nodes(data, [node], output_index=output_index, budget=budget)[0]
+        return self.explain_nodes(
+            data, [node], output_index=output_index, budget=budget, players=players, hold=hold
+        )[0]
 
     @in_engine_threads
     def explain_nodes(
@@ -280,6 +315,8 @@ class GraphSHAPIQ:
         *,
         output_index: int | Sequence[int] | None = None,
         budget: int | None = None,
+        players: Sequence[int] | None = None,
+        hold: Hold = "observed",
     ) -> list[Explanation]:
         """Explain the outputs at several target nodes of a node-level model, sharing work.
 
@@ -289,6 +326,7 @@ class GraphSHAPIQ:
             output_index: Output explained at every target, or one per target (default:
                 each target's predicted class, or 0).
             budget: lambda for ``approximate``.
+            players, hold: The player set and where the other nodes stay (:meth:`explain`).
 
         Returns:
             One :class:`Explanation` per target, in the order of ``nodes``.
@@ -308,12 +346,12 @@ class GraphSHAPIQ:
                     f"(got {len(outputs)})"
                 )
         if output_index is None:  # each target's predicted class
-            y = self._game_and_output(data, None, targets)[1]
+            y = self._game_and_output(data, None, targets, players, hold)[1]
             outputs = [int(y[v].argmax()) if y.shape[1] > 1 else 0 for v in targets]
         found: dict[tuple[int, int], Explanation] = {}
         for out in dict.fromkeys(outputs):  # one shared game per explained output
             group = tuple(dict.fromkeys(v for v, o in zip(targets, outputs) if o == out))
-            explained = self._explain(self.game(data, out, group), budget)
+            explained = self._explain(self.game(data, out, group, players, hold), budget)
             found.update(((v, out), e) for v, e in zip(group, explained))
         return [found[v, out] for v, out in zip(targets, outputs)]
 
@@ -348,7 +386,8 @@ class GraphSHAPIQ:
         """Explain every target of a validated game with the method the table picks."""
         method = self.pick_method(game, budget)
         spec = METHOD_TABLE[method]
-        fields = receptive_fields(game.edge_index, game.n_players, self.n_layers)
+        fields = receptive_fields(game.edge_index, game.n_nodes, self.n_layers)
+        fields = [player_fields(layer, game.players) for layer in fields]
         with progress_callback(self.progress, f"GraphSHAP-IQ ({method})") as cb:
             outcome = spec.run(self, game, fields, budget, cb)
         check = outcome.exact and self.readout_check != "off" and spec.checked
@@ -382,6 +421,7 @@ class GraphSHAPIQ:
                 meta={"engine_version": ENGINE_VERSION},
                 budget=int(budget) if method == "approximate" else None,
                 node=None if game.nodes is None else game.nodes[t],
+                players=game.players,
             )
             for t, blocks in enumerate(outcome.blocks)
         ]
@@ -499,6 +539,8 @@ def _local_refusal(explainer: GraphSHAPIQ, game: GraphGame) -> str | None:
     declared pooling does not fit the target. A model of standard PyG layers is proven on
     this graph here (:func:`.standard.standard_games`), and the proof kept for ``_local``."""
     model = explainer.model
+    if game.players is not None:
+        return "runs every node as a player, not a chosen player set (use 'masked')"
     reason = local_model_refusal(model, explainer.n_layers)
     if reason is not None:
         return reason

@@ -1,0 +1,118 @@
+"""Chlorine sensor sets (``quality_node_sensors``): what a model on sensors reads, where the
+set is recorded, and the one-line refusal of a sensor at a node the network lacks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from wdn_explain.cli import app
+from wdn_explain.dataset import WaqDataset, load_waq_arrays
+from wdn_explain.errors import ConfigError
+from wdn_explain.features import InputSpec
+from wdn_explain.model_folder import read_card
+from wdn_explain.tree import tree_features
+
+SENSORS = ("3", "10", "16", "30")
+
+
+def test_inputs_read_chlorine_at_the_sensors_only():
+    spec = InputSpec(quality_node_sensors=("b", "d"))
+    rng = np.random.default_rng(0)
+    chlorine, source = rng.random((2, 4)), rng.random((2, 4))
+    plan = rng.random((2, 4, spec.horizon))
+    x = spec.node_inputs(chlorine, source, np.ones(2), plan, node_ids=["a", "b", "c", "d"])
+    measured = np.array([0, 1, 0, 1], dtype=np.float32)
+    assert x.shape == (2, 4, spec.in_channels) and spec.in_channels == 1 + 1 + spec.horizon + 1
+    assert np.array_equal(x[..., 0], (chlorine * measured).astype(np.float32))
+    assert np.array_equal(x[..., 1], source.astype(np.float32))  # the source everywhere
+    assert np.array_equal(x[..., 2:-1], plan.astype(np.float32))  # and the plan
+    assert np.array_equal(x[..., -1], np.broadcast_to(measured, (2, 4)))
+    every = InputSpec().node_inputs(chlorine, source, np.ones(2), plan)
+    assert np.array_equal(every[..., 1:], x[..., 1:-1])  # a sensor set only masks and flags
+
+
+@pytest.mark.parametrize(
+    ("sensors", "message"),
+    [
+        ((), r"quality_node_sensors must name at least one node, each once \(got \[\]\)"),
+        (("3", "3"), r"each once \(got \['3', '3'\]\)"),
+    ],
+)
+def test_bad_sensor_sets_are_named(sensors, message):
+    with pytest.raises(ConfigError, match=message):
+        InputSpec(quality_node_sensors=sensors)
+
+
+def test_a_sensor_at_a_node_the_network_lacks_is_named(hanoi):
+    with pytest.raises(ConfigError, match=r"^chlorine sensor at node '99': the network has no"):
+        InputSpec(quality_node_sensors=("3", "99")).measured(hanoi.node_ids)
+
+
+def test_sensor_set_round_trips_through_the_card_record():
+    spec = InputSpec(target="node_chlorine_mg_l", quality_node_sensors=SENSORS)
+    assert InputSpec(**spec.to_dict()) == spec
+    assert spec.to_dict()["quality_node_sensors"] == list(SENSORS)
+    assert InputSpec(**InputSpec().to_dict()).quality_node_sensors is None
+
+
+def test_unmeasured_chlorine_changes_no_input_of_the_model_or_the_tree(waq_dir):
+    """Inputs on sensors are a function of the readings: chlorine changed at every node
+    without a sensor leaves the GNN's inputs and the tree's features as they were."""
+    arrays = load_waq_arrays(waq_dir)
+    ids = arrays.manifest.network.node_ids
+    unmeasured = ~np.isin(ids, SENSORS)
+    changed = arrays.chlorine_mg_l.copy()
+    changed[..., unmeasured] += 0.7
+    kwargs = dict(split="all", target="node_chlorine_mg_l", quality_node_sensors=SENSORS)
+    ours = WaqDataset(waq_dir, arrays=arrays, **kwargs)
+    theirs = WaqDataset(waq_dir, arrays=replace(arrays, chlorine_mg_l=changed), **kwargs)
+    assert np.array_equal(ours.stacked().x.numpy(), theirs.stacked().x.numpy())
+    assert np.array_equal(tree_features(ours), tree_features(theirs))
+    assert not np.array_equal(ours.targets(), theirs.targets())  # the labels still see it
+
+
+def test_train_refuses_a_sensor_the_network_lacks_in_one_line(waq_dir, tmp_path):
+    out = tmp_path / "model"
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--data",
+            str(waq_dir),
+            "--out",
+            str(out),
+            "--target",
+            "node",
+            "--sensors",
+            "3,99",
+            "--epochs",
+            "1",
+        ],
+    )
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0  # one line
+    assert "chlorine sensor at node '99'" in result.output
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_model_on_sensors_records_them_in_its_card(waq_dir, tmp_path):
+    from wdn_explain.model import ModelConfig
+    from wdn_explain.training import TrainConfig, train
+
+    card = train(
+        waq_dir,
+        tmp_path / "m",
+        model_config=ModelConfig(hidden_channels=4, num_layers=2),
+        train_config=TrainConfig(
+            epochs=1, batch_size=32, target="node_chlorine_mg_l", quality_node_sensors=SENSORS
+        ),
+        device="cpu",
+    )
+    record = read_card(tmp_path / "m")
+    assert record.input_spec.quality_node_sensors == SENSORS
+    assert card["model"]["in_channels"] == record.input_spec.in_channels == 1 + 1 + 4 + 1
+    assert card["train"]["quality_node_sensors"] == list(SENSORS)
