@@ -83,3 +83,22 @@ def test_an_upload_that_crashes_epanet_leaves_the_server_running(app, tmp_path):
     ]
     assert not (tmp_path / "mine").exists()
     assert widget(at, "selectbox", "model").value == "default"  # the page goes on
+
+
+def test_a_300_character_file_name_gets_a_clear_message(app, tmp_path):
+    """An upload named with 300 characters (beyond the file system's 255): the default model
+    name is cut to 100 characters and the file's own problem is said, not "unexpected error";
+    a typed 300-character model name is refused by the name rule (issue 33 item 10)."""
+    at = upload(app, "a" * 300 + ".inp", b"[TITLE]\nnot a network at all\n")
+    assert not at.exception
+    assert [e.value for e in at.error] == [  # the only message on the page
+        f"network file '{'a' * 100}.inp' is not an EPANET network: it has no [JUNCTIONS], "
+        "[RESERVOIRS], [TANKS] section"
+    ]
+    widget(at, "text_input", "own_name").set_value("b" * 300)
+    at = widget(at, "button", "own_build").click().run()
+    assert [e.value for e in at.sidebar.error] == [
+        f"model name '{'b' * 60}... (300 characters)' must start with a letter or digit and "
+        "hold only letters, digits, '.', '-' and '_' (at most 100 characters)"
+    ]
+    assert not (tmp_path / "mine").exists()

@@ -110,3 +110,50 @@ def test_check_output_unwritable_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "_writable", lambda folder: False)
     with pytest.raises(DataError, match=r"cannot write timeline file .* is not writable"):
         check_output(tmp_path / "t.npz", what="timeline file")
+
+
+def _bomb(path, *, shape, zeros):
+    """A timeline-looking .npz whose 'steps' member header asks for ``shape`` float64 and
+    holds ``zeros`` zero bytes (zeros deflate ~1 000x)."""
+    import json
+    import zipfile
+
+    import numpy as np
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("meta.npy", "w") as member:
+            np.lib.format.write_array(member, np.array(json.dumps({"version": 1})))
+        with archive.open("steps.npy", "w", force_zip64=True) as member:
+            header = {"descr": "<f8", "fortran_order": False, "shape": shape}
+            np.lib.format.write_array_header_1_0(member, header)
+            member.write(bytes(zeros))
+    return path
+
+
+def test_decompression_bomb_timeline_is_refused_before_it_inflates(tmp_path, monkeypatch):
+    """A timeline whose members inflate far beyond the file (here 40 MB from ~40 kB, with a
+    1 MB floor standing in for the real 256 MB) is refused in one line, and nothing of it is
+    inflated: numpy never opens it (issue 33 item 7)."""
+    import numpy as np
+
+    from wdn_explain.timeline import Timeline
+
+    path = _bomb(tmp_path / "t.npz", shape=(5_000_000,), zeros=40_000_000)
+    monkeypatch.setattr(files, "INFLATION_FLOOR", 1e6)
+    monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("inflated"))
+    size = path.stat().st_size
+    with pytest.raises(DataError) as info:
+        Timeline.load(path)
+    assert str(info.value) == (
+        f"'{path}' would inflate to 40 MB from {size / 1e6:.2f} MB (over 200x): refused unread"
+    )
+
+
+def test_array_header_asking_for_more_than_its_member_is_refused(tmp_path):
+    """An .npy header asking for 8e15 bytes over 800 bytes: numpy would allocate what the
+    header asks (MemoryError, a traceback); refused by name instead."""
+    from wdn_explain.timeline import Timeline
+
+    path = _bomb(tmp_path / "t.npz", shape=(10**15,), zeros=800)
+    with pytest.raises(DataError, match=r"array 'steps.npy' asks for 8000000000000000 bytes"):
+        Timeline.load(path)

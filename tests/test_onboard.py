@@ -366,10 +366,13 @@ def test_a_file_that_crashes_epanet_is_refused_and_the_cli_lives(tmp_path):
         (["--scenarios", 10**9], "this would take"),
         (["--epochs", 0], "epochs must be >= 1 (got 0)"),
         (["--layers", 0], "num_layers must be an integer >= 1 (got 0)"),
+        (["--device", "xyz"], "unknown device 'xyz'"),  # was found after the simulations
+        (["--workers", -1], "workers must be >= 0"),
     ],
 )
 def test_bad_settings_refused_before_anything_is_written(tmp_path, net1_inp, option, reason):
-    result = onboard(net1_inp, "--out", tmp_path / "m", "--workers", 1, *option)
+    workers = [] if "--workers" in option else ["--workers", 1]
+    result = onboard(net1_inp, "--out", tmp_path / "m", *workers, *option)
     assert result.exit_code == 1
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and reason in errors[0] and "Traceback" not in result.output

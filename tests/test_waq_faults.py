@@ -152,6 +152,17 @@ def test_one_endless_scenario_is_refused_by_its_memory(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_negative_worker_count_is_refused(tmp_path):
+    """--workers -1 silently meant every core; now one line before anything is written
+    (found by the outside cases of issue 33)."""
+    out = tmp_path / "o"
+    config = ROOT / "simulations" / "smoke.yaml"
+    result = run("simulate", "--config", config, "--out", out, "--workers", -1)
+    assert result.exit_code == 1
+    assert result.output.strip() == "error: workers must be >= 0, 0 for every usable core (got -1)"
+    assert not out.exists()
+
+
 def test_disk_estimate_matches_real_files(waq_dir, tiny_config, hanoi):
     """The estimate of the tiny set against the files it really wrote (within 25 %)."""
     written = sum(scenario_path(waq_dir, i).stat().st_size for i in range(6))

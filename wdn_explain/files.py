@@ -96,6 +96,60 @@ def read_json(path: str | Path, what: str) -> object:
         raise DataError(f"{what} '{path}' is corrupt (nested too deeply)") from None
 
 
+MAX_INFLATION = 200
+"""How many times its size on disk an ``.npz`` may inflate to (beyond :data:`INFLATION_FLOOR`):
+measured 1x (scenario files), 3-4x (timelines), 37x (a paper_version.npz); an array of
+zeros, the stuff of a decompression bomb, inflates ~1 000x."""
+
+INFLATION_FLOOR = 256e6
+"""Bytes an ``.npz`` may always inflate to, however small it is on disk."""
+
+
+def load_npz(path: str | Path) -> np.lib.npyio.NpzFile:
+    """``np.load(path, allow_pickle=False)`` of an ``.npz`` checked before anything inflates:
+    its members' declared sizes together stay within :data:`MAX_INFLATION` times the file
+    (or :data:`INFLATION_FLOOR`), and no array header asks for more bytes than its member
+    holds (numpy allocates what the header asks first).
+
+    Raises:
+        DataError: a decompression bomb (a ValueError, as numpy's own refusals are).
+        OSError, zipfile.BadZipFile: as ``np.load`` raises them.
+    """
+    path = Path(path)
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        declared = sum(m.file_size for m in members)
+        limit = max(MAX_INFLATION * path.stat().st_size, INFLATION_FLOOR)
+        if declared > limit:
+            raise DataError(
+                f"'{path}' would inflate to {declared / 1e6:,.0f} MB from "
+                f"{path.stat().st_size / 1e6:,.2f} MB (over {MAX_INFLATION}x): refused unread"
+            )
+        for member in members:
+            with archive.open(member) as handle:
+                asked = _npy_bytes(handle)
+            if asked is not None and asked > member.file_size:
+                raise DataError(
+                    f"'{path}': array '{member.filename}' asks for {asked} bytes but holds "
+                    f"{member.file_size}: refused unread"
+                )
+    return np.load(path, allow_pickle=False)
+
+
+def _npy_bytes(handle: IO[bytes]) -> int | None:
+    """The bytes the ``.npy`` header at ``handle`` asks for (None: not an ``.npy`` header that
+    numpy's public readers parse; ``np.load`` then judges it)."""
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
+    try:
+        shape, _, dtype = readers[np.lib.format.read_magic(handle)](handle)
+    except (KeyError, ValueError, EOFError, OSError):
+        return None
+    return int(np.prod(shape, dtype=object)) * dtype.itemsize
+
+
 def cache_root() -> Path:
     """``$WDN_EXPLAIN_CACHE``, else ``~/.cache/wdn-explain``: where derived files are cached."""
     env = os.environ.get("WDN_EXPLAIN_CACHE")

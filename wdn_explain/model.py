@@ -36,6 +36,20 @@ class ModelConfig:
         for name, value in asdict(self).items():
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1 (got {value!r})")
+        from .sizes import check_parameters
+
+        check_parameters(
+            self.n_parameters,
+            f"hidden_channels {self.hidden_channels} and num_layers {self.num_layers}",
+        )
+
+    @property
+    def n_parameters(self) -> int:
+        """Weights and biases of :class:`ChlorineGNN`: two encoders, four linear maps per
+        :class:`FlowConv` (two with biases) and the readout."""
+        h = self.hidden_channels
+        encoders = (self.in_channels + 1) * h + self.edge_channels * h + h
+        return encoders + self.num_layers * (4 * h * h + 2 * h) + (h + 1) * self.out_channels
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -325,6 +325,7 @@ def onboard(
     """
     from .explain.threads import numeric_threads
     from .model import ModelConfig
+    from .model_folder import resolve_device
     from .pipeline import check_timeline_size, explain_scenario
     from .sizes import check_size, estimate_waq
     from .timeline import check_timeline_output
@@ -342,6 +343,7 @@ def onboard(
 
     stage(f"reading {inp_path}")
     train_config = TrainConfig(epochs=epochs, seed=seed)  # bad settings: before any file
+    resolve_device(device)
     network = check_network(inp_path)
     layers = n_layers_for(network) if layers is None else layers
     model_config = ModelConfig(num_layers=layers)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import ConfigError, DataError
-from .files import atomic_write
+from .files import atomic_write, load_npz
 from .network import Network, load_network, scenario_simulator
 from .scenario import ScenarioConfig
 
@@ -144,7 +144,7 @@ class SimulationResult:
         """Read a scenario file; a truncated or corrupt file raises DataError naming it."""
         path = Path(path)
         try:
-            with np.load(path, allow_pickle=False) as data:
+            with load_npz(path) as data:
                 config = ScenarioConfig.from_record(str(data["config_json"]))
                 stored = [name for name in _ARRAYS if name != _SINCE_PDA or name in data.files]
                 arrays = {name: data[name] for name in stored}

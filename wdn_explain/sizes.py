@@ -40,6 +40,26 @@ Hanoi (peak RSS 221 MB at 2 881 reports, 269 MB at 11 521), rounded up for the c
 when the result is stored."""
 
 
+BYTES_PER_PARAMETER = 16
+"""Memory training takes per model parameter: float32 weights, gradients and Adam's two
+moments."""
+
+
+def check_parameters(n_parameters: int, what: str) -> None:
+    """Refuse a model whose training would hold more than :data:`LIMITS`' memory in
+    parameters alone, before anything is allocated or written.
+
+    Raises:
+        ConfigError: naming ``what`` (the options that size the model) and the figures.
+    """
+    need = n_parameters * BYTES_PER_PARAMETER
+    if need > LIMITS.memory_bytes:
+        raise ConfigError(
+            f"{what} make {n_parameters:.3g} parameters, {need / 1e9:,.0f} GB to train "
+            f"(limit {LIMITS.memory_bytes / 1e9:.0f} GB); choose a smaller model"
+        )
+
+
 def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"

@@ -33,7 +33,7 @@ from .explain_settings import (
     cache_path,
     settings_of,
 )
-from .files import atomic_write, write_npz
+from .files import atomic_write, load_npz, write_npz
 from .lazy import moved_getattr
 from .node_series import NODE_ARRAYS, load_targets, node_arrays, node_shapes, target_fields
 from .scenario import ScenarioConfig
@@ -325,7 +325,7 @@ class Timeline:
     def load(cls, path: str | Path) -> Timeline:
         """Read a timeline file; DataError names a missing, truncated or corrupt file."""
         try:
-            with np.load(path, allow_pickle=False) as data:
+            with load_npz(path) as data:
                 return cls.from_arrays(data, path)
         except FileNotFoundError:
             raise DataError(f"timeline file '{path}' does not exist") from None

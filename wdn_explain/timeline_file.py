@@ -18,7 +18,7 @@ from pydantic import Field
 from .errors import DataError
 from .explain.explanation import Explanation
 from .explain_settings import ExplainSettings, cache_identity, cache_mismatch
-from .files import check_output
+from .files import check_output, load_npz
 from .records import Record
 from .scenario import ScenarioConfig
 
@@ -94,7 +94,7 @@ UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, Recur
 def read_meta(path: str | Path) -> dict[str, Any] | None:
     """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with load_npz(path) as data:
             meta = json.loads(str(data["meta"]))
     except UNREADABLE:
         return None
@@ -128,7 +128,7 @@ def _is_timeline_file(path: Path) -> bool:
     if path.suffix != ".npz":
         return False
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with load_npz(path) as data:
             return {"meta", "steps"} <= set(data.files)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         return True

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import ConfigError
+
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
@@ -41,9 +43,15 @@ def usable_cores() -> int:
 def worker_count(requested: int | None) -> tuple[int, str | None]:
     """How many worker processes to start for ``requested`` (None or 0: every usable core),
     capped by :func:`usable_cores` -- more only share the cores and multiply the memory --
-    and the sentence saying so when the request was capped (else None)."""
+    and the sentence saying so when the request was capped (else None).
+
+    Raises:
+        ConfigError: a negative request (it used to mean every core, silently).
+    """
+    if requested is not None and requested < 0:
+        raise ConfigError(f"workers must be >= 0, 0 for every usable core (got {requested})")
     cores = usable_cores()
-    if not requested or requested < 0:
+    if not requested:
         return cores, None
     if requested > cores:
         return cores, (

@@ -3,6 +3,7 @@ user's own network, the new-scenario form and the picker of a node-level model's
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -274,7 +275,7 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
             bar.progress(0.0)
 
     with tempfile.TemporaryDirectory(prefix="wdn-explain-upload-") as tmp:
-        inp = Path(tmp, Path(upload.name).name)
+        inp = Path(tmp, _upload_file_name(upload.name, name, tmp))
         inp.write_bytes(upload.getvalue())
         try:
             onboard(
@@ -294,6 +295,13 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
         key for key, path in water_models().items() if path.resolve() == folder.resolve()
     )
     st.rerun()
+
+
+def _upload_file_name(uploaded: str, model: str, folder: str) -> str:
+    """The uploaded file's own name, so messages name it as uploaded; the model's name where
+    the file system refuses that one (a name of 300 characters)."""
+    own = Path(uploaded).name
+    return own if len(own.encode()) <= os.pathconf(folder, "PC_NAME_MAX") else f"{model}.inp"
 
 
 def target_picker(controls, tl: Timeline) -> str | None:

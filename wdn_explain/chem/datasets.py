@@ -37,7 +37,7 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 
 from ..errors import DataError
-from ..files import load_torch, private_cache_dir, save_torch
+from ..files import load_npz, load_torch, private_cache_dir, save_torch
 
 TU_URL = "https://www.chrsmrrs.com/graphkerneldatasets"
 SMILES_URL = "https://github.com/google-research/graph-attribution/raw/main/data"
@@ -332,7 +332,7 @@ def load_paper_version(name: str, root: str | Path) -> MoleculeDataset:
             f"or pass the folder that holds '{name}/' as root"
         )
     try:
-        with np.load(path, allow_pickle=False) as arrays:
+        with load_npz(path) as arrays:
             z = {key: arrays[key] for key in arrays.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # pickles are refused
         raise DataError(f"{path} cannot be read as plain arrays ({exc})") from None

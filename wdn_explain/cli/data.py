@@ -34,10 +34,10 @@ def simulate(
     from ..waq import folder_hydraulics_summary, generate_waq
     from ..workers import worker_count
 
-    workers, capped = worker_count(workers)
-    if capped:
-        typer.echo(f"warning: {capped}", err=True)
     with _resumable(f"finished scenarios are kept in {out}; run again to resume"):
+        workers, capped = worker_count(workers)
+        if capped:
+            typer.echo(f"warning: {capped}", err=True)
         cfg = load_config(shipped(config))
         with progress_callback(True, "simulate") as cb:
             generate_waq(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DataError
-from ..files import atomic_write
+from ..files import atomic_write, load_npz
 from .blocks import MoebiusBlocks
 
 # Bumped when the engine's numbers change: cached explanations of another version are stale.
@@ -175,7 +175,7 @@ class Explanation:
     @classmethod
     def load(cls, path: str | Path) -> Explanation:
         try:
-            with np.load(path, allow_pickle=False) as data:
+            with load_npz(path) as data:
                 return cls.from_arrays({k: data[k] for k in data.files})
         except FileNotFoundError:
             raise DataError(f"explanation file '{path}' does not exist") from None
