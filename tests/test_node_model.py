@@ -375,18 +375,19 @@ def test_shipped_node_intervals_stay_below_the_source_strength():
 
 
 def test_risk_calibrated_into_the_card_served_in_the_timeline_and_exported(tmp_path, node_model):
-    """The card's risk is sigmoid(a_i + b_i f_i) of the raw forecast at every node: the
+    """The card's risk is sigmoid(a_ik + b_ik f_i) of the raw forecast at every node: the
     timeline holds it per node and step (the explained node's raw forecast is its
     explanation's prediction), its file keeps it, and `export --risk-csv` writes it."""
     import pandas as pd
     from scipy.special import expit
 
     from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.risk import risk_head
     from wdn_explain.timeline import ExplainSettings, Timeline
 
     _, card = load_model(node_model)
     risk = card.risk
-    assert risk["min_residual_mg_l"] == 0.2 and len(risk["slope"]) == 32
+    assert risk["min_residual_mg_l"] == 0.2 and len(risk["heads"]["any"]["slope"]) == 32
     assert 0 < risk["non_compliant_share"] < 1 and risk["n_calibration"] == 6 * 9 * 32
     spec = ScenarioConfig(duration_s=2400, injection_node="12", injection_strength_mg_l=1.5)
     out = tmp_path / "t.npz"
@@ -398,7 +399,8 @@ def test_risk_calibrated_into_the_card_served_in_the_timeline_and_exported(tmp_p
     for node in ("12", "20"):
         i = ids.index(node)
         raw = np.array([e.prediction for e in timeline.for_node(node).explanations])
-        want = expit(risk["intercept"][i] + risk["slope"][i] * raw)
+        intercept, slope = risk_head(risk, "booster")  # node 12 is a junction: a booster
+        want = expit(intercept[i] + slope[i] * raw)
         assert np.allclose(timeline.node_risk[:, i], want, atol=1e-6)
     assert np.array_equal(Timeline.load(out).node_risk, timeline.node_risk)
     csv = tmp_path / "risk.csv"

@@ -14,45 +14,69 @@ import torch
 from scipy.special import expit
 
 from wdn_explain.errors import ConfigError, DataError
-from wdn_explain.risk import brier_score, calibration_error, fit_risk, node_logits, node_risk
+from wdn_explain.risk import (
+    brier_score,
+    calibration_error,
+    fit_risk,
+    node_logits,
+    node_risk,
+    risk_head,
+)
 
 from conftest import path_graph
 
 MINIMUM = 0.2
-TRUE_LOGIT = [(4.0, -12.0), (1.0, -5.0), (2.5, -20.0)]
-"""Per node (a, b): P(chlorine < MINIMUM | forecast f) = sigmoid(a + b f)."""
+TRUE_LOGIT = {
+    "reservoir": [(4.0, -12.0), (1.0, -5.0), (2.5, -20.0)],
+    "booster": [(6.0, -10.0), (2.0, -12.0), (0.5, -4.0)],
+}
+"""Per kind of injection and node, (a, b): P(chlorine < MINIMUM | forecast f) = sigmoid(a + b f)."""
 
 
-def synthetic(n_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Forecasts, truths and the true probability of non-compliance of a design where the
-    truth lies below the minimum with a known probability given the forecast."""
+def synthetic(n_samples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Forecasts, truths, kinds of injection and the true probability of non-compliance of a
+    design where the truth lies below the minimum with a known probability given the
+    forecast and the kind."""
     rng = np.random.default_rng(seed)
-    forecast = rng.uniform(0.0, 1.0, size=(n_samples, len(TRUE_LOGIT)))
-    a, b = np.array(TRUE_LOGIT).T
-    p = expit(a + b * forecast)
+    kinds = np.where(rng.random(n_samples) < 0.4, "reservoir", "booster")
+    forecast = rng.uniform(0.0, 1.0, size=(n_samples, 3))
+    coef = np.array([TRUE_LOGIT[k] for k in kinds])  # (N, n, 2)
+    p = expit(coef[..., 0] + coef[..., 1] * forecast)
     truth = np.where(rng.random(forecast.shape) < p, 0.1, 0.6)  # 0.1 mg/L: below 0.2
-    return forecast, truth, p
+    return forecast, truth, kinds, p
 
 
 def test_risk_recovers_the_known_probabilities_of_a_synthetic_design():
-    forecast, truth, _ = synthetic(20_000, seed=0)
-    record = fit_risk(forecast, truth, MINIMUM)
-    assert np.allclose(record["intercept"], [a for a, _ in TRUE_LOGIT], atol=0.5)
-    assert np.allclose(record["slope"], [b for _, b in TRUE_LOGIT], rtol=0.1)
-    fresh, fresh_truth, p = synthetic(20_000, seed=1)
-    risk = node_risk(record, fresh)
+    forecast, truth, kinds, _ = synthetic(40_000, seed=0)
+    record = fit_risk(forecast, truth, kinds, MINIMUM)
+    for kind, coef in TRUE_LOGIT.items():
+        intercept, slope = risk_head(record, kind)
+        assert np.allclose(intercept, [a for a, _ in coef], atol=0.6), kind
+        assert np.allclose(slope, [b for _, b in coef], rtol=0.15), kind
+    fresh, fresh_truth, fresh_kinds, p = synthetic(40_000, seed=1)
+    risk = node_risk(record, fresh, fresh_kinds)
     assert np.abs(risk - p).max() < 0.05
     below = fresh_truth < MINIMUM
     assert calibration_error(risk, below) < 0.02
     assert brier_score(risk, below) < brier_score(p, below) + 0.002  # as good as the truth
     assert brier_score(risk, below) < brier_score(np.full_like(p, below.mean()), below)
+    one_head = fit_risk(forecast, truth, np.full(len(kinds), "reservoir"), MINIMUM)
+    assert brier_score(node_risk(one_head, fresh, "reservoir"), below) > brier_score(
+        risk, below
+    )  # the kinds' heads differ: one head for both loses
+    unseen = node_risk(record, fresh, "tank")  # a kind never calibrated: the heads over both
+    assert np.allclose(unseen, node_risk(one_head, fresh, "reservoir"))
 
 
-def test_a_node_that_never_complied_takes_the_pooled_coefficients():
-    forecast, truth, _ = synthetic(5_000, seed=2)
-    truth[:, 1] = 0.0  # node 1 dry throughout calibration
-    record = fit_risk(forecast, truth, MINIMUM)
-    assert [record["intercept"][1], record["slope"][1]] == record["pooled"]
+def test_a_node_that_never_complied_takes_the_coefficients_over_both_kinds_then_pooled():
+    forecast, truth, kinds, _ = synthetic(5_000, seed=2)
+    truth[kinds == "booster", 1] = 0.0  # node 1 dry in every booster scenario
+    record = fit_risk(forecast, truth, kinds, MINIMUM)
+    booster, every = risk_head(record, "booster"), risk_head(record, "any")
+    assert [booster[0][1], booster[1][1]] == [every[0][1], every[1][1]]
+    truth[:, 1] = 0.0  # dry throughout
+    record = fit_risk(forecast, truth, kinds, MINIMUM)
+    assert [risk_head(record, "reservoir")[k][1] for k in (0, 1)] == record["pooled"]
     assert record["non_compliant_share"] == pytest.approx((truth < MINIMUM).mean())
 
 
@@ -76,7 +100,8 @@ def test_shapley_values_of_the_risk_logit_are_the_forecasts_times_its_slope():
     data = path_graph(n, seed=5, features=2, extra=[(0, 5)])
     torch.manual_seed(2)
     model = NodeChlorineGNN(in_channels=2, hidden_channels=8, num_layers=2).double().eval()
-    record = {"intercept": [0.3 * i for i in range(n)], "slope": [-2.0 - i for i in range(n)]}
+    head = {"intercept": [0.3 * i for i in range(n)], "slope": [-2.0 - i for i in range(n)]}
+    record = {"heads": {"any": head, "booster": head}}
     mean = data.x.mean(dim=0)
 
     def logit(coalition: frozenset[int]) -> float:
@@ -84,7 +109,7 @@ def test_shapley_values_of_the_risk_logit_are_the_forecasts_times_its_slope():
         x[[i for i in range(n) if i not in coalition]] = mean
         with torch.no_grad():
             forecast = model(x, data.edge_index, data.edge_attr).numpy()
-        return float(node_logits(record, forecast)[target])
+        return float(node_logits(record, forecast[None], "booster")[0, target])
 
     values = {
         frozenset(c): logit(frozenset(c))
@@ -99,28 +124,29 @@ def test_shapley_values_of_the_risk_logit_are_the_forecasts_times_its_slope():
                 weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
                 shapley[i] += weight * (values[coalition | {i}] - value)
     explanation = GraphSHAPIQ(model).explain_nodes(data, [target])[0]
-    assert np.allclose(explanation.node_values("SV") * record["slope"][target], shapley)
+    assert np.allclose(explanation.node_values("SV") * head["slope"][target], shapley)
 
 
 @pytest.mark.parametrize("minimum", [-0.1, float("nan"), float("inf")])
 def test_a_minimum_residual_negative_or_not_finite_is_refused(minimum):
-    forecast, truth, _ = synthetic(100, seed=3)
+    forecast, truth, kinds, _ = synthetic(100, seed=3)
     with pytest.raises(ConfigError, match=r"min_residual_mg_l must be a finite .* >= 0 mg/L"):
-        fit_risk(forecast, truth, minimum)
+        fit_risk(forecast, truth, kinds, minimum)
 
 
 def test_a_calibration_set_without_non_compliant_cases_is_refused():
-    forecast, _, _ = synthetic(100, seed=4)
+    forecast, _, kinds, _ = synthetic(100, seed=4)
     with pytest.raises(DataError, match=r"holds no non-compliant node forecasts .* below 0.2"):
-        fit_risk(forecast, np.full_like(forecast, 0.5), MINIMUM, where="'data/x'")
+        fit_risk(forecast, np.full_like(forecast, 0.5), kinds, MINIMUM, where="'data/x'")
     with pytest.raises(DataError, match=r"holds no compliant node forecasts .* at or above"):
-        fit_risk(forecast, np.zeros_like(forecast), MINIMUM)
+        fit_risk(forecast, np.zeros_like(forecast), kinds, MINIMUM)
     with pytest.raises(DataError, match="is empty"):
-        fit_risk(np.zeros((0, 3)), np.zeros((0, 3)), MINIMUM)
+        fit_risk(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=str), MINIMUM)
 
 
 def test_risk_of_a_model_without_one_is_refused():
     with pytest.raises(DataError, match="the model has no risk of non-compliance"):
-        node_risk(None, np.zeros((2, 3)))
+        node_risk(None, np.zeros((2, 3)), "booster")
+    head = {"intercept": [0] * 3, "slope": [0] * 3}
     with pytest.raises(DataError, match="calibrates 3 nodes; the forecast has 4"):
-        node_risk({"intercept": [0] * 3, "slope": [0] * 3}, np.zeros((2, 4)))
+        node_risk({"heads": {"any": head}}, np.zeros((2, 4)), "booster")

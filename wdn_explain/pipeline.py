@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
+from .design import factor_levels
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
 from .features import InputSpec, check_plan, scenario_range, source_plan
@@ -244,7 +245,9 @@ def explain_scenario(
     if inputs.node_level:  # the timeline's own series follow the first target node
         node_arrays |= {"node_lower": lower, "node_upper": upper}
         if card.risk is not None:  # from the raw forecast: its logit is affine in the model's
-            node_arrays["node_risk"] = node_risk(card.risk, raw_forecast).astype(np.float32)
+            kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
+            risk = node_risk(card.risk, raw_forecast, kind)
+            node_arrays["node_risk"] = risk.astype(np.float32)
             meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
         i = chosen[0]
         forecast, truth = forecast[:, i], truth[:, i]

@@ -494,7 +494,11 @@ def risk_record(
     if not calib_set.inputs.node_level:
         return None
     return fit_risk(
-        predict(model, calib_set), calib_set.targets(), min_residual_mg_l, f"'{calib_set.folder}'"
+        predict(model, calib_set),
+        calib_set.targets(),
+        calib_set.factor_levels()["injection"],
+        min_residual_mg_l,
+        f"'{calib_set.folder}'",
     )
 
 

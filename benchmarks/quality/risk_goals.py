@@ -2,9 +2,10 @@
 a node model's risk of non-compliance (:mod:`wdn_explain.risk`) beside the alternatives,
 one figure a line:
 
-- ``logistic head per node`` (shipped): sigmoid(a_i + b_i f_i), fitted on the calibration
-  split (:func:`wdn_explain.risk.fit_risk`);
-- ``logistic head pooled``: one (a, b) for every node;
+- ``logistic head per node and injection kind`` (shipped): sigmoid(a_ik + b_ik f_i), fitted
+  on the calibration split (:func:`wdn_explain.risk.fit_risk`);
+- ``logistic head per node``: one (a_i, b_i) for both kinds of injection;
+- ``logistic head pooled``: one (a, b) for every node and kind;
 - ``conformal predictive system``: crepes' Mondrian ``ConformalPredictiveSystem`` on the
   calibration residuals, grouped as the intervals are (:func:`wdn_explain.conformal.node_bins`),
   P(y < minimum) read off each forecast's predictive distribution (each group's residuals
@@ -12,7 +13,8 @@ one figure a line:
 - ``tree classifier``: one scikit-learn ``HistGradientBoostingClassifier`` per node on the
   strong tree's inputs (:func:`wdn_explain.tree.tree_features`), fitted on the training
   split, its iterations chosen on the validation split by Brier score (as the tree regressor
-  by MAE); ``--no-tree`` leaves it out (about 2 min per node on a busy core).
+  by MAE); ``--no-tree`` leaves it out, ``--tree-every k`` fits it at every k-th node only
+  and scores the shipped head on those nodes beside it (about 2 min per node on a busy core).
 
     OMP_NUM_THREADS=1 python benchmarks/quality/risk_goals.py --model models/hanoi-nodes \\
         --data /work/data/monitoring-fresh
@@ -63,15 +65,17 @@ def cps_risk(residuals, bins_calib, forecast, bins, minimum, most, seed=0) -> np
     return out
 
 
-def tree_risk(fit_on: WaqDataset, fresh: WaqDataset, minimum: float, seed: int = 0) -> np.ndarray:
-    """One gradient-boosted classifier per node (see the module docstring)."""
+def tree_risk(
+    fit_on: WaqDataset, fresh: WaqDataset, minimum: float, nodes: np.ndarray, seed: int = 0
+) -> np.ndarray:
+    """One gradient-boosted classifier per node of ``nodes`` (see the module docstring)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     train, val = fit_on.train_scenarios, fit_on.split_of("val")
     x, x_val, x_out = tree_features(fit_on, train), tree_features(fit_on, val), tree_features(fresh)
-    y, y_val = fit_on.targets(train) < minimum, fit_on.targets(val) < minimum
-    risk = np.empty((len(x_out), y.shape[1]))
-    for i in range(y.shape[1]):
+    y, y_val = fit_on.targets(train)[:, nodes] < minimum, fit_on.targets(val)[:, nodes] < minimum
+    risk = np.empty((len(x_out), len(nodes)))
+    for i in range(len(nodes)):
         if y[:, i].all() or not y[:, i].any():
             risk[:, i] = y[:, i].mean()
             continue
@@ -93,6 +97,8 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="fresh scenarios (measured)")
     parser.add_argument("--cps-residuals", type=int, default=2000)
     parser.add_argument("--no-tree", action="store_true")
+    parser.add_argument("--no-cps", action="store_true")
+    parser.add_argument("--tree-every", type=int, default=1, help="the tree at every k-th node")
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, card = load_model(args.model)
@@ -103,23 +109,37 @@ def main() -> None:
     f_calib, f_fresh = predict(model, calib), predict(model, fresh)
     y_calib, below = calib.targets(), fresh.targets() < minimum
     print(f"fresh node forecasts: {below.size}; below {minimum:g} mg/L: {below.mean():.4f}")
-    record = fit_risk(f_calib, y_calib, minimum)
-    line("logistic head per node (shipped)", node_risk(record, f_fresh), below)
-    n = f_calib.shape[1]
-    pooled = {"intercept": [record["pooled"][0]] * n, "slope": [record["pooled"][1]] * n}
-    line("logistic head pooled", node_risk(pooled, f_fresh), below)
-    cps = cps_risk(
-        (y_calib - f_calib).ravel(),
-        node_bins(calib.mondrian_bins(), f_calib).ravel(),
-        f_fresh.ravel(),
-        node_bins(fresh.mondrian_bins(), f_fresh).ravel(),
-        minimum,
-        args.cps_residuals,
+    kinds_calib, kinds = calib.factor_levels()["injection"], fresh.factor_levels()["injection"]
+    record = fit_risk(f_calib, y_calib, kinds_calib, minimum)
+    line(
+        "logistic head per node and injection kind (shipped)",
+        node_risk(record, f_fresh, kinds),
+        below,
     )
-    line("conformal predictive system (Mondrian)", cps.reshape(below.shape), below)
+    one = fit_risk(f_calib, y_calib, np.full(len(kinds_calib), "any"), minimum)
+    line("logistic head per node", node_risk(one, f_fresh, "any"), below)
+    n = f_calib.shape[1]
+    a, b = record["pooled"]
+    pooled = {"heads": {"any": {"intercept": [a] * n, "slope": [b] * n}}}
+    line("logistic head pooled", node_risk(pooled, f_fresh, "any"), below)
+    if not args.no_cps:
+        cps = cps_risk(
+            (y_calib - f_calib).ravel(),
+            node_bins(calib.mondrian_bins(), f_calib).ravel(),
+            f_fresh.ravel(),
+            node_bins(fresh.mondrian_bins(), f_fresh).ravel(),
+            minimum,
+            args.cps_residuals,
+        )
+        line("conformal predictive system (Mondrian)", cps.reshape(below.shape), below)
     if not args.no_tree:
         train = WaqDataset.for_card(card, card.data.folder, "train", arrays)
-        line("tree classifier per node", tree_risk(train, fresh, minimum), below)
+        nodes = np.arange(0, n, args.tree_every)
+        which = "" if args.tree_every == 1 else f", nodes {', '.join(map(str, nodes))}"
+        shipped = node_risk(record, f_fresh, kinds)[:, nodes]
+        line(f"logistic head per node and injection kind{which}", shipped, below[:, nodes])
+        tree = tree_risk(train, fresh, minimum, nodes)
+        line(f"tree classifier per node{which}", tree, below[:, nodes])
 
 
 if __name__ == "__main__":
