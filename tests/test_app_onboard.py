@@ -1,6 +1,7 @@
 """The app's upload of a utility's own network (issue 20): an unusable file is refused in one
 message with nothing written; Net1's .inp becomes a model (8 scenarios) that the app
-chooses and draws."""
+chooses and draws, shown beside persistence and the tree, with the remedy when it is no
+better than the tree (issue 31)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_networks_pipeline import inp_node_ids
 
+from wdn_explain.model_folder import read_card
 from wdn_explain.network import builtin_network_path
 
 from conftest import ROOT, chart_figures, widget
@@ -26,11 +28,19 @@ def app(tmp_path, monkeypatch):
     return at
 
 
-def upload(at, name: str, content: bytes, n_scenarios: int = 8):
+def upload(at, name: str, content: bytes, n_scenarios: int = 8, epochs: int = 30):
     widget(at, "file_uploader", "own_inp").set_value((name, content, "text/plain"))
     at.run()
     widget(at, "number_input", "own_scenarios").set_value(n_scenarios)
+    widget(at, "number_input", "own_epochs").set_value(epochs)
     return widget(at, "button", "own_build").click().run()
+
+
+def evaluation_mae(folder) -> dict[str, float]:
+    """The MAE column of the folder's evaluation.txt: the model's and the baselines'."""
+    rows = [line.split() for line in (folder / "evaluation.txt").read_text().splitlines()]
+    names = ("model", "persistence", "climatology", "tree")
+    return {row[0]: float(row[1]) for row in rows if row and row[0] in names}
 
 
 def test_unusable_upload_refused_in_one_message(app, tmp_path):
@@ -53,18 +63,34 @@ def test_unusable_upload_refused_in_one_message(app, tmp_path):
 
 
 def test_uploaded_net1_becomes_the_chosen_model(app, tmp_path):
+    """One epoch: a model no better than the tree, which the app says beside its figures,
+    with a button that builds it again as the remedy says."""
     inp = builtin_network_path("net1")
-    at = upload(app, "Mytown.inp", inp.read_bytes())
+    at = upload(app, "Mytown.inp", inp.read_bytes(), epochs=1)
     assert not at.exception and not at.sidebar.error
     folder = tmp_path / "mine" / "mytown"
     assert (folder / "card.json").is_file() and (folder / "default_timeline.npz").is_file()
     assert widget(at, "selectbox", "model").value == "mytown"
     assert any("network mytown: 11 nodes, 13 links" in c.value for c in at.sidebar.caption)
-    # the evaluation's warnings beside the model: one when it does not beat persistence
-    rows = [line.split() for line in (folder / "evaluation.txt").read_text().splitlines()]
-    mae = {row[0]: float(row[1]) for row in rows if row[:1] in (["model"], ["persistence"])}
+    # the test figures beside persistence and the tree, as evaluation.txt has them
+    mae = evaluation_mae(folder)
+    assert mae["model"] >= mae["tree"]  # the premise: one epoch does not beat the tree
+    shown = (
+        f"test MAE {mae['model']:.4f} (persistence {mae['persistence']:.4f}, climatology "
+        f"{mae['climatology']:.4f}, tree {mae['tree']:.4f})"
+    )
+    assert any(c.value.startswith(shown) for c in at.sidebar.caption)
+    # the build's verdict, the warnings beside the model and the remedy's button
+    assert [i.value for i in at.sidebar.info if "was built" in i.value] == [
+        f"**mytown** was built: its model is NO BETTER THAN THE TREE on the test scenarios "
+        f"(MAE {mae['model']:.4f} against {mae['tree']:.4f}): simulate more scenarios and "
+        "train more epochs (run again with --scenarios 16 --epochs 2 --overwrite)."
+    ]
     warned = any("no better than persistence" in w.value for w in at.sidebar.warning)
     assert warned == (mae["model"] >= mae["persistence"])
+    assert any("no better than a gradient-boosted tree" in w.value for w in at.sidebar.warning)
+    rebuild = widget(at, "button", "own_remedy")
+    assert rebuild.label == "build again with 16 scenarios and 2 epochs"
     si = next(iter(chart_figures(at).values()))
     nodes = next(tr for tr in si["data"] if tr.get("name") == "nodes")
     shown = {h.split("</b>")[0].removeprefix("<b>node ") for h in nodes["hovertext"]}
@@ -102,3 +128,20 @@ def test_a_300_character_file_name_gets_a_clear_message(app, tmp_path):
         "hold only letters, digits, '.', '-' and '_' (at most 100 characters)"
     ]
     assert not (tmp_path / "mine").exists()
+
+
+@pytest.mark.slow
+def test_the_remedy_button_builds_the_model_again_larger(app, tmp_path):
+    """The button under a model no better than the tree rebuilds it from its own copy of the
+    network with twice the scenarios and epochs; the verdict shown is the new model's."""
+    at = upload(app, "Mytown.inp", builtin_network_path("net1").read_bytes(), epochs=1)
+    at = widget(at, "button", "own_remedy").click().run()
+    assert not at.exception and not at.sidebar.error
+    folder = tmp_path / "mine" / "mytown"
+    card = read_card(folder)
+    assert card.data.n_scenarios == 16 and card.train["epochs"] == 2
+    assert len(list((folder / "data").glob("scenario_*.npz"))) == 16
+    assert widget(at, "selectbox", "model").value == "mytown"
+    mae = evaluation_mae(folder)
+    verdict = next(i.value for i in at.sidebar.info if "was built" in i.value)
+    assert f"(MAE {mae['model']:.4f} against {mae['tree']:.4f})" in verdict

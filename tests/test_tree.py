@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from wdn_explain.cli import app
 from wdn_explain.dataset import WaqDataset, split_scenarios
 from wdn_explain.model_folder import load_model, read_card, save_model
-from wdn_explain.onboard import evaluation_warnings, onboard_verdict
+from wdn_explain.onboard import evaluation_warnings, onboard_verdict, remedy
 from wdn_explain.scoring import metric_warnings, tree_verdict
 from wdn_explain.training import calibrate_model
 from wdn_explain.tree import tree_forecast
@@ -98,9 +99,36 @@ def test_the_verdict_names_both_maes_and_the_remedy():
     assert "0.0349 against the tree's 0.0137" in line and "all split" in line
     assert "more scenarios" in line and "more epochs" in line
     assert metric_warnings(worse) == [tree_verdict(worse)]
-    assert "beats the tree" in onboard_verdict(better)
-    assert "NO BETTER THAN THE TREE" in onboard_verdict(worse)
-    assert "0.0349 against 0.0137" in onboard_verdict(worse)
+
+
+def _card(metrics: dict, epochs_run: int) -> SimpleNamespace:
+    """What the verdict reads of a card: 40 scenarios, up to 30 epochs, ``epochs_run`` run."""
+    return SimpleNamespace(
+        metrics=metrics,
+        train={"epochs": 30},
+        history=[{}] * epochs_run,
+        data=SimpleNamespace(n_scenarios=40),
+    )
+
+
+def test_the_onboarding_verdict_gives_the_remedy():
+    """Twice the scenarios; twice the epochs only where training ran them all."""
+    better = {"mae": 0.011, "tree_mae": 0.012}
+    worse = {"mae": 0.0349, "tree_mae": 0.0137}
+    assert onboard_verdict(_card(better, 30)) == (
+        "its model beats the tree on the test scenarios (MAE 0.0110 against 0.0120)"
+    )
+    assert onboard_verdict(_card(worse, 30)) == (
+        "its model is NO BETTER THAN THE TREE on the test scenarios (MAE 0.0349 against "
+        "0.0137): simulate more scenarios and train more epochs (run again with --scenarios "
+        "80 --epochs 60 --overwrite)"
+    )
+    assert onboard_verdict(_card(worse, 12)) == (
+        "its model is NO BETTER THAN THE TREE on the test scenarios (MAE 0.0349 against "
+        "0.0137): simulate more scenarios (run again with --scenarios 80 --epochs 30 "
+        "--overwrite)"
+    )
+    assert remedy(_card(better, 30)) is None and remedy(_card({"mae": 0.1}, 30)) is None
 
 
 def test_a_model_worse_than_the_tree_says_so(tmp_path, monitoring_model, monitoring_dir):

@@ -2,8 +2,9 @@
 
 :func:`onboard` checks that the network can be simulated (refused in one line, before
 anything is written), writes a default monitoring design for it (``design.yaml``), simulates
-that design, trains and calibrates the forecaster, evaluates it (``evaluation.txt``) and
-explains a default scenario exactly (``default_scenario.yaml``, ``default_timeline.npz``).
+that design, trains and calibrates the forecaster, evaluates it (``evaluation.txt``, the
+verdict against the strong tree: :func:`onboard_verdict`) and explains a default scenario
+whose truth changes exactly (``default_scenario.yaml``, ``default_timeline.npz``).
 Each stage calls the pipeline's own function (:func:`~wdn_explain.waq.generate_waq`,
 :func:`~wdn_explain.training.train`, :func:`~wdn_explain.scoring.score_model`,
 :func:`~wdn_explain.pipeline.explain_scenario`); a run that was interrupted resumes where it

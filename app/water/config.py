@@ -66,6 +66,7 @@ PANELS_ON_PAUSE = (
 
 
 BUILT = "built_model"  # the session key through which a new model is chosen after a rerun
+VERDICT = "built_verdict"  # the session key of a new model's verdict against the tree
 
 
 def cache_dir() -> Path:

@@ -11,12 +11,21 @@ import streamlit as st
 from pydantic import ValidationError
 
 from water.cache import JUST_MADE, card_of, network, scenario_name
-from water.config import BUILT, DURATION_HELP, MAX_DURATION_S, cache_dir, keyed
+from water.config import BUILT, DURATION_HELP, MAX_DURATION_S, VERDICT, cache_dir, keyed
+from wdn_explain import recipe
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope, trained_on
 from wdn_explain.errors import WdnExplainError
-from wdn_explain.model_folder import model_hash
+from wdn_explain.model_folder import model_hash, read_card
 from wdn_explain.narrative import scenario_text
-from wdn_explain.onboard import DEFAULT_SCENARIOS, MIN_SCENARIOS, evaluation_warnings, onboard
+from wdn_explain.onboard import (
+    DEFAULT_SCENARIOS,
+    MIN_SCENARIOS,
+    evaluation_warnings,
+    onboard,
+    onboard_verdict,
+    onboarded_network,
+    remedy,
+)
 from wdn_explain.pipeline import explain_scenario
 from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.scoring import metrics_line
@@ -227,8 +236,11 @@ def pick_model():
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
     if "mae" in (metrics := card_of(model_dir).metrics):  # its test scores beside the tree
         st.sidebar.caption(f"test {metrics_line(metrics)}")
+    if verdict := st.session_state.pop(VERDICT, None):  # the build's last line, once
+        st.sidebar.info(f"**{name}** was built: {verdict}.")
     for warning in evaluation_warnings(model_dir):  # recorded when the model was built
         st.sidebar.warning(f"**Check the model** -- {warning}.")
+    remedy_button(model_dir)
     if card_of(model_dir).design is None:
         st.sidebar.info(f"Note: {UNKNOWN_DESIGN}.")
     own_network_form()
@@ -251,20 +263,61 @@ def own_network_form() -> None:
             help="simulated, then split into training, calibration, validation and test; "
             f"{DEFAULT_SCENARIOS} train in minutes on 2 cores",
         )
+        epochs = st.number_input(
+            "epochs",
+            min_value=1,
+            max_value=1000,
+            value=recipe.ONBOARD_EPOCHS,
+            key="own_epochs",
+            help="the most training epochs (training stops early when validation stops improving)",
+        )
         st.caption(f"models are kept in {user_models_dir()}")
         if st.button("build the model", disabled=upload is None, key="own_build"):
-            build_model(upload, name.strip(), int(n_scenarios))  # shown under the button
+            try:
+                folder = user_model_folder(name.strip())
+            except WdnExplainError as exc:
+                st.error(str(exc))
+                return
+            build_model(folder, upload.name, upload.getvalue(), int(n_scenarios), int(epochs))
 
 
-def build_model(upload, name: str, n_scenarios: int) -> None:
-    """Onboard the uploaded network into ``user_models_dir() / name`` with a line and a
-    bar per stage; choose the new model (rerun), or show one message naming the file and
-    why it was refused."""
-    try:
-        folder = user_model_folder(name)
-    except WdnExplainError as exc:
-        st.error(str(exc))
+def remedy_button(model_dir: Path) -> None:
+    """Below the warnings of a model that onboarding built (the app or `network onboard`)
+    and that is no better than the tree: a button that builds it again with the remedy's
+    scenarios and epochs (:func:`~wdn_explain.onboard.remedy`)."""
+    inp = onboarded_network(model_dir)
+    fix = remedy(card_of(model_dir)) if inp is not None else None
+    if fix is None:
         return
+    label = f"build again with {fix.n_scenarios} scenarios" + (
+        f" and {fix.epochs} epochs" if fix.more_epochs else ""
+    )
+    if st.sidebar.button(
+        label,
+        key="own_remedy",
+        help=f"{fix.text}: replaces this model (as `wdn-explain network onboard` with "
+        f"{fix.options}); takes minutes",
+    ):
+        with st.sidebar:
+            build_model(
+                model_dir, inp.name, inp.read_bytes(), fix.n_scenarios, fix.epochs, overwrite=True
+            )
+
+
+def build_model(
+    folder: Path,
+    file_name: str,
+    content: bytes,
+    n_scenarios: int,
+    epochs: int,
+    *,
+    overwrite: bool = False,
+) -> None:
+    """Onboard a network file (its name and bytes, an upload's or a model folder's copy)
+    into ``folder`` with a line and a bar per stage; choose the new model (rerun) and show
+    its verdict against the tree, or show one message naming the file and why it was
+    refused."""
+    name = folder.name
     status = st.status(f"building {name}...", expanded=True)
     bar = status.progress(0.0)
 
@@ -275,13 +328,15 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
             bar.progress(0.0)
 
     with tempfile.TemporaryDirectory(prefix="wdn-explain-upload-") as tmp:
-        inp = Path(tmp, _upload_file_name(upload.name, name, tmp))
-        inp.write_bytes(upload.getvalue())
+        inp = Path(tmp, _upload_file_name(file_name, name, tmp))
+        inp.write_bytes(content)
         try:
             onboard(
                 inp,
                 folder,
                 n_scenarios=n_scenarios,
+                epochs=epochs,
+                overwrite=overwrite,
                 n_workers=1,  # no worker processes forked from the server
                 say=say,
                 progress=lambda done, total: bar.progress(min(1.0, done / max(total, 1))),
@@ -291,6 +346,7 @@ def build_model(upload, name: str, n_scenarios: int) -> None:
             st.error(str(exc).replace(f"{tmp}/", ""))  # the file as uploaded
             return
     status.update(label=f"{name}: built", state="complete", expanded=False)
+    st.session_state[VERDICT] = onboard_verdict(read_card(folder))
     st.session_state[BUILT] = next(
         key for key, path in water_models().items() if path.resolve() == folder.resolve()
     )

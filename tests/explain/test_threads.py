@@ -9,6 +9,7 @@ from torch_geometric.nn import global_mean_pool
 
 from wdn_explain.errors import ExplainError
 from wdn_explain.explain import GraphSHAPIQ
+from wdn_explain.explain.threads import numeric_threads
 
 from conftest import path_graph
 
@@ -71,3 +72,21 @@ def test_bad_thread_counts_are_refused(bad):
         ExplainError, match=f"num_threads must be an integer >= 1 or None \\(got {bad!r}"
     ):
         GraphSHAPIQ(ThreadsSeen(), num_threads=bad)
+
+
+def test_numeric_threads_hold_torch_openmp_and_blas_to_one(restore_threads):
+    """Onboarding's training and fitting: torch, scikit-learn's OpenMP and NumPy's BLAS on
+    one thread unless the user chose, every count restored afterwards."""
+    import sklearn.ensemble  # noqa: F401 -- loads scikit-learn's own OpenMP runtime
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def counts() -> dict[str, int]:
+        return {pool["filepath"]: pool["num_threads"] for pool in threadpool_info()}
+
+    assert {pool["user_api"] for pool in threadpool_info()} >= {"openmp", "blas"}
+    with threadpool_limits(restore_threads):  # every pool at torch's default: nobody chose
+        before = counts()
+        with numeric_threads() as chosen:
+            assert chosen == 1 and torch.get_num_threads() == 1
+            assert set(counts().values()) == {1}
+        assert counts() == before and torch.get_num_threads() == restore_threads
