@@ -7,7 +7,9 @@ step. :func:`live_chart` shows the figure in a small component instead
 hands it each new figure, which Plotly.js draws with ``Plotly.react`` (only what changed;
 zoom kept while the layout's ``uirevision`` stays). Plotly.js comes from the installed
 ``plotly`` package, written gzipped with the component's page (``live_chart.html``) once
-into a folder of the cache (:func:`asset_dir`).
+into a folder of the cache (:func:`asset_dir`) and into the app's static files
+(:func:`static_script`); a chart whose traces are all of plotly.js's basic bundle's types
+loads that bundle instead (:func:`basic_script`, a fifth of the size).
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ from pathlib import Path
 import plotly
 import plotly.graph_objects as go
 import streamlit.components.v1 as components
+from plotly.offline import get_plotlyjs_version
 
 PAGE = Path(__file__).with_name("live_chart.html")
 STATIC_DIR = Path(__file__).with_name("static")
 """What ``server.enableStaticServing`` serves at ``app/static/`` (.streamlit/config.toml)."""
 PLOTLY_JS = resources.files("plotly") / "package_data" / "plotly.min.js"
 """The installed ``plotly`` package's Plotly.js, the one both copies are made from."""
+BASIC_JS = Path(__file__).with_name("vendor") / "plotly-basic.min.js"
+"""plotly.js's basic partial bundle, shipped (its recipe: ``scripts/plotly_basic.py``)."""
+BASIC_TYPES = ("scatter", "bar", "pie")
+"""The trace types the basic bundle draws (every chart of the app up to WEBGL_NODES nodes)."""
 
 
 def asset_dir(cache_dir: Path) -> Path:
@@ -61,12 +68,33 @@ def static_script(static_dir: Path) -> str:
     this machine's cores that each first view spent compiling 4.8 MB of script unpacked in
     the page."""
     name = f"plotly-{plotly.__version__}.min.js"
-    target = static_dir / name
-    installed = PLOTLY_JS.read_bytes()
-    if not target.is_file() or target.read_bytes() != installed:
-        static_dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, installed)
+    _copied(PLOTLY_JS.read_bytes(), static_dir / name)
     return name
+
+
+def basic_script(static_dir: Path, source: Path = BASIC_JS) -> str | None:
+    """The shipped basic bundle ``source`` as ``plotly-basic-<plotly.js version>.min.js`` in
+    ``static_dir`` (as :func:`static_script`), returned by name, when it is of the installed
+    plotly.js's version; None otherwise (missing, or left behind by an upgrade of ``plotly``:
+    the page loads the full bundle). A new browser compiles its 1.2 MB in a fifth of the
+    full bundle's time (0.23-0.29 s against 1.3-1.9 s, headless Chromium, 2 busy cores)."""
+    version = get_plotlyjs_version()
+    try:
+        data = source.read_bytes()
+    except OSError:
+        return None
+    if f" v{version}\n".encode() not in data[:200]:
+        return None
+    name = f"plotly-basic-{version}.min.js"
+    _copied(data, static_dir / name)
+    return name
+
+
+def _copied(data: bytes, target: Path) -> None:
+    """Write ``data`` to ``target`` unless it holds them already."""
+    if not target.is_file() or target.read_bytes() != data:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(target, data)
 
 
 def _unpacked(script: Path) -> bytes | None:
@@ -90,13 +118,26 @@ def live_chart(fig: go.Figure, *, key: str, config: dict, cache_dir: Path) -> No
     that only its own chart element replaces; the component gives the page's look."""
     fig.layout.template = None
     component = components.declare_component("live_chart", path=str(_assets(cache_dir)))
-    component(spec=fig.to_json(), config=config, script=_static(STATIC_DIR), key=key)
+    component(
+        spec=fig.to_json(),
+        config=config,
+        script=_static(STATIC_DIR),
+        basic=_basic(STATIC_DIR),
+        basic_types=BASIC_TYPES,
+        key=key,
+    )
 
 
 @cache
 def _static(static_dir: Path) -> str:
     """:func:`static_script`, checked once per server process."""
     return static_script(static_dir)
+
+
+@cache
+def _basic(static_dir: Path) -> str | None:
+    """:func:`basic_script`, checked once per server process."""
+    return basic_script(static_dir)
 
 
 @cache

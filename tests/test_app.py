@@ -192,7 +192,8 @@ def test_play_moves_every_panel_together_and_stops_at_the_end(app, tl):
 
 def _notes(app) -> list[str]:
     """The page's info boxes, less the forecast's uncertainty notice (the default scenario,
-    a trunk booster switched on and off, is among the model's hardest: it fires there)."""
+    a trunk booster switched on and off, is one the model is expected to get wrong more often
+    than usual: it fires there)."""
     return [i.value for i in app.info if not i.value.startswith("uncertain forecast")]
 
 

@@ -17,7 +17,7 @@ from plotly.offline import get_plotlyjs, get_plotlyjs_version
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "app"))  # the app's folder is not a package
-from live_chart import asset_dir, static_script
+from live_chart import BASIC_JS, BASIC_TYPES, asset_dir, basic_script, static_script
 from test_browser import CHROMIUM, DRIVER
 
 
@@ -59,6 +59,24 @@ def test_static_script_is_the_installed_plotly_js_named_by_version(tmp_path):
     script.write_text("cut short")
     static_script(tmp_path / "static")
     assert script.read_text(encoding="utf-8") == get_plotlyjs()
+
+
+def test_basic_script_is_the_shipped_bundle_of_the_installed_version(tmp_path):
+    """The shipped basic bundle is plotly.js's, of the version the installed plotly package
+    ships (else the app would never use it), written under a versioned name; a bundle of
+    another version (left behind by an upgrade of plotly) or none gives None: the page
+    loads the full bundle."""
+    version = get_plotlyjs_version()
+    head = BASIC_JS.read_text(encoding="utf-8")[:200]
+    assert f"plotly.js (basic - minified) v{version}" in head
+    name = basic_script(tmp_path / "static")
+    assert name == f"plotly-basic-{version}.min.js"
+    assert (tmp_path / "static" / name).read_bytes() == BASIC_JS.read_bytes()
+    old = tmp_path / "old.js"
+    old.write_text(head.replace(f"v{version}", "v0.0.1"))
+    assert basic_script(tmp_path / "other", old) is None
+    assert basic_script(tmp_path / "other", tmp_path / "missing.js") is None
+    assert not (tmp_path / "other").exists()
 
 
 def _damaged(data: bytes) -> bytes:
@@ -316,3 +334,54 @@ def test_the_first_frame_is_a_sketch_of_the_map_drawn_before_plotly_js_is_ready(
     )
     time.sleep(0.3)
     assert driver.execute_script("return document.querySelector('#sketch').children.length") == 0
+
+
+LOADED_JS = (
+    "return [chart._fullData ? chart._fullData.map(t => t.type) : null,"
+    " performance.getEntriesByType('resource').map(e => e.name.split('/').pop())"
+    ".filter(n => n.startsWith('plotly'))];"
+)
+
+
+@pytest.mark.browser
+def test_a_frame_loads_the_basic_bundle_and_the_full_one_when_a_figure_needs_it(tmp_path):
+    """The page's frame with the real scripts (written by static_script and basic_script):
+    a map of scatter and bar traces is drawn with the basic bundle alone; a later figure of
+    a type the basic bundle lacks (scattergl, a network of thousands of nodes) loads the
+    full bundle and is drawn."""
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("needs Debian chromium and chromium-driver")
+    import plotly.graph_objects as go
+    from test_browser import chromium
+
+    static = tmp_path / "app" / "static"
+    full, basic = static_script(static), basic_script(static)
+    frame = tmp_path / "component" / "live_chart"
+    frame.mkdir(parents=True)
+    (frame / "index.html").write_bytes((ROOT / "app" / "live_chart.html").read_bytes())
+    (tmp_path / "page.html").write_text(
+        '<iframe src="component/live_chart/index.html" style="width:500px;height:400px"></iframe>'
+    )
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=tmp_path)
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    driver = chromium()
+    args = dict(config={}, script=full, basic=basic, basic_types=list(BASIC_TYPES))
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_port}/page.html")
+        driver.switch_to.frame(driver.find_element("tag name", "iframe"))
+        driver.execute_script("fonts = Promise.resolve();")
+        for traces, types, scripts in (
+            ([go.Scatter(x=[0, 1], y=[1, 0]), go.Bar(x=[0], y=[1])], ["scatter", "bar"], [basic]),
+            ([go.Scattergl(x=[0, 1], y=[0, 1])], ["scattergl"], [basic, full]),
+        ):
+            spec = go.Figure(traces, layout=dict(template=None)).to_json()
+            driver.execute_script("show({...arguments[1], spec: arguments[0]}, {})", spec, args)
+            deadline = time.monotonic() + 60
+            while driver.execute_script(LOADED_JS)[0] != types and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert driver.execute_script(LOADED_JS) == [types, scripts]
+    finally:
+        driver.quit()
+        server.shutdown()

@@ -65,9 +65,14 @@ def test_notice_fires_on_the_bad_scenarios_and_rarely_on_the_good():
     easy = {"node=12": 1.0, "pattern=constant": 1.0, "strength_mg_l": 1.0}
     ratio = expected_maes(record, [hard, easy])
     assert ratio[0] / ratio[1] > 2.5
-    text = hard_scenario_notice(record, hard, " mg/L per node")
-    assert text.startswith("uncertain forecast: scenarios like this one are among the model's")
-    assert " mg/L per node" in text and "x its typical" in text
+    # said in the forecast's unit: the expected error and how many times the typical it is
+    expected, typical = expected_maes(record, [hard])[0], record["typical_mae"]
+    text = hard_scenario_notice(record, hard, node_level=True)
+    assert text.startswith("uncertain forecast: on scenarios like this one the model is usually")
+    assert f"off by about {expected:.2g} mg/L per node, {expected / typical:.1f} times" in text
+    share = hard_scenario_notice(record, hard)
+    assert f"off by about {100 * expected:.2g}% of the nodes" in share
+    assert f"({100 * typical:.2g}% of the nodes on scenarios it was not trained on)" in share
 
 
 def test_notice_needs_enough_finite_scenarios():
@@ -121,4 +126,4 @@ def test_timeline_carries_the_cards_notice(tmp_path, monitoring_model):
         notice = timeline.meta["uncertainty"]
         assert (notice is not None) == fires
         if fires:
-            assert "expected error 0.06 of the nodes, 3.0x its typical 0.02" in notice
+            assert "off by about 6% of the nodes, 3.0 times its typical error (2% of" in notice

@@ -134,16 +134,24 @@ def expected_maes(record: dict[str, Any], features: list[dict[str, float]]) -> n
 
 
 def hard_scenario_notice(
-    record: dict[str, Any], features: dict[str, float], unit: str = ""
+    record: dict[str, Any], features: dict[str, float], node_level: bool = False
 ) -> str | None:
     """One plain sentence when the scenario is one the model is expected to forecast badly
-    (expected MAE at or above the record's threshold); None otherwise."""
+    (expected MAE at or above the record's threshold): how far off its forecasts are
+    expected to be, in mg/L per node for a ``node_level`` model, else in % of the nodes (the
+    share's error), against its typical error; None otherwise."""
     expected = float(expected_maes(record, [features])[0])
     if expected < record["threshold_mae"]:
         return None
     typical = record["typical_mae"]
+    said = (
+        (lambda e: f"{e:.2g} mg/L per node")
+        if node_level
+        else (lambda e: f"{100 * e:.2g}% of the nodes")
+    )
     return (
-        f"uncertain forecast: scenarios like this one are among the model's hardest (expected "
-        f"error {expected:.3g}{unit}, {expected / typical:.1f}x its typical {typical:.3g} on "
-        "held-out scenarios of its design); read these forecasts as a range, not a number"
+        f"uncertain forecast: on scenarios like this one the model is usually off by about "
+        f"{said(expected)}, {expected / typical:.1f} times its typical error ({said(typical)} on "
+        "scenarios it was not trained on); read each forecast as the shaded range around it, "
+        "not as an exact number"
     )

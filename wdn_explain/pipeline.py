@@ -311,8 +311,7 @@ def _intervals(
         features = scenario_features(
             scenario, result.times_s, inputs.horizon, tuple(network.reservoirs)
         )
-        unit = " mg/L per node" if node_level else " of the nodes"
-        meta["uncertainty"] = hard_scenario_notice(card.notice, features, unit)
+        meta["uncertainty"] = hard_scenario_notice(card.notice, features, node_level)
     else:  # a card older than the notice: its wide intervals
         meta["uncertainty"] = uncertainty_notice(
             card.conformal,

@@ -189,18 +189,29 @@ def _first_view(driver, url: str) -> tuple[float, float]:
 
 
 def _pick(driver, label: str, option: str) -> None:
-    """Choose ``option`` in the selectbox ``label`` once the page is idle."""
+    """Choose the first option starting with ``option`` in the selectbox ``label`` once the
+    page is idle, as a user does: its start typed into the box (a long list draws only the
+    options in view), clicked once listed; again when a busy page dropped the keys."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
     _until(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'))
-    time.sleep(0.5)
-    box = driver.find_element(By.CSS_SELECTOR, f'input[role="combobox"][aria-label="{label}"]')
-    box.find_element(By.XPATH, "..").find_element(By.CSS_SELECTOR, "button").click()
-    time.sleep(0.3)
-    for item in driver.find_elements(By.CSS_SELECTOR, '[role="option"]'):
-        if item.text.strip().startswith(option):
-            item.click()
-            return
+
+    def listed(d):
+        items = d.find_elements(By.CSS_SELECTOR, '[role="option"]')
+        return next((i for i in items if i.text.strip().startswith(option)), None)
+
+    for _ in range(4):
+        box = driver.find_element(By.CSS_SELECTOR, f'input[role="combobox"][aria-label="{label}"]')
+        box.click()
+        box.send_keys(option.split(" ")[0])
+        try:
+            _until(driver, listed, timeout=10)
+        except TimeoutError:
+            box.send_keys(Keys.ESCAPE)
+            continue
+        listed(driver).click()
+        return
     raise LookupError(f"no option {option!r} in {label!r}")
 
 
