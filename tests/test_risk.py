@@ -150,3 +150,26 @@ def test_risk_of_a_model_without_one_is_refused():
     head = {"intercept": [0] * 3, "slope": [0] * 3}
     with pytest.raises(DataError, match="calibrates 3 nodes; the forecast has 4"):
         node_risk({"heads": {"any": head}}, np.zeros((2, 4)), "booster")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("heads"), "risk must hold heads, 'any' among them"),
+        (lambda r: r["heads"]["booster"]["slope"].pop(), "'booster' must hold as many intercepts"),
+        (lambda r: r["heads"]["any"]["slope"].__setitem__(0, "x"), "'any' holds a coefficient"),
+    ],
+)
+def test_a_card_with_a_damaged_risk_is_refused_in_one_line(change, message):
+    import json
+
+    from wdn_explain.records import ModelCard
+
+    from conftest import ROOT
+
+    path = ROOT / "models" / "hanoi-nodes" / "card.json"
+    card = json.loads(path.read_text())
+    assert ModelCard.parse(card, path).risk == card["risk"]
+    change(card["risk"])
+    with pytest.raises(DataError, match=f"model card '.*' is corrupt: risk: .*{message}"):
+        ModelCard.parse(card, path)

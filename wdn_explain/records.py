@@ -8,6 +8,7 @@ record of another version, is one line naming the file, the field and the value.
 from __future__ import annotations
 
 import importlib
+import math
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar
@@ -156,6 +157,26 @@ class ModelCard(Record):
                     f"(got {value!r})"
                 )
         return conformal
+
+    @field_validator("risk")
+    @classmethod
+    def _risk_heads(cls, risk: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Every risk head (``heads``, ``any`` among them) holds as many finite intercepts as
+        slopes (:mod:`~wdn_explain.risk`)."""
+        if risk is None:
+            return None
+        heads = risk.get("heads")
+        if not isinstance(heads, dict) or "any" not in heads:
+            raise ValueError("risk must hold heads, 'any' among them")
+        for kind, head in heads.items():
+            coef = [head.get(k) if isinstance(head, dict) else None for k in ("intercept", "slope")]
+            if not all(isinstance(c, list) for c in coef) or len(coef[0]) != len(coef[1]):
+                raise ValueError(f"risk head '{kind}' must hold as many intercepts as slopes")
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for c in coef for v in c):
+                raise ValueError(
+                    f"risk head '{kind}' holds a coefficient that is not a finite number"
+                )
+        return risk
 
     @property
     def input_spec(self) -> InputSpec:
