@@ -88,3 +88,26 @@ def test_stale_shipped_timeline_is_never_rewritten(env, tmp_path, tiny_model_dir
         "model.pt",
     ]
     assert [read_meta(p)["model_hash"] for p in env.glob("timeline_*.npz")] == [model_hash(package)]
+
+
+def test_a_failed_warm_up_is_one_log_line_without_a_traceback(monkeypatch, caplog):
+    """The server's warm-up thread meets a broken model folder: one warning line naming the
+    failure, no thread traceback in the server's log (issue 33 item 10)."""
+    import logging
+
+    monkeypatch.syspath_prepend(str(ROOT / "app"))
+    from water import cache
+
+    def broken():
+        raise RuntimeError("card.json unreadable")
+
+    monkeypatch.setattr(cache, "water_models", broken)
+    monkeypatch.setattr(cache, "WARM_MODULES", ())
+    monkeypatch.setattr(cache.gc, "freeze", lambda: None)
+    with caplog.at_level(logging.WARNING, logger=cache.logger.name):
+        cache._warm()
+    (record,) = [r for r in caplog.records if r.name == cache.logger.name]
+    assert record.getMessage() == (
+        "warming up failed (RuntimeError: card.json unreadable); a page that needs it says why"
+    )
+    assert record.exc_info is None

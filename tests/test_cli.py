@@ -591,3 +591,16 @@ def test_complexity_of_a_molecule_dataset(tmp_path):
     assert len(rows) == 188
     mean = sum(int(r["interactions"]) for r in rows) / len(rows)
     assert f"MUTAG L=1: 188 graphs, max |N_i| 5, mean |I| {mean:.0f}" in result.output
+
+
+def test_index_with_an_inline_scenario_is_refused(tmp_path):
+    """--index picks a scenario of a YAML file; with an inline mapping it was ignored without
+    a word (found by the outside cases of issue 33)."""
+    out = tmp_path / "t.npz"
+    result = run("explain", "--scenario", "{duration_s: 1800}", "--index", -1, "--out", out)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "error: --index picks a scenario of a YAML file; an inline mapping is one scenario "
+        "(got --index -1)"
+    )
+    assert not out.exists()

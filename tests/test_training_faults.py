@@ -129,6 +129,14 @@ def test_flipped_weights_are_refused(tmp_path, tiny_model_dir):
     ("change", "message"),
     [
         (lambda card: [card], "a list, not a mapping"),
+        (  # the uncertainty notice used to fail as a KeyError at explain (outside cases)
+            lambda card: {**card, "notice": {}},
+            r"notice: coefficients must be a mapping of features to numbers \(got \{\}\)",
+        ),
+        (
+            lambda card: {**card, "notice": {"coefficients": {"a": 1.0}, "intercept": "x"}},
+            r"notice: intercept must be a finite number, not 'x' \(got ",
+        ),
         (lambda card: {k: v for k, v in card.items() if k != "data"}, "it lacks data"),
         (lambda card: {k: v for k, v in card.items() if k != "train"}, "it lacks train"),
         (

@@ -178,6 +178,26 @@ class ModelCard(Record):
                 )
         return risk
 
+    @field_validator("notice")
+    @classmethod
+    def _notice(cls, notice: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The numbers the uncertainty notice reads (:func:`~wdn_explain.notice.
+        hard_scenario_notice`) are there and finite: a malformed notice is a corrupt card, not
+        a KeyError when a timeline is explained."""
+        if notice is None:
+            return None
+        coefficients = notice.get("coefficients")
+        if not isinstance(coefficients, dict):
+            raise ValueError("coefficients must be a mapping of features to numbers")
+        numbers = {f"coefficients.{k}": v for k, v in coefficients.items()}
+        numbers |= {k: notice.get(k) for k in ("intercept", "threshold_mae", "typical_mae")}
+        for name, value in numbers.items():
+            if not isinstance(value, (int, float)) or not abs(value) < float("inf"):
+                raise ValueError(f"{name} must be a finite number, not {value!r}")
+        if notice["typical_mae"] <= 0:
+            raise ValueError(f"typical_mae must be > 0, not {notice['typical_mae']!r}")
+        return notice
+
     @property
     def input_spec(self) -> InputSpec:
         """How this model's inputs and labels are built; cards older than ``inputs`` describe

@@ -191,8 +191,10 @@ def _warm() -> None:
                 scale_of(str(shipped), version, DEFAULT_REFERENCE, None, INDICES[1], 2)
         for module in WARM_MODULES:
             importlib.import_module(module)
-    except Exception:  # a later request meets the same failure and shows it
-        logger.warning("warming up failed", exc_info=True)
+    except Exception as exc:  # a later request meets the same failure and shows it
+        logger.warning(
+            "warming up failed (%s: %s); a page that needs it says why", type(exc).__name__, exc
+        )
     gc.collect()  # the garbage first: a frozen object is never collected
     gc.freeze()
 

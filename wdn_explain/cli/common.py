@@ -143,6 +143,11 @@ def _scenario_from(spec: str, index: int):
             f"scenario '{spec}' is neither a YAML file nor an inline mapping like "
             "\"{injection_node: '12', duration_s: 7200}\""
         )
+    if index != 0:
+        raise ConfigError(
+            f"--index picks a scenario of a YAML file; an inline mapping is one scenario "
+            f"(got --index {index})"
+        )
     return parse_config({"scenario": data}, source="--scenario").scenario
 
 
