@@ -121,6 +121,14 @@ return [...plots[arguments[0]].querySelectorAll('.hoverlayer .hovertext text tsp
   .map(t => t.textContent);
 """
 )
+# Chart ``i``'s found node (the "found" trace's text) and its x axis range.
+FOUND_JS = (
+    PLOTS_JS
+    + """
+const p = plots[arguments[0]]; const t = p._fullData.find(t => t.name === 'found');
+return [t ? Array.from(t.text) : null, Array.from(p._fullLayout.xaxis.range)];
+"""
+)
 # The width of every chart's frame, in page order.
 FRAME_WIDTHS_JS = FRAMES_JS + "return frames.map(f => f.getBoundingClientRect().width);"
 # The drivers table's cells: text, right edge, and the right edge of the table's box.
@@ -547,6 +555,17 @@ def test_app_in_headless_chromium(server):
 
         place = wait.until(chlorine_map)
         assert driver.execute_script(FRAME_WIDTHS_JS)[place - 1] >= 900
+        # a node found by id: the full-width map zooms onto it and rings it
+        retried(lambda: pick(driver, "find a node", "n303"))
+        xs = model_network(ROOT / "models" / "l-town").map_coordinates[:, 0]
+        x, extent = xs[list(ltown).index("n303")], xs.max() - xs.min()
+
+        def zoomed_onto_it(d):
+            found, (x0, x1) = d.execute_script(FOUND_JS, place - 1)
+            return found == ["n303"] and x0 < x < x1 and x1 - x0 < 0.2 * extent
+
+        wait.until(zoomed_onto_it)
+        driver.save_screenshot(str(SHOTS / "app_l_town_found.png"))
 
         # a node-level model: the sentence speaks mg/L at its explained node
         retried(lambda: pick(driver, "model", "hanoi-nodes (hanoi)"))
