@@ -5,9 +5,11 @@ first 900 px; flow arrows, a node's hover, the forecast's band, the followed nod
 chart and the compliance map checked against values computed in the test), plays the
 animation (the map stays there), switches every index, runs a new
 scenario (the followed node moves to its injection node) and an error case, switches to
-L-Town and back to a Hanoi model (the sidebar read; the SI-Graph's frame kept, its new map
-painted), and asserts on what the page shows: the summary sentence and
-every panel's time equal to the map's. Screenshots go to artifacts/ (git-ignored)."""
+L-Town (its chlorine map >= 900 px wide, a node found by id on it) and to hanoi-nodes (the
+sidebar read; the SI-Graph's frame kept, its new map painted; another node explained on
+demand from the dropdown), and asserts on what the page shows: the summary sentence and
+every panel's time equal to the map's; the charts load plotly.js's basic bundle.
+Screenshots go to artifacts/ (git-ignored)."""
 
 from __future__ import annotations
 
