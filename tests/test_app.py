@@ -582,6 +582,14 @@ def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeyp
             thread.join(timeout=300)
             assert not thread.is_alive()
     assert not [r.getMessage() for r in caplog.records if "warming up" in r.getMessage()]
+    # hanoi-nodes' model inputs are kept: a node picked for explaining is not simulated
+    import sys
+
+    cache = sys.modules["water.cache"]
+    monkeypatch.setattr(cache, "timeline_graphs", lambda *a: pytest.fail("simulated again"))
+    shipped = ROOT / "models" / "hanoi-nodes" / "default_timeline.npz"
+    graphs = cache._graphs(str(shipped), cache.version_of(shipped))
+    assert len(graphs) > int(Timeline.load(shipped).steps[-1])  # every step's inputs
     frozen = gc.get_freeze_count()  # the libraries, networks and timelines it loaded
     gc.unfreeze()
     assert frozen > 100_000

@@ -5,9 +5,11 @@ first 900 px; flow arrows, a node's hover, the forecast's band, the followed nod
 chart and the compliance map checked against values computed in the test), plays the
 animation (the map stays there), switches every index, runs a new
 scenario (the followed node moves to its injection node) and an error case, switches to
-L-Town and back to a Hanoi model (the sidebar read; the SI-Graph's frame kept, its new map
-painted), and asserts on what the page shows: the summary sentence and
-every panel's time equal to the map's. Screenshots go to artifacts/ (git-ignored)."""
+L-Town (its chlorine map >= 900 px wide, a node found by id on it) and to hanoi-nodes (the
+sidebar read; the SI-Graph's frame kept, its new map painted; another node explained on
+demand from the dropdown), and asserts on what the page shows: the summary sentence and
+every panel's time equal to the map's; the charts load plotly.js's basic bundle.
+Screenshots go to artifacts/ (git-ignored)."""
 
 from __future__ import annotations
 
@@ -119,6 +121,14 @@ HOVER_JS = (
     + """
 return [...plots[arguments[0]].querySelectorAll('.hoverlayer .hovertext text tspan.line')]
   .map(t => t.textContent);
+"""
+)
+# Chart ``i``'s found node (the "found" trace's text) and its x axis range.
+FOUND_JS = (
+    PLOTS_JS
+    + """
+const p = plots[arguments[0]]; const t = p._fullData.find(t => t.name === 'found');
+return [t ? Array.from(t.text) : null, Array.from(p._fullLayout.xaxis.range)];
 """
 )
 # The width of every chart's frame, in page order.
@@ -547,6 +557,17 @@ def test_app_in_headless_chromium(server):
 
         place = wait.until(chlorine_map)
         assert driver.execute_script(FRAME_WIDTHS_JS)[place - 1] >= 900
+        # a node found by id: the full-width map zooms onto it and rings it
+        retried(lambda: pick(driver, "find a node", "n303"))
+        xs = model_network(ROOT / "models" / "l-town").map_coordinates[:, 0]
+        x, extent = xs[list(ltown).index("n303")], xs.max() - xs.min()
+
+        def zoomed_onto_it(d):
+            found, (x0, x1) = d.execute_script(FOUND_JS, place - 1)
+            return found == ["n303"] and x0 < x < x1 and x1 - x0 < 0.2 * extent
+
+        wait.until(zoomed_onto_it)
+        driver.save_screenshot(str(SHOTS / "app_l_town_found.png"))
 
         # a node-level model: the sentence speaks mg/L at its explained node
         retried(lambda: pick(driver, "model", "hanoi-nodes (hanoi)"))

@@ -4,6 +4,7 @@ warm-up thread that loads all of it for the shipped models."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import logging
@@ -168,7 +169,8 @@ CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 def warm_up() -> threading.Thread:
     """Start, once per server process, a daemon thread that loads what a later request
     would otherwise wait for: every shipped water model's network, current timeline and
-    colour scale (a model switch then only draws) and the libraries of a new scenario and
+    colour scale (a model switch then only draws), a node-level one's model inputs (a node
+    explained on demand, :func:`with_target`, then skips the simulation) and the libraries of a new scenario and
     of the molecule page (:data:`WARM_MODULES`); then it freezes what is loaded
     (:func:`gc.freeze`). Streamlit collects all garbage after every script run
     (``runner.postScriptGC``): over the ~570 000 objects of those libraries, networks and
@@ -189,6 +191,11 @@ def _warm() -> None:
             if shipped is not None and usable(shipped, model_dir):
                 version = version_of(shipped)
                 scale_of(str(shipped), version, DEFAULT_REFERENCE, None, INDICES[1], 2)
+                if timeline_from(str(shipped), version).node_level:
+                    # a node picked then is only explained; a failure (a simulation that no
+                    # longer gives the file's chlorine) is shown by the request meeting it
+                    with contextlib.suppress(WdnExplainError):
+                        _graphs(str(shipped), version)
         for module in WARM_MODULES:
             importlib.import_module(module)
     except Exception as exc:  # a later request meets the same failure and shows it
