@@ -75,7 +75,8 @@ def main() -> None:
     every_s = (time.perf_counter() - start) / len(graphs)
 
     print(
-        f"model: {args.model} ({spec.quality_node_sensors} sensors, {card.model['num_layers']} layers)"
+        f"model: {args.model} (sensors {list(spec.quality_node_sensors)}, "
+        f"{card.model['num_layers']} layers)"
     )
     print(f"steps: {len(graphs)}, targets per step: {len(found[0])}, threads: 1")
     print(
