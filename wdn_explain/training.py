@@ -122,7 +122,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
-        object.__setattr__(self, "quality_node_sensors", self.inputs.quality_node_sensors)
+        if self.quality_node_sensors is not None:  # checked where the inputs are built
+            sensors = tuple(str(node) for node in self.quality_node_sensors)
+            object.__setattr__(self, "quality_node_sensors", sensors)
         check_min_residual(self.min_residual_mg_l)
         for name in ("epochs", "batch_size", "patience", "horizon"):
             value = getattr(self, name)
@@ -423,7 +425,7 @@ def _train_into(
         "train": {
             **asdict(cfg),
             "node_features": list(cfg.node_features),
-            "quality_node_sensors": cfg.inputs.to_dict()["quality_node_sensors"],
+            "quality_node_sensors": train_set.inputs.to_dict()["quality_node_sensors"],
         },
         "inputs": train_set.inputs.to_dict(),
         "design": training_envelope(arrays.manifest, arrays.configs).model_dump(mode="json"),

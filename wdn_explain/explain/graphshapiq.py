@@ -326,7 +326,8 @@ class GraphSHAPIQ:
             output_index: Output explained at every target, or one per target (default:
                 each target's predicted class, or 0).
             budget: lambda for ``approximate``.
-            players, hold: The player set and where the other nodes stay (:meth:`explain`).
+            players: The nodes that play (default: every node), as for :meth:`explain`.
+            hold: Where the other nodes stay, as for :meth:`explain`.
 
         Returns:
             One :class:`Explanation` per target, in the order of ``nodes``.
