@@ -9,6 +9,8 @@ line shows them before loading the model stack).
 
 from __future__ import annotations
 
+EDGE_FEATURES: tuple[str, ...] = ("flow",)
+"""Edge features of a trained model (see :mod:`~wdn_explain.features`)."""
 HIDDEN_CHANNELS = 32
 NUM_LAYERS = 3
 EPOCHS = 80

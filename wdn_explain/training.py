@@ -118,9 +118,11 @@ class TrainConfig:
     seed: int = 0
     target: Target = "share"
     min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
+    edge_features: tuple[str, ...] = recipe.EDGE_FEATURES
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
+        object.__setattr__(self, "edge_features", tuple(self.edge_features))
         check_min_residual(self.min_residual_mg_l)
         for name in ("epochs", "batch_size", "patience", "horizon"):
             value = getattr(self, name)
@@ -145,13 +147,15 @@ class TrainConfig:
 
     @property
     def inputs(self) -> InputSpec:
-        """The inputs and label this config trains on (flow scale: set from the data)."""
+        """The inputs and label this config trains on (flow scale, link volumes and report
+        step: set from the data)."""
         return InputSpec(
             node_features=self.node_features,
             horizon=self.horizon,
             threshold=self.threshold,
             target=self.target,
             min_residual_mg_l=self.min_residual_mg_l,
+            edge_features=self.edge_features,
         )
 
     def for_device(self, device: torch.device) -> TrainConfig:
@@ -355,7 +359,11 @@ def train(
     dev = resolve_device(device)
     cfg = (train_config or TrainConfig()).for_device(dev)
     # the input width follows the node features (the plan takes one column per step)
-    model_config = replace(model_config or ModelConfig(), in_channels=cfg.inputs.in_channels)
+    model_config = replace(
+        model_config or ModelConfig(),
+        in_channels=cfg.inputs.in_channels,
+        edge_channels=cfg.inputs.edge_channels,
+    )
     check_model_output(out_dir, overwrite=overwrite)
     with claimed(out_dir, "model folder"):  # a second `train` into it is refused at once
         check_model_output(out_dir, overwrite=overwrite)  # claimed: no one else writes now
@@ -392,6 +400,7 @@ def _train_into(
         arrays=arrays,
         target=cfg.target,
         min_residual_mg_l=cfg.min_residual_mg_l,
+        edge_features=cfg.edge_features,
     )
     train_set = WaqDataset(data_dir, "train", **common)
     val_set = WaqDataset(data_dir, "val", **common)
@@ -413,7 +422,11 @@ def _train_into(
     metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
         "model": model_config.to_dict(),
-        "train": {**asdict(cfg), "node_features": list(cfg.node_features)},
+        "train": {
+            **asdict(cfg),
+            "node_features": list(cfg.node_features),
+            "edge_features": list(cfg.edge_features),
+        },
         "inputs": train_set.inputs.to_dict(),
         "design": training_envelope(arrays.manifest, arrays.configs).model_dump(mode="json"),
         "data": {

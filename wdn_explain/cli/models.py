@@ -44,8 +44,14 @@ def train(
     features: str = typer.Option(
         ",".join(DEFAULT_NODE_FEATURES),
         help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
-        "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
+        "(the dosing plan over the horizon), chlorine_history_mg_l (chlorine at the horizon's "
+        "number of previous reports), chlorine_fraction (the WAQ paper's model: "
         "chlorine_fraction)",
+    ),
+    edge_features: str = typer.Option(
+        ",".join(recipe.EDGE_FEATURES),
+        help="edge features, comma-separated: flow (signed flow), pipe_flushes (signed flushes "
+        "of the pipe per report step: its inverse travel time, capped at the horizon)",
     ),
     target: str = typer.Option(
         "share",
@@ -69,6 +75,7 @@ def train(
 
     try:
         node_features = tuple(f.strip() for f in features.split(",") if f.strip())
+        edges = tuple(f.strip() for f in edge_features.split(",") if f.strip())
         label = {"node": "node_chlorine_mg_l", "share": "share"}.get(target)
         if label is None:
             raise ConfigError(f"--target must be share or node (got '{target}')")
@@ -78,6 +85,7 @@ def train(
             threshold=threshold,
             target=label,
             min_residual_mg_l=min_residual,
+            edge_features=edges,
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", WdnExplainWarning)
@@ -86,7 +94,7 @@ def train(
                 out,
                 model_config=ModelConfig(
                     hidden_channels=hidden,
-                    num_layers=layers,  # in_channels: from the features
+                    num_layers=layers,  # in and edge channels: from the features
                 ),
                 train_config=TrainConfig(
                     epochs=epochs,
@@ -101,6 +109,7 @@ def train(
                     seed=seed,
                     target=label,
                     min_residual_mg_l=min_residual,
+                    edge_features=edges,
                 ),
                 device=device,
                 network=network,
