@@ -34,16 +34,17 @@ def test_tiny_training_lowers_the_loss(trained):
     assert len(history) == 6
     assert history[-1]["train_mae"] < history[0]["train_mae"]
     assert card["device"] == "cpu"
-    # chlorine, source and the plan over the 4 steps ahead
-    assert card["model"] == {**SMALL.to_dict(), "in_channels": 6}
+    # the recipe's inputs: chlorine, source, the plan over the 4 steps ahead and chlorine at
+    # the 4 previous reports; flow and pipe flushes along each edge
+    assert card["model"] == {**SMALL.to_dict(), "in_channels": 10, "edge_channels": 2}
     assert card["data"]["network"]["name"] == "hanoi"
 
 
 def test_save_load_gives_identical_predictions(trained, waq_dir):
-    out, card = trained
+    out, _ = trained
     model, loaded_card = load_model(out)
     assert loaded_card.to_json() == json.loads((out / "card.json").read_text())
-    ds = WaqDataset(waq_dir, "all", horizon=card["train"]["horizon"])
+    ds = WaqDataset.for_card(loaded_card, waq_dir, "all")
     first = predict(model, ds)
     model2, _ = load_model(out)
     np.testing.assert_array_equal(first, predict(model2, ds))
@@ -51,7 +52,7 @@ def test_save_load_gives_identical_predictions(trained, waq_dir):
 
 def test_evaluation_reports_persistence(trained, waq_dir):
     model, card = load_model(trained[0])
-    res = evaluate(model, WaqDataset(waq_dir, "all"))
+    res = evaluate(model, WaqDataset.for_card(card, waq_dir, "all"))
     assert {"mae", "rmse", "r2", "persistence_mae", "climatology_mae"} <= set(res)
     assert len(res["per_step"]) == 13 - 4
     assert res["n_samples"] == 6 * 9
@@ -92,8 +93,8 @@ def test_devices():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_and_cpu_predictions_agree(trained, waq_dir):
-    model, _ = load_model(trained[0])
-    ds = WaqDataset(waq_dir, "all")
+    model, card = load_model(trained[0])
+    ds = WaqDataset.for_card(card, waq_dir, "all")
     np.testing.assert_allclose(
         predict(model, ds, "cpu"), predict(model.cuda(), ds, "cuda"), atol=1e-4
     )

@@ -47,7 +47,6 @@ from .evaluation import (
 from .features import (
     DEFAULT_HORIZON,
     DEFAULT_MIN_RESIDUAL_MG_L,
-    DEFAULT_NODE_FEATURES,
     DEFAULT_THRESHOLD,
     LABEL_RANGE,
     InputSpec,
@@ -113,7 +112,7 @@ class TrainConfig:
     patience: int = 8
     horizon: int = DEFAULT_HORIZON
     threshold: float = DEFAULT_THRESHOLD
-    node_features: tuple[str, ...] = DEFAULT_NODE_FEATURES
+    node_features: tuple[str, ...] = recipe.NODE_FEATURES
     split_seed: int = 0
     seed: int = 0
     target: Target = "share"

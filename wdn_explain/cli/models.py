@@ -10,7 +10,7 @@ import typer
 
 from .. import recipe
 from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
-from ..features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
+from ..features import DEFAULT_HORIZON, DEFAULT_THRESHOLD
 from .common import _auto, _fail, _optional, app
 
 
@@ -42,7 +42,7 @@ def train(
         DEFAULT_THRESHOLD, help="chlorine that counts as chlorinated, in the first feature's unit"
     ),
     features: str = typer.Option(
-        ",".join(DEFAULT_NODE_FEATURES),
+        ",".join(recipe.NODE_FEATURES),
         help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
         "(the dosing plan over the horizon), chlorine_history_mg_l (chlorine at the horizon's "
         "number of previous reports), chlorine_fraction (the WAQ paper's model: "
