@@ -47,6 +47,7 @@ def node_model(tmp_path_factory, monitoring_dir):
             batch_size=16,
             lr=1e-2,
             node_features=FEATURES,
+            edge_features=("flow",),  # the inputs the tests below rebuild by hand
             target="node_chlorine_mg_l",
         ),
         device="cpu",
