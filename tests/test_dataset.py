@@ -11,7 +11,7 @@ from wdn_explain.dataset import (
     split_scenarios,
 )
 from wdn_explain.errors import ConfigError, DataError
-from wdn_explain.features import chlorinated_fraction
+from wdn_explain.features import InputSpec, chlorinated_fraction
 from wdn_explain.simulation import SimulationResult
 from wdn_explain.waq import scenario_path
 
@@ -166,3 +166,61 @@ def test_plan_contradicting_the_schedule_is_refused(tmp_path, monitoring_dir):
     assert f"node {raw.node_ids[node]}" in message
     # without the plan input the same folder loads
     WaqDataset(copy, "all", node_features=("chlorine_mg_l", "source_mg_l"))
+
+
+def test_history_and_pipe_flush_inputs_against_the_raw_files(waq_dir, hanoi):
+    """Chlorine history: the raw chlorine k = 1..4 reports before (the first report's before
+    the scenario starts); pipe flushes: |flow| x 300 s / the pipe's volume from the .inp's
+    [PIPES] (length m, diameter mm), capped at the horizon, signed along each direction."""
+    from conftest import inp_table
+
+    ds = WaqDataset(
+        waq_dir,
+        "all",
+        horizon=4,
+        node_features=("chlorine_mg_l", "chlorine_history_mg_l"),
+        edge_features=("flow", "pipe_flushes"),
+    )
+    pipes = inp_table(hanoi.inp_path, "PIPES")
+    volume_l = np.array(
+        [
+            np.pi * (float(pipes[i][3]) / 2000) ** 2 * float(pipes[i][2]) * 1000
+            for i in hanoi.link_ids
+        ]
+    )
+    assert ds.inputs.link_volume_l == pytest.approx(tuple(volume_l))
+    raw = SimulationResult.load(scenario_path(waq_dir, 2))
+    capped = 0
+    for t in (0, 1, 3, 8):
+        g = ds.graph(2, t)
+        assert g.x.shape == (32, 5) and g.edge_attr.shape == (68, 2)
+        for k in range(1, 5):
+            np.testing.assert_allclose(g.x[:, k].numpy(), raw.node_chlorine_mg_l[max(t - k, 0)])
+        flow = raw.link_flow_lps[t]
+        expected = np.sign(flow) * np.minimum(np.abs(flow) * 300 / volume_l, 4)
+        np.testing.assert_allclose(g.edge_attr[:34, 1].numpy(), expected, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(g.edge_attr[34:, 1].numpy(), -expected, rtol=1e-5, atol=1e-7)
+        capped += int((np.abs(flow) * 300 / volume_l > 4).sum())
+    assert capped  # the cap is exercised on Hanoi's short trunk pipes
+
+
+def test_pipe_flushes_of_pumps_still_water_and_bad_volumes():
+    spec = InputSpec(
+        node_features=("chlorine_mg_l",),
+        edge_features=("pipe_flushes",),
+        link_volume_l=(3000.0, 0.0, 3000.0),
+        report_step_s=300,
+        horizon=4,
+    )
+    flow = np.array([[10.0, 5.0, 0.0], [-100.0, -5.0, 2.0]])
+    got = spec.edge_inputs(flow)
+    assert got.shape == (2, 6, 1)
+    # 10 L/s x 300 s fills 3000 L once; a pump (volume 0) passes at once: the cap
+    np.testing.assert_allclose(got[..., 0], [[1, 4, 0, -1, -4, 0], [-4, -4, 0.2, 4, 4, -0.2]])
+    for bad in ((-1.0, 1.0, 1.0), (np.nan, 1.0, 1.0)):
+        with pytest.raises(ConfigError, match="link volumes must be finite"):
+            InputSpec(edge_features=("pipe_flushes",), link_volume_l=bad, report_step_s=300)
+    with pytest.raises(ConfigError, match="pipe_flushes needs the links' volumes"):
+        InputSpec(edge_features=("pipe_flushes",)).edge_inputs(flow)
+    with pytest.raises(ConfigError, match="edge features must be a non-empty list"):
+        InputSpec(edge_features=("speed",))

@@ -151,7 +151,11 @@ def test_timeline_is_the_model_run_on_the_saved_scenario(onboarded, net1_inp):
     model, card = load_model(folder)
     graphs = scenario_graphs(result, network, card.input_spec)[: len(tl)]
     with torch.no_grad():
-        forecast = [float(model(g.x, g.edge_index, g.edge_attr).squeeze()) for g in graphs]
+        forecast = np.array([float(model(g.x, g.edge_index, g.edge_attr)) for g in graphs])
+    # the timeline serves the physical forecast: a share at most 0.05 outside [0, 1] reads as
+    # the bound it crosses (features.RANGE_TOLERANCE); farther ones are kept
+    forecast = np.where((forecast > 1) & (forecast <= 1.05), 1.0, forecast)
+    forecast = np.where((forecast < 0) & (forecast >= -0.05), 0.0, forecast)
     np.testing.assert_allclose(tl.forecast, forecast, atol=1e-5)
     assert all(e.exact and e.n_layers == 3 for e in tl.explanations)
 

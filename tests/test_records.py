@@ -83,11 +83,11 @@ MALFORMED = {  # the cases of a damaged card that once ended `explain` in long t
         lambda c: c["design"]["ranges"].update(wind_speed=[0, 1]),
         "ranges of unknown factors wind_speed",
     ),
-    "3 features for a 6-channel model": (
+    "3 features for a 10-channel model": (
         lambda c: c["inputs"].update(
             node_features=["chlorine_mg_l", "source_mg_l", "chlorine_fraction"]
         ),
-        "inputs make 3 input channels .* the model takes in_channels=6",
+        "inputs make 3 input channels .* the model takes in_channels=10",
     ),
 }
 

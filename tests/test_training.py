@@ -34,16 +34,17 @@ def test_tiny_training_lowers_the_loss(trained):
     assert len(history) == 6
     assert history[-1]["train_mae"] < history[0]["train_mae"]
     assert card["device"] == "cpu"
-    # chlorine, source and the plan over the 4 steps ahead
-    assert card["model"] == {**SMALL.to_dict(), "in_channels": 6}
+    # the recipe's inputs: chlorine, source, the plan over the 4 steps ahead and chlorine at
+    # the 4 previous reports; flow and pipe flushes along each edge
+    assert card["model"] == {**SMALL.to_dict(), "in_channels": 10, "edge_channels": 2}
     assert card["data"]["network"]["name"] == "hanoi"
 
 
 def test_save_load_gives_identical_predictions(trained, waq_dir):
-    out, card = trained
+    out, _ = trained
     model, loaded_card = load_model(out)
     assert loaded_card.to_json() == json.loads((out / "card.json").read_text())
-    ds = WaqDataset(waq_dir, "all", horizon=card["train"]["horizon"])
+    ds = WaqDataset.for_card(loaded_card, waq_dir, "all")
     first = predict(model, ds)
     model2, _ = load_model(out)
     np.testing.assert_array_equal(first, predict(model2, ds))
@@ -51,7 +52,7 @@ def test_save_load_gives_identical_predictions(trained, waq_dir):
 
 def test_evaluation_reports_persistence(trained, waq_dir):
     model, card = load_model(trained[0])
-    res = evaluate(model, WaqDataset(waq_dir, "all"))
+    res = evaluate(model, WaqDataset.for_card(card, waq_dir, "all"))
     assert {"mae", "rmse", "r2", "persistence_mae", "climatology_mae"} <= set(res)
     assert len(res["per_step"]) == 13 - 4
     assert res["n_samples"] == 6 * 9
@@ -92,8 +93,8 @@ def test_devices():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_and_cpu_predictions_agree(trained, waq_dir):
-    model, _ = load_model(trained[0])
-    ds = WaqDataset(waq_dir, "all")
+    model, card = load_model(trained[0])
+    ds = WaqDataset.for_card(card, waq_dir, "all")
     np.testing.assert_allclose(
         predict(model, ds, "cpu"), predict(model.cuda(), ds, "cuda"), atol=1e-4
     )
@@ -383,6 +384,10 @@ def test_cpu_and_gpu_training_agree(waq_dir, monkeypatch, stream):
         (["--lr", "fast"], "lr must be 'auto' or a number (got 'fast')"),
         (["--warmup-epochs", "-1"], "warmup_epochs must be >= 0 (got -1)"),
         (["--device", "gpu0"], "unknown device 'gpu0' (use auto, cpu, cuda or cuda:N)"),
+        (
+            ["--edge-features", "flow,speed"],
+            "edge features must be a non-empty list of flow, pipe_flushes (got ['flow', 'speed'])",
+        ),
     ],
 )
 def test_bad_train_options_are_one_line_errors(tmp_path, waq_dir, option, message):
@@ -411,3 +416,34 @@ def test_cli_trains_with_auto_batch_size_on_cpu(tmp_path, waq_dir):
     assert card["train"]["batch_size"] == AUTO_BATCH_SIZE["cpu"]
     assert card["train"]["lr"] == pytest.approx(3e-3 * (AUTO_BATCH_SIZE["cpu"] / 64) ** 0.5)
     assert card["train"]["warmup_epochs"] == (2 if AUTO_BATCH_SIZE["cpu"] > 64 else 0)
+
+
+def test_history_and_pipe_flush_model_is_served_what_it_trained_on(tmp_path, waq_dir, hanoi):
+    """A model on chlorine history and pipe flushes: its card keeps the link volumes and the
+    report step, and a scenario's graphs built for serving from the card alone equal the
+    dataset's samples (same inputs at every step)."""
+    from wdn_explain.model_folder import load_model
+    from wdn_explain.pipeline import scenario_graphs
+    from wdn_explain.simulation import SimulationResult
+    from wdn_explain.waq import scenario_path
+
+    features = ("chlorine_mg_l", "source_mg_l", "source_plan_mg_l", "chlorine_history_mg_l")
+    card = train(
+        waq_dir,
+        tmp_path / "m",
+        model_config=SMALL,
+        train_config=TrainConfig(
+            epochs=2, batch_size=8, node_features=features, edge_features=("flow", "pipe_flushes")
+        ),
+        device="cpu",
+    )
+    assert card["model"] == {**SMALL.to_dict(), "in_channels": 10, "edge_channels": 2}
+    _, loaded = load_model(tmp_path / "m")
+    spec = loaded.input_spec
+    assert spec.edge_features == ("flow", "pipe_flushes") and spec.report_step_s == 300
+    assert spec.link_volume_l == pytest.approx(tuple(hanoi.link_volume_l))
+    ds = WaqDataset.for_card(loaded, waq_dir, "all")
+    graphs = scenario_graphs(SimulationResult.load(scenario_path(waq_dir, 4)), hanoi, spec)
+    for t in range(ds.n_times):
+        torch.testing.assert_close(graphs[t].x, ds.graph(4, t).x)
+        torch.testing.assert_close(graphs[t].edge_attr, ds.graph(4, t).edge_attr)

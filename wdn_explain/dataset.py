@@ -6,8 +6,9 @@ by :class:`~wdn_explain.features.InputSpec`, the rule the timelines use too):
 * ``x`` (n_nodes, F): the node features, by default chlorine (mg/L) and the booster setpoint
   (mg/L at the injection node while it injects, 0 elsewhere).
 * ``edge_index`` (2, 2 * n_links): both directions of every link (see :mod:`.network`).
-* ``edge_attr`` (2 * n_links, 1): signed flow along each direction at t (L/s), divided by
-  the standard deviation of link flows over the training split (``inputs.flow_scale_lps``).
+* ``edge_attr`` (2 * n_links, C): signed flow along each direction at t (L/s), divided by
+  the standard deviation of link flows over the training split (``inputs.flow_scale_lps``),
+  and the edge features named besides (:mod:`.features`).
 * ``y`` (1,): the fraction of chlorinated nodes at t + horizon (chlorine >= ``threshold``);
   for the node target (``target="node_chlorine_mg_l"``) ``y`` (n_nodes,): chlorine in mg/L at
   every node at t + horizon.
@@ -32,6 +33,7 @@ from .conformal import mondrian_bins
 from .design import factor_levels
 from .errors import ConfigError, DataError
 from .features import (
+    DEFAULT_EDGE_FEATURES,
     DEFAULT_HORIZON,
     DEFAULT_MIN_RESIDUAL_MG_L,
     DEFAULT_NODE_FEATURES,
@@ -208,6 +210,10 @@ class WaqDataset(Dataset):
         min_residual_mg_l: The minimum residual of the node target's compliance share.
         quality_node_sensors: The nodes whose chlorine the model reads (None: every node; see
             :mod:`wdn_explain.features`).
+        edge_features: The edge features (see :mod:`wdn_explain.features`).
+        link_volume_l: Link volumes to use for ``pipe_flushes`` instead of the data's
+            network's (a trained model's own, from its card).
+        report_step_s: The report step for ``pipe_flushes`` instead of the data's.
     """
 
     def __init__(
@@ -224,6 +230,9 @@ class WaqDataset(Dataset):
         target: Target = "share",
         min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L,
         quality_node_sensors: tuple[str, ...] | None = None,
+        edge_features: tuple[str, ...] = DEFAULT_EDGE_FEATURES,
+        link_volume_l: tuple[float, ...] | None = None,
+        report_step_s: float | None = None,
     ) -> None:
         if split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)} (got '{split}')")
@@ -237,6 +246,12 @@ class WaqDataset(Dataset):
         if flow_scale_lps is None:
             train_flow = a.flow_lps[self.train_scenarios]
             flow_scale_lps = float(train_flow.std()) if len(self.train_scenarios) else 1.0
+        if "pipe_flushes" in edge_features:
+            from .network import load_network
+
+            if link_volume_l is None:
+                link_volume_l = tuple(load_network(a.configs[0].network).link_volume_l)
+            report_step_s = report_step_s or float(a.configs[0].reporting_step_s)
         self.inputs = InputSpec(
             node_features=node_features,
             flow_scale_lps=flow_scale_lps or 1.0,
@@ -245,6 +260,9 @@ class WaqDataset(Dataset):
             target=target,
             min_residual_mg_l=min_residual_mg_l,
             quality_node_sensors=quality_node_sensors,
+            edge_features=edge_features,
+            link_volume_l=link_volume_l,
+            report_step_s=report_step_s,
         )
         self.measured = self.inputs.measured(a.manifest.network.node_ids)
         super().__init__(root=None)
@@ -290,6 +308,9 @@ class WaqDataset(Dataset):
             target=inputs.target,
             min_residual_mg_l=inputs.min_residual_mg_l,
             quality_node_sensors=inputs.quality_node_sensors,
+            edge_features=inputs.edge_features,
+            link_volume_l=inputs.link_volume_l,
+            report_step_s=inputs.report_step_s,
         )
 
     @classmethod

@@ -13,6 +13,10 @@ Node features (one column each, in the order of ``InputSpec.node_features``):
   injection node, 0 elsewhere). It is built from the scenario's schedule
   (:func:`source_plan`), never from what happened later, and must agree with the recorded
   source wherever both are known (:func:`check_plan`).
+* ``chlorine_history_mg_l``: node chlorine (mg/L) at the ``horizon`` previous reports, t - 1
+  first (``horizon`` columns; before the first report, the first report's value): when a
+  front reached a node, so how far it has travelled into the pipes beyond
+  (:func:`chlorine_history`).
 
 Chlorine sensors (``InputSpec.quality_node_sensors``, EPyT-Flow's ``SensorConfig`` name for
 chlorine analysers at nodes): ``None`` reads chlorine at every node. A tuple of node ids reads it
@@ -20,8 +24,16 @@ only there: the chlorine columns (``chlorine_mg_l``, ``chlorine_fraction``) are 
 node and one more column, ``measured`` (1 at a sensor, 0 elsewhere), comes last. The source and
 the plan stay inputs at every node (the operator knows them).
 
-Edge features: signed flow along each direction of every link (L/s) / ``flow_scale_lps``,
-shape (2 E, 1), the first E rows from start to end node, the next E reversed.
+Edge features (``InputSpec.edge_features``, one column each along each direction of every
+link, shape (2 E, C), the first E rows from start to end node, the next E reversed, each
+column negated there):
+
+* ``flow``: signed flow (L/s) / ``flow_scale_lps``.
+* ``pipe_flushes``: signed flow x report step / the link's volume (``link_volume_l``): how
+  many times a report step flushes the pipe, so the inverse of its travel time in reports,
+  capped at ``horizon`` (a pump or valve, volume 0, passes at once: the cap). The same flow
+  means a short hop in a wide long pipe and many in a thin short one; ``flow`` alone does
+  not tell a message which.
 
 Label (``InputSpec.target``), ``horizon`` reports ahead:
 
@@ -51,7 +63,18 @@ from .errors import ConfigError, DataError
 if TYPE_CHECKING:
     from .scenario import ScenarioConfig
 
-NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "chlorine_fraction", "source_plan_mg_l")
+NODE_FEATURES = (
+    "chlorine_mg_l",
+    "source_mg_l",
+    "chlorine_fraction",
+    "source_plan_mg_l",
+    "chlorine_history_mg_l",
+)
+HORIZON_WIDE_FEATURES = ("source_plan_mg_l", "chlorine_history_mg_l")
+"""Node features that take ``horizon`` columns."""
+EDGE_FEATURES = ("flow", "pipe_flushes")
+DEFAULT_EDGE_FEATURES = ("flow",)
+"""The edge features of a spec that names none (every card before ``edge_features``)."""
 DEFAULT_HORIZON = 4  # reported steps ahead (20 min at the 5-minute report step)
 DEFAULT_THRESHOLD = 0.05  # chlorine counted as "chlorinated", in the first feature's unit
 DEFAULT_NODE_FEATURES = ("chlorine_mg_l", "source_mg_l", "source_plan_mg_l")
@@ -93,9 +116,17 @@ class InputSpec:
     target: Target = "share"
     min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
     quality_node_sensors: tuple[str, ...] | None = None
+    edge_features: tuple[str, ...] = DEFAULT_EDGE_FEATURES
+    link_volume_l: tuple[float, ...] | None = None
+    """Each link's volume in litres (0 for a pump or valve), for ``pipe_flushes``."""
+    report_step_s: float | None = None
+    """The report step in seconds, for ``pipe_flushes``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
+        object.__setattr__(self, "edge_features", tuple(self.edge_features))
+        if self.link_volume_l is not None:
+            object.__setattr__(self, "link_volume_l", tuple(float(v) for v in self.link_volume_l))
         sensors = self.quality_node_sensors
         if sensors is not None:
             sensors = tuple(str(node) for node in sensors)
@@ -120,6 +151,7 @@ class InputSpec:
                 "the first node feature must be chlorine (chlorine_mg_l or chlorine_fraction; "
                 f"got '{self.node_features[0]}')"
             )
+        self._check_edge_features()
         if not (np.isfinite(self.flow_scale_lps) and self.flow_scale_lps > 0):
             raise ConfigError(f"flow_scale_lps must be positive (got {self.flow_scale_lps})")
         if self.horizon < 1:
@@ -127,14 +159,34 @@ class InputSpec:
         if not (np.isfinite(self.threshold) and self.threshold > 0):
             raise ConfigError(f"threshold must be positive (got {self.threshold})")
 
+    def _check_edge_features(self) -> None:
+        unknown = [f for f in self.edge_features if f not in EDGE_FEATURES]
+        if unknown or not self.edge_features:
+            raise ConfigError(
+                f"edge features must be a non-empty list of {', '.join(EDGE_FEATURES)} "
+                f"(got {list(self.edge_features)})"
+            )
+        volumes = self.link_volume_l
+        if volumes is not None and not (np.isfinite(volumes).all() and min(volumes) >= 0):
+            raise ConfigError(f"link volumes must be finite and >= 0 litres (got {volumes})")
+        step = self.report_step_s
+        if step is not None and not (np.isfinite(step) and step > 0):
+            raise ConfigError(f"report_step_s must be positive (got {step})")
+
     @property
     def in_channels(self) -> int:
-        """Input columns per node (the plan takes ``horizon`` of them, a sensor set adds the
-        ``measured`` flag)."""
+        """Input columns per node (the plan and the history take ``horizon`` each, a sensor
+        set adds the ``measured`` flag)."""
         flag = self.quality_node_sensors is not None
         return (
-            sum(self.horizon if f == "source_plan_mg_l" else 1 for f in self.node_features) + flag
+            sum(self.horizon if f in HORIZON_WIDE_FEATURES else 1 for f in self.node_features)
+            + flag
         )
+
+    @property
+    def edge_channels(self) -> int:
+        """Input columns per directed edge."""
+        return len(self.edge_features)
 
     @property
     def uses_plan(self) -> bool:
@@ -187,7 +239,9 @@ class InputSpec:
     ) -> np.ndarray:
         """Node features, shape (..., n, :attr:`in_channels`) float32 from (..., n) arrays,
         (...,) strengths and, for ``source_plan_mg_l``, the (..., n, horizon) plan
-        (:func:`source_plan`); a sensor set needs the ``node_ids`` (:meth:`measured`)."""
+        (:func:`source_plan`); a sensor set needs the ``node_ids`` (:meth:`measured`). For
+        ``chlorine_history_mg_l`` the arrays' axis -2 holds consecutive reports of one scenario
+        (a (T, n) or (S, T, n) chlorine)."""
         if self.quality_node_sensors is not None and node_ids is None:
             raise ConfigError("quality_node_sensors need the node ids to place the sensors")
         measured = None if node_ids is None else self.measured(node_ids)
@@ -206,6 +260,7 @@ class InputSpec:
                 ..., None
             ],
             "source_plan_mg_l": lambda: plan_mg_l,
+            "chlorine_history_mg_l": lambda: chlorine_history(chlorine_mg_l, self.horizon),
         }
         parts = [np.asarray(columns[f](), dtype=np.float32) for f in self.node_features]
         if self.quality_node_sensors is not None:
@@ -214,9 +269,25 @@ class InputSpec:
         return np.concatenate(parts, axis=-1)
 
     def edge_inputs(self, flow_lps: np.ndarray) -> np.ndarray:
-        """Edge features, shape (..., 2 E, 1) float32 from (..., E) signed link flows."""
-        flow = flow_lps / self.flow_scale_lps
-        return np.concatenate([flow, -flow], axis=-1)[..., None].astype(np.float32)
+        """Edge features, shape (..., 2 E, :attr:`edge_channels`) float32 from (..., E)
+        signed link flows (L/s)."""
+        columns = {
+            "flow": lambda: flow_lps / self.flow_scale_lps,
+            "pipe_flushes": lambda: self.pipe_flushes(flow_lps),
+        }
+        per_link = np.stack([columns[f]() for f in self.edge_features], axis=-1)
+        return np.concatenate([per_link, -per_link], axis=-2).astype(np.float32)
+
+    def pipe_flushes(self, flow_lps: np.ndarray) -> np.ndarray:
+        """Signed flushes of each link per report step, capped at ``horizon`` (see the
+        module docstring), shape of ``flow_lps`` (..., E)."""
+        if self.link_volume_l is None or self.report_step_s is None:
+            raise ConfigError("pipe_flushes needs the links' volumes and the report step")
+        flow = np.asarray(flow_lps, dtype=float)
+        volume = np.asarray(self.link_volume_l, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            flushes = np.minimum(np.abs(flow) * self.report_step_s / volume, self.horizon)
+        return np.sign(flow) * np.where(flow == 0, 0.0, flushes)
 
     def physical(self, forecast: np.ndarray) -> np.ndarray:
         """``forecast`` with the values that leave :data:`LABEL_RANGE` by at most
@@ -263,6 +334,15 @@ class InputSpec:
         """The compliance share of node forecasts or truths (..., n): the fraction of nodes
         below this spec's ``min_residual_mg_l`` (:func:`share_below_residual`), shape (...,)."""
         return share_below_residual(node_chlorine_mg_l, self.min_residual_mg_l)
+
+
+def chlorine_history(chlorine_mg_l: np.ndarray, steps: int) -> np.ndarray:
+    """Chlorine at the ``steps`` previous reports of each report, t - 1 first, shape
+    (..., T, n, steps) from (..., T, n); a report before the first takes the first's value
+    (the state a scenario starts from, known at forecast time)."""
+    n_t = chlorine_mg_l.shape[-2]
+    before = np.clip(np.arange(n_t)[:, None] - np.arange(1, steps + 1)[None, :], 0, None)
+    return np.moveaxis(np.asarray(chlorine_mg_l)[..., before, :], -2, -1)
 
 
 def check_min_residual(value: float) -> float:

@@ -231,6 +231,14 @@ class Network:
             * (1000 if wn.options.quality.parameter.upper() == "CHEMICAL" else 1),
         )
 
+    @cached_property
+    def link_volume_l(self) -> np.ndarray:
+        """Each link's volume in litres from the .inp's diameter and length, 0 for a link
+        without both (a pump, a valve: water passes at once), shape (n_links,)."""
+        p = self.properties
+        volume = np.pi * (p.link_diameter_mm / 2000) ** 2 * p.link_length_m * 1000
+        return np.nan_to_num(volume, nan=0.0)
+
     def wntr_model(self):
         """WNTR's ``WaterNetworkModel`` of the original .inp (WNTR cannot read the files
         EPyT-Flow writes).

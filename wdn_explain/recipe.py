@@ -9,6 +9,17 @@ line shows them before loading the model stack).
 
 from __future__ import annotations
 
+NODE_FEATURES: tuple[str, ...] = (
+    "chlorine_mg_l",
+    "source_mg_l",
+    "source_plan_mg_l",
+    "chlorine_history_mg_l",
+)
+"""Node features of a trained model (see :mod:`~wdn_explain.features`): chlorine and source
+now, the dosing plan over the horizon and chlorine at the horizon's previous reports."""
+EDGE_FEATURES: tuple[str, ...] = ("flow", "pipe_flushes")
+"""Edge features of a trained model: signed flow and signed pipe flushes per report step
+(the pipe's inverse travel time)."""
 HIDDEN_CHANNELS = 32
 NUM_LAYERS = 3
 EPOCHS = 80

@@ -46,7 +46,6 @@ from .evaluation import (
 from .features import (
     DEFAULT_HORIZON,
     DEFAULT_MIN_RESIDUAL_MG_L,
-    DEFAULT_NODE_FEATURES,
     DEFAULT_THRESHOLD,
     LABEL_RANGE,
     InputSpec,
@@ -113,15 +112,17 @@ class TrainConfig:
     patience: int = 8
     horizon: int = DEFAULT_HORIZON
     threshold: float = DEFAULT_THRESHOLD
-    node_features: tuple[str, ...] = DEFAULT_NODE_FEATURES
+    node_features: tuple[str, ...] = recipe.NODE_FEATURES
     split_seed: int = 0
     seed: int = 0
     target: Target = "share"
     min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
     quality_node_sensors: tuple[str, ...] | None = None
+    edge_features: tuple[str, ...] = recipe.EDGE_FEATURES
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
+        object.__setattr__(self, "edge_features", tuple(self.edge_features))
         if self.quality_node_sensors is not None:  # checked where the inputs are built
             sensors = tuple(str(node) for node in self.quality_node_sensors)
             object.__setattr__(self, "quality_node_sensors", sensors)
@@ -149,7 +150,8 @@ class TrainConfig:
 
     @property
     def inputs(self) -> InputSpec:
-        """The inputs and label this config trains on (flow scale: set from the data)."""
+        """The inputs and label this config trains on (flow scale, link volumes and report
+        step: set from the data)."""
         return InputSpec(
             node_features=self.node_features,
             horizon=self.horizon,
@@ -157,6 +159,7 @@ class TrainConfig:
             target=self.target,
             min_residual_mg_l=self.min_residual_mg_l,
             quality_node_sensors=self.quality_node_sensors,
+            edge_features=self.edge_features,
         )
 
     def for_device(self, device: torch.device) -> TrainConfig:
@@ -360,7 +363,11 @@ def train(
     dev = resolve_device(device)
     cfg = (train_config or TrainConfig()).for_device(dev)
     # the input width follows the node features (the plan takes one column per step)
-    model_config = replace(model_config or ModelConfig(), in_channels=cfg.inputs.in_channels)
+    model_config = replace(
+        model_config or ModelConfig(),
+        in_channels=cfg.inputs.in_channels,
+        edge_channels=cfg.inputs.edge_channels,
+    )
     check_model_output(out_dir, overwrite=overwrite)
     with claimed(out_dir, "model folder"):  # a second `train` into it is refused at once
         check_model_output(out_dir, overwrite=overwrite)  # claimed: no one else writes now
@@ -398,6 +405,7 @@ def _train_into(
         target=cfg.target,
         min_residual_mg_l=cfg.min_residual_mg_l,
         quality_node_sensors=cfg.quality_node_sensors,
+        edge_features=cfg.edge_features,
     )
     train_set = WaqDataset(data_dir, "train", **common)
     val_set = WaqDataset(data_dir, "val", **common)
@@ -426,6 +434,7 @@ def _train_into(
             **asdict(cfg),
             "node_features": list(cfg.node_features),
             "quality_node_sensors": train_set.inputs.to_dict()["quality_node_sensors"],
+            "edge_features": list(cfg.edge_features),
         },
         "inputs": train_set.inputs.to_dict(),
         "design": training_envelope(arrays.manifest, arrays.configs).model_dump(mode="json"),

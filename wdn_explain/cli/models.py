@@ -10,7 +10,7 @@ import typer
 
 from .. import recipe
 from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
-from ..features import DEFAULT_HORIZON, DEFAULT_NODE_FEATURES, DEFAULT_THRESHOLD
+from ..features import DEFAULT_HORIZON, DEFAULT_THRESHOLD
 from .common import _auto, _fail, _optional, app
 
 
@@ -42,10 +42,16 @@ def train(
         DEFAULT_THRESHOLD, help="chlorine that counts as chlorinated, in the first feature's unit"
     ),
     features: str = typer.Option(
-        ",".join(DEFAULT_NODE_FEATURES),
+        ",".join(recipe.NODE_FEATURES),
         help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
-        "(the dosing plan over the horizon), chlorine_fraction (the WAQ paper's model: "
+        "(the dosing plan over the horizon), chlorine_history_mg_l (chlorine at the horizon's "
+        "number of previous reports), chlorine_fraction (the WAQ paper's model: "
         "chlorine_fraction)",
+    ),
+    edge_features: str = typer.Option(
+        ",".join(recipe.EDGE_FEATURES),
+        help="edge features, comma-separated: flow (signed flow), pipe_flushes (signed flushes "
+        "of the pipe per report step: its inverse travel time, capped at the horizon)",
     ),
     target: str = typer.Option(
         "share",
@@ -77,6 +83,7 @@ def train(
         quality_node_sensors = (
             None if sensors is None else tuple(n.strip() for n in sensors.split(",") if n.strip())
         )
+        edges = tuple(f.strip() for f in edge_features.split(",") if f.strip())
         label = {"node": "node_chlorine_mg_l", "share": "share"}.get(target)
         if label is None:
             raise ConfigError(f"--target must be share or node (got '{target}')")
@@ -87,6 +94,7 @@ def train(
             target=label,
             min_residual_mg_l=min_residual,
             quality_node_sensors=quality_node_sensors,
+            edge_features=edges,
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", WdnExplainWarning)
@@ -95,7 +103,7 @@ def train(
                 out,
                 model_config=ModelConfig(
                     hidden_channels=hidden,
-                    num_layers=layers,  # in_channels: from the features
+                    num_layers=layers,  # in and edge channels: from the features
                 ),
                 train_config=TrainConfig(
                     epochs=epochs,
@@ -111,6 +119,7 @@ def train(
                     target=label,
                     min_residual_mg_l=min_residual,
                     quality_node_sensors=quality_node_sensors,
+                    edge_features=edges,
                 ),
                 device=device,
                 network=network,
