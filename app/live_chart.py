@@ -33,7 +33,8 @@ STATIC_DIR = Path(__file__).with_name("static")
 PLOTLY_JS = resources.files("plotly") / "package_data" / "plotly.min.js"
 """The installed ``plotly`` package's Plotly.js, the one both copies are made from."""
 BASIC_JS = Path(__file__).with_name("vendor") / "plotly-basic.min.js"
-"""plotly.js's basic partial bundle, shipped (its recipe: ``scripts/plotly_basic.py``)."""
+"""plotly.js's basic partial bundle where ``scripts/plotly_basic.py`` wrote it (optional, not in
+the repository)."""
 BASIC_TYPES = ("scatter", "bar", "pie")
 """The trace types the basic bundle draws (every chart of the app up to WEBGL_NODES nodes)."""
 
@@ -73,7 +74,7 @@ def static_script(static_dir: Path) -> str:
 
 
 def basic_script(static_dir: Path, source: Path = BASIC_JS) -> str | None:
-    """The shipped basic bundle ``source`` as ``plotly-basic-<plotly.js version>.min.js`` in
+    """The basic bundle ``source`` (written by ``scripts/plotly_basic.py``) as ``plotly-basic-<plotly.js version>.min.js`` in
     ``static_dir`` (as :func:`static_script`), returned by name, when it is of the installed
     plotly.js's version; None otherwise (missing, or left behind by an upgrade of ``plotly``:
     the page loads the full bundle). A new browser compiles its 1.2 MB in a fifth of the

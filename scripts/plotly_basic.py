@@ -3,8 +3,9 @@ types the app's charts use (``scatter``, ``bar``; ``pie`` comes with it), ~1.2 M
 full bundle's 4.8 MB, at the plotly.js version the installed ``plotly`` package ships (a new
 browser compiles it in a fifth of the time). It is the npm package
 ``plotly.js-basic-dist-min``, built by plotly.js's ``partial_bundle`` task; this script fetches
-it with ``npm pack`` and writes the file and its licence. Run it again after upgrading
-``plotly`` (the app loads the full bundle while the versions differ, app/live_chart.py):
+it with ``npm pack`` and writes the file and its licence into app/vendor (neither is in the
+repository: it holds only what this project wrote). Optional: without it, or while its version
+differs from the installed ``plotly``'s, the app loads the full bundle (app/live_chart.py):
 
     python scripts/plotly_basic.py
 """
