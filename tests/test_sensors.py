@@ -35,6 +35,22 @@ def test_inputs_read_chlorine_at_the_sensors_only():
     assert np.array_equal(every[..., 1:], x[..., 1:-1])  # a sensor set only masks and flags
 
 
+def test_chlorine_history_is_read_at_the_sensors_only():
+    """With the recipe's chlorine history an unmeasured node's past chlorine is as unknown as
+    its present: its history columns are 0, a sensor's hold its own earlier reports."""
+    spec = InputSpec(
+        node_features=("chlorine_mg_l", "chlorine_history_mg_l"), quality_node_sensors=("b",)
+    )
+    chlorine = np.arange(1.0, 13.0).reshape(3, 4)  # 3 consecutive reports, 4 nodes
+    x = spec.node_inputs(chlorine, np.zeros((3, 4)), np.ones(3), node_ids=list("abcd"))
+    assert x.shape == (3, 4, 1 + spec.horizon + 1)
+    history = x[..., 1 : 1 + spec.horizon]
+    assert not history[:, [0, 2, 3]].any()
+    # at report 2: the horizon's previous reports, t - 1 first, the first report repeated
+    want = [chlorine[1, 1], chlorine[0, 1]] + [chlorine[0, 1]] * (spec.horizon - 2)
+    assert history[2, 1].tolist() == want
+
+
 @pytest.mark.parametrize(
     ("sensors", "message"),
     [
