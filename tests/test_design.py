@@ -213,8 +213,14 @@ def test_monitoring_model_beats_both_baselines(monitoring_model, monitoring_dir)
 
 def test_card_records_inputs_and_design(monitoring_model, hanoi):
     _, card = monitoring_model
-    assert card["model"]["in_channels"] == 2 + card["inputs"]["horizon"]
-    assert card["inputs"]["node_features"] == ["chlorine_mg_l", "source_mg_l", "source_plan_mg_l"]
+    # the recipe's inputs: chlorine and source, the plan and the history over the horizon
+    assert card["model"]["in_channels"] == 2 + 2 * card["inputs"]["horizon"]
+    assert card["inputs"]["node_features"] == [
+        "chlorine_mg_l",
+        "source_mg_l",
+        "source_plan_mg_l",
+        "chlorine_history_mg_l",
+    ]
     recorded = DesignEnvelope.model_validate(card["design"])
     design = DesignEnvelope.of(parse_config(TINY_MONITORING), hanoi)
     # all but the decay rates, which the card takes from the scenarios actually drawn

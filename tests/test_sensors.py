@@ -130,5 +130,6 @@ def test_a_model_on_sensors_records_them_in_its_card(waq_dir, tmp_path):
     )
     record = read_card(tmp_path / "m")
     assert record.input_spec.quality_node_sensors == SENSORS
-    assert card["model"]["in_channels"] == record.input_spec.in_channels == 1 + 1 + 4 + 1
+    # chlorine, source, the plan and the history (4 each), the measured flag
+    assert card["model"]["in_channels"] == record.input_spec.in_channels == 1 + 1 + 4 + 4 + 1
     assert card["train"]["quality_node_sensors"] == list(SENSORS)

@@ -31,7 +31,7 @@ from .conformal import (
     absolute_errors,
     calibrate,
 )
-from .dataset import StackedSamples, WaqArrays, WaqDataset, load_waq_arrays
+from .dataset import StackedSamples, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError, WdnExplainWarning
 from .evaluation import (
@@ -43,7 +43,6 @@ from .evaluation import (
     place,
     predict,
 )
-from .explain.threads import numeric_threads
 from .features import (
     DEFAULT_HORIZON,
     DEFAULT_MIN_RESIDUAL_MG_L,
@@ -66,7 +65,7 @@ from .model_folder import (
 from .notice import MIN_SCENARIOS as NOTICE_MIN_SCENARIOS
 from .notice import design_notice, held_out_errors
 from .progress import ProgressArg
-from .records import ModelCard, WaqManifest
+from .records import WaqManifest
 from .risk import fit_risk, outcomes
 from .scenario import ScenarioConfig
 
@@ -372,8 +371,7 @@ def train(
     check_model_output(out_dir, overwrite=overwrite)
     with claimed(out_dir, "model folder"):  # a second `train` into it is refused at once
         check_model_output(out_dir, overwrite=overwrite)  # claimed: no one else writes now
-        with numeric_threads():  # one thread unless the user chose: fast on a busy machine
-            return _train_into(data_dir, out_dir, model_config, cfg, dev, network, progress)
+        return _train_into(data_dir, out_dir, model_config, cfg, dev, network, progress)
 
 
 def _train_into(
@@ -544,16 +542,6 @@ def calibrate_model(
             f"{arrays.manifest.config_hash}) than model '{model_dir}' was trained on "
             f"({card.data.config_hash}): calibrate on the model's own data folder"
         )
-    with numeric_threads():  # the trees refitted: one thread unless the user chose
-        record = _calibrated(model, card, data_dir, arrays, minimum)
-    write_card(model_dir, record)
-    return record
-
-
-def _calibrated(
-    model: torch.nn.Module, card: ModelCard, data_dir: str | Path, arrays: WaqArrays, minimum: float
-) -> dict[str, Any]:
-    """:func:`calibrate_model`'s new card record, once the inputs are checked."""
     calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
     record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
     val_set = WaqDataset.for_card(card, data_dir, "val", arrays)
@@ -564,6 +552,7 @@ def _calibrated(
     if len(test_set):
         metrics = card_metrics(evaluate(model, test_set, conformal=record["conformal"]))
     record["metrics"] = metrics
+    write_card(model_dir, record)
     return record
 
 

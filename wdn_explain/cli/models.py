@@ -72,6 +72,7 @@ def train(
     overwrite: bool = typer.Option(False, help="replace a model already in --out"),
 ) -> None:
     """Train the forecasting GNN; saves weights and a model card."""
+    from ..explain.threads import numeric_threads
     from ..features import InputSpec
     from ..model import ModelConfig
     from ..scoring import metrics_line
@@ -98,34 +99,37 @@ def train(
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", WdnExplainWarning)
-            card = run_training(
-                data,
-                out,
-                model_config=ModelConfig(
-                    hidden_channels=hidden,
-                    num_layers=layers,  # in and edge channels: from the features
-                ),
-                train_config=TrainConfig(
-                    epochs=epochs,
-                    batch_size=_auto(batch_size, "batch size", int),
-                    lr=_auto(lr, "lr", float),
-                    warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
-                    schedule=schedule,
-                    ema_decay=_optional(ema_decay, "ema decay"),
-                    horizon=horizon,
-                    threshold=threshold,
-                    node_features=node_features,
-                    seed=seed,
-                    target=label,
-                    min_residual_mg_l=min_residual,
-                    quality_node_sensors=quality_node_sensors,
-                    edge_features=edges,
-                ),
-                device=device,
-                network=network,
-                overwrite=overwrite,
-                progress=True,
-            )
+            # one thread for torch, OpenMP and BLAS unless the user chose: a busy machine's
+            # default threads spin (17x slower epochs measured in onboarding, docs/speed.md)
+            with numeric_threads():
+                card = run_training(
+                    data,
+                    out,
+                    model_config=ModelConfig(
+                        hidden_channels=hidden,
+                        num_layers=layers,  # in and edge channels: from the features
+                    ),
+                    train_config=TrainConfig(
+                        epochs=epochs,
+                        batch_size=_auto(batch_size, "batch size", int),
+                        lr=_auto(lr, "lr", float),
+                        warmup_epochs=_auto(warmup_epochs, "warmup epochs", int),
+                        schedule=schedule,
+                        ema_decay=_optional(ema_decay, "ema decay"),
+                        horizon=horizon,
+                        threshold=threshold,
+                        node_features=node_features,
+                        seed=seed,
+                        target=label,
+                        min_residual_mg_l=min_residual,
+                        quality_node_sensors=quality_node_sensors,
+                        edge_features=edges,
+                    ),
+                    device=device,
+                    network=network,
+                    overwrite=overwrite,
+                    progress=True,
+                )
     except WdnExplainError as exc:
         _fail(exc)
     for warning in caught:
@@ -188,11 +192,13 @@ def calibrate(
     """Calibrate a trained model's forecast intervals (split conformal, Mondrian), its
     uncertainty notice and a node model's risk of non-compliance on the held-out splits of
     its data, and score it again on the test split."""
+    from ..explain.threads import numeric_threads
     from ..shipped import shipped
     from ..training import calibrate_model
 
     try:
-        card = calibrate_model(shipped(model), data, min_residual)
+        with numeric_threads():  # the refitted trees too: one thread unless the user chose
+            card = calibrate_model(shipped(model), data, min_residual)
     except WdnExplainError as exc:
         _fail(exc)
     c, m = card["conformal"], card["metrics"]
