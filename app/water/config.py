@@ -56,7 +56,7 @@ MAP_VIEWS = {
 RISK_NOTE = (
     "Risk: the calibrated probability that the node's chlorine one horizon ahead is below "
     "the minimum residual the model was calibrated at; its exact explanation is the "
-    "forecast's times a constant per node (and kind of injection)."
+    "forecast's explanation times a constant per node (and kind of injection)."
 )
 PANELS_ON_PAUSE = (
     "Playing: the SI-Graph and its sentence move, the pipes by flow without their arrows; "
