@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import shutil
 import threading
 import warnings
@@ -146,6 +148,24 @@ def wdn_model():
 
     torch.manual_seed(0)
     return ChlorineGNN(num_layers=2, hidden_channels=8).double()
+
+
+def brute_force_shapley(game, n: int) -> np.ndarray:
+    """Shapley values of ``game`` (a function of a frozenset of players 0..n-1) by plain
+    enumeration of all 2^n coalitions and the Shapley weights: the tests' independent oracle."""
+    values = {
+        frozenset(c): game(frozenset(c))
+        for k in range(n + 1)
+        for c in itertools.combinations(range(n), k)
+    }
+    shapley = np.zeros(n)
+    for i in range(n):
+        for coalition, value in values.items():
+            if i not in coalition:
+                k = len(coalition)
+                weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
+                shapley[i] += weight * (values[coalition | {i}] - value)
+    return shapley
 
 
 def rng(seed: int = 0) -> np.random.Generator:

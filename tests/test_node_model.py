@@ -5,7 +5,6 @@ timeline's efficiency and file round trip, and bad inputs refused in one line.""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import shutil
@@ -23,7 +22,7 @@ from wdn_explain.model_folder import load_model
 from wdn_explain.records import ModelCard
 from wdn_explain.scenario import ScenarioConfig
 
-from conftest import ROOT, path_graph
+from conftest import ROOT, brute_force_shapley, path_graph
 
 FEATURES = ("chlorine_mg_l", "source_mg_l")  # no plan: the test builds inputs from raw files
 
@@ -190,20 +189,9 @@ def test_node_explanation_matches_masked_brute_force():
         with torch.no_grad():
             return float(model(x, data.edge_index, data.edge_attr)[target])
 
-    values = {
-        frozenset(c): nu(frozenset(c))
-        for k in range(n + 1)
-        for c in itertools.combinations(range(n), k)
-    }
-    shapley = np.zeros(n)
-    for i in range(n):
-        for coalition, value in values.items():
-            if i not in coalition:
-                k = len(coalition)
-                weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
-                shapley[i] += weight * (values[coalition | {i}] - value)
+    shapley = brute_force_shapley(nu, n)
     assert np.allclose(explanation.node_values("SV"), shapley, atol=1e-10)
-    assert explanation.prediction == pytest.approx(values[frozenset(range(n))])
+    assert explanation.prediction == pytest.approx(nu(frozenset(range(n))))
 
 
 def test_node_timeline_efficiency_round_trip_and_cache(tmp_path, node_model):

@@ -5,9 +5,6 @@ refused in one line."""
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -23,7 +20,7 @@ from wdn_explain.risk import (
     risk_head,
 )
 
-from conftest import path_graph
+from conftest import brute_force_shapley, path_graph
 
 MINIMUM = 0.2
 TRUE_LOGIT = {
@@ -111,18 +108,7 @@ def test_shapley_values_of_the_risk_logit_are_the_forecasts_times_its_slope():
             forecast = model(x, data.edge_index, data.edge_attr).numpy()
         return float(node_logits(record, forecast[None], "booster")[0, target])
 
-    values = {
-        frozenset(c): logit(frozenset(c))
-        for k in range(n + 1)
-        for c in itertools.combinations(range(n), k)
-    }
-    shapley = np.zeros(n)
-    for i in range(n):
-        for coalition, value in values.items():
-            if i not in coalition:
-                k = len(coalition)
-                weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
-                shapley[i] += weight * (values[coalition | {i}] - value)
+    shapley = brute_force_shapley(logit, n)
     explanation = GraphSHAPIQ(model).explain_nodes(data, [target])[0]
     assert np.allclose(explanation.node_values("SV") * head["slope"][target], shapley)
 
