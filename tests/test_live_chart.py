@@ -7,8 +7,10 @@ import gzip
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import plotly
 import pytest
@@ -183,21 +185,20 @@ class StubbedChart:
         self.js("window.dispatchEvent(new Event('resize'))")
 
 
-@pytest.fixture
-def stubbed_chart(tmp_path):
-    if not (CHROMIUM and DRIVER):
-        pytest.skip("needs Debian chromium and chromium-driver")
+@contextmanager
+def framed_chart(root: Path, folder: str, width: int, height: int):
+    """app/live_chart.html as ``root/folder/index.html`` in a ``width`` x ``height`` frame of
+    a page served from ``root``, open in headless Chromium: (driver switched into the frame,
+    the frame element); the browser and the server end with the block."""
     from test_browser import chromium
 
-    (tmp_path / "live_chart").mkdir()
-    (tmp_path / "live_chart" / "index.html").write_bytes(
-        (ROOT / "app" / "live_chart.html").read_bytes()
-    )
-    (tmp_path / "page.html").write_text(
-        '<iframe src="live_chart/index.html" style="width:400px;height:300px"></iframe>'
+    (root / folder).mkdir(parents=True)
+    (root / folder / "index.html").write_bytes((ROOT / "app" / "live_chart.html").read_bytes())
+    (root / "page.html").write_text(
+        f'<iframe src="{folder}/index.html" style="width:{width}px;height:{height}px"></iframe>'
     )
     server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=tmp_path)
+        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=root)
     )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     driver = chromium()
@@ -205,11 +206,19 @@ def stubbed_chart(tmp_path):
         driver.get(f"http://127.0.0.1:{server.server_port}/page.html")
         frame = driver.find_element("tag name", "iframe")
         driver.switch_to.frame(frame)
-        driver.execute_script(QUEUE_STUB_JS)
-        yield StubbedChart(driver, frame)
+        yield driver, frame
     finally:
         driver.quit()
         server.shutdown()
+
+
+@pytest.fixture
+def stubbed_chart(tmp_path):
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("needs Debian chromium and chromium-driver")
+    with framed_chart(tmp_path, "live_chart", 400, 300) as (driver, frame):
+        driver.execute_script(QUEUE_STUB_JS)
+        yield StubbedChart(driver, frame)
 
 
 @pytest.mark.browser
@@ -250,31 +259,12 @@ def unloaded_chart(tmp_path):
     what the frame shows meanwhile."""
     if not (CHROMIUM and DRIVER):
         pytest.skip("needs Debian chromium and chromium-driver")
-    from test_browser import chromium
-
-    (tmp_path / "live_chart").mkdir()
-    (tmp_path / "live_chart" / "index.html").write_bytes(
-        (ROOT / "app" / "live_chart.html").read_bytes()
-    )
-    (tmp_path / "page.html").write_text(
-        '<iframe src="live_chart/index.html" style="width:700px;height:600px"></iframe>'
-    )
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=tmp_path)
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    driver = chromium()
-    try:
-        driver.get(f"http://127.0.0.1:{server.server_port}/page.html")
-        driver.switch_to.frame(driver.find_element("tag name", "iframe"))
+    with framed_chart(tmp_path, "live_chart", 700, 600) as (driver, _):
         driver.execute_script(
             "plotly = new Promise(ready => { window.plotlyReady = ready; });"
             "fonts = Promise.resolve();"
         )
         yield driver
-    finally:
-        driver.quit()
-        server.shutdown()
 
 
 SKETCHED_NODES_JS = """
@@ -352,27 +342,13 @@ def test_a_frame_loads_the_basic_bundle_and_the_full_one_when_a_figure_needs_it(
     if not (CHROMIUM and DRIVER):
         pytest.skip("needs Debian chromium and chromium-driver")
     import plotly.graph_objects as go
-    from test_browser import chromium
 
     static = tmp_path / "app" / "static"
     # the full bundle stands in for the basic one (scripts/plotly_basic.py writes the real one
     # only where npm is): what is checked is which file the frame loads for which figure
     full, basic = static_script(static), basic_script(static, PLOTLY_JS)
-    frame = tmp_path / "component" / "live_chart"
-    frame.mkdir(parents=True)
-    (frame / "index.html").write_bytes((ROOT / "app" / "live_chart.html").read_bytes())
-    (tmp_path / "page.html").write_text(
-        '<iframe src="component/live_chart/index.html" style="width:500px;height:400px"></iframe>'
-    )
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=tmp_path)
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    driver = chromium()
     args = dict(config={}, script=full, basic=basic, basic_types=list(BASIC_TYPES))
-    try:
-        driver.get(f"http://127.0.0.1:{server.server_port}/page.html")
-        driver.switch_to.frame(driver.find_element("tag name", "iframe"))
+    with framed_chart(tmp_path, "component/live_chart", 500, 400) as (driver, _):
         driver.execute_script("fonts = Promise.resolve();")
         for traces, types, scripts in (
             ([go.Scatter(x=[0, 1], y=[1, 0]), go.Bar(x=[0], y=[1])], ["scatter", "bar"], [basic]),
@@ -384,6 +360,3 @@ def test_a_frame_loads_the_basic_bundle_and_the_full_one_when_a_figure_needs_it(
             while driver.execute_script(LOADED_JS)[0] != types and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert driver.execute_script(LOADED_JS) == [types, scripts]
-    finally:
-        driver.quit()
-        server.shutdown()
