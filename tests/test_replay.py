@@ -16,7 +16,15 @@ from typer.testing import CliRunner
 
 from wdn_explain.cli import app
 from wdn_explain.features import HORIZON_WIDE_FEATURES
-from wdn_explain.readings import FLAGS, MISSING, OK, OUT_OF_RANGE, STUCK, load_readings
+from wdn_explain.readings import (
+    FLAGS,
+    MISSING,
+    OK,
+    OUT_OF_RANGE,
+    STUCK,
+    load_readings,
+    reading_flags,
+)
 from wdn_explain.replay import load_replay, replay
 
 from conftest import brute_force_shapley
@@ -225,3 +233,30 @@ def test_a_row_still_being_written_is_left_for_the_next_read(tmp_path):
     readings = load_readings(path, ["3"])
     assert readings.times_s.tolist() == [0, 300]
     assert readings.chlorine_mg_l[:, 0].tolist() == [0.1, 0.2]
+
+
+def _flags(series, forecast, half=0.05, rest=(0.0, 1.5)):
+    """reading_flags at the last report of one sensor's ``series`` against ``forecast``."""
+    series = np.asarray(series, float)[:, None]
+    expected = np.asarray(forecast, float)[:, None]
+    return reading_flags(
+        series[-1], 1.5, np.asarray(rest), series[:-1], expected, expected - half, expected + half
+    )[0]
+
+
+def test_the_bad_reading_rules_on_series_built_to_break_them():
+    flat = [0.7] * 6
+    assert FLAGS[_flags(flat, flat)] == "stuck"  # not a level water rests at
+    assert FLAGS[_flags([1.5] * 6, [1.5] * 6)] == "ok"  # fully flushed at the setpoint
+    assert FLAGS[_flags([0.0] * 6, [0.0] * 6)] == "ok"  # not reached yet
+    assert FLAGS[_flags([0.0] * 6, [0.3] * 6)] == "stuck"  # none where chlorine was forecast
+    assert FLAGS[_flags([0.0] * 6, [0.0, 0.0, 0.0, 0.3, 0.3, 0.3])] == "ok"  # missed 3 of 4
+    assert FLAGS[_flags([0.7, 0.71, 0.7, 0.7, 0.7, 0.7], [0.7] * 6)] == "stuck"  # last 4 equal
+    assert FLAGS[_flags([0.7, 0.7, 0.71, 0.7, 0.7, 0.7], [0.7] * 6)] == "ok"
+    drift = [0.5 + 0.1 * k for k in range(1, 7)]  # 0.1 further outside every report
+    assert FLAGS[_flags(drift, [0.5] * 6)] == "drift"
+    assert FLAGS[_flags(drift[:5], [0.5] * 5)] == "ok"  # 5 reports are not enough
+    back = [*drift[:4], drift[2], drift[5]]  # came back once
+    assert FLAGS[_flags(back, [0.5] * 6)] == "ok"
+    assert FLAGS[_flags([*drift[:5], 1.7], [0.5] * 6)] == "out_of_range"  # above 1.5 + 0.05
+    assert FLAGS[_flags([*drift[:5], np.nan], [0.5] * 6)] == "missing"
