@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .records import ModelCard
     from .scenario import ScenarioConfig
     from .simulation import SimulationResult
+    from .timeline import Timeline
 
 logger = logging.getLogger(__name__)
 
@@ -489,3 +490,59 @@ class _Runner:
             unmeasured = replace(self.inputs, quality_node_sensors=tuple(others))
             x[dropped] = scenario_node_inputs(known, self.network, unmeasured)[t][dropped]
         return x
+
+
+def replay_timeline(replay: Replay, node: str) -> Timeline:
+    """The replay as a node-level :class:`~wdn_explain.timeline.Timeline` the app's charts
+    draw (:mod:`wdn_explain.plot`), following node ``node``: ``chlorine`` holds the readings
+    at the sensors (NaN at every other node and where missing), the forecasts, intervals and
+    risks are the replay's, the truth is unknown (NaN). Its ``explanations`` stay in the
+    replay (over the sensors, not every node)."""
+    from .timeline import Timeline
+
+    ids, steps = replay.node_ids, replay.steps
+    if node not in ids:
+        raise DataError(f"node '{node}' is not in the replay's network (nodes: {', '.join(ids)})")
+    at = ids.index(node)
+    n_t, n = len(steps), len(ids)
+    chlorine = np.full((n_t, n), np.nan)
+    chlorine[:, [ids.index(s) for s in replay.sensors]] = [s.readings for s in steps]
+    forecast = np.array([s.forecast for s in steps]).reshape(n_t, n)
+    unknown = np.full((n_t, n), np.nan)
+
+    def stacked(name: str) -> np.ndarray | None:
+        values = [getattr(s, name) for s in steps]
+        return None if not steps or values[0] is None else np.stack(values)
+
+    lower, upper, risk = stacked("lower"), stacked("upper"), stacked("risk")
+    meta = replay.meta
+    minimum = meta["min_residual_mg_l"]
+    return Timeline(
+        steps=np.array([s.step for s in steps], dtype=int),
+        times_s=np.array([s.time_s for s in steps], dtype=int),
+        node_ids=np.asarray(ids),
+        chlorine=chlorine,
+        forecast=forecast[:, at],
+        truth=unknown[:, at],
+        explanations=[],
+        meta={
+            "scenario": meta["scenario"],
+            "horizon": meta["horizon"],
+            "target": "node_chlorine_mg_l",
+            "node": node,
+            "target_nodes": [node],
+            "min_residual_mg_l": minimum,
+            "reference": meta["reference"],
+            "interval": meta["interval"],
+            "risk": {"min_residual_mg_l": minimum, "method": "card"},
+        },
+        lower=None if lower is None else lower[:, at],
+        upper=None if upper is None else upper[:, at],
+        node_forecast=forecast,
+        node_truth=unknown,
+        node_lower=lower,
+        node_upper=upper,
+        node_risk=risk,
+        compliance_forecast=(forecast < minimum).mean(axis=1),
+        compliance_truth=unknown[:, 0],
+    )
