@@ -50,33 +50,44 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpec) -> list[Data]:
-    """Model inputs at every report of a simulated scenario, built as in training."""
-    import torch
-    from torch_geometric.data import Data
-
+def scenario_node_inputs(
+    result: SimulationResult, network: Network, inputs: InputSpec
+) -> np.ndarray:
+    """Node features at every report of a simulated scenario, built as in training, shape
+    (T, n, ``inputs.in_channels``): the plan from the scenario's schedule (checked against
+    the recorded source), chlorine from ``result`` (a replay puts its readings there)."""
     strength = np.full(result.n_steps, result.config.injection_strength_mg_l, dtype=np.float32)
     plan = None
     if inputs.uses_plan:
         source = network.node_index(injection_node(result.config, network))
         plan = source_plan(result.config, result.times_s, source, network.n_nodes, inputs.horizon)
         check_plan(plan, result.node_source_mg_l, network.node_ids)
-    x = inputs.node_inputs(
+    return inputs.node_inputs(
         result.node_chlorine_mg_l,
         result.node_source_mg_l,
         strength,
         plan,
         node_ids=network.node_ids,
     )
+
+
+def scenario_graphs(result: SimulationResult, network: Network, inputs: InputSpec) -> list[Data]:
+    """Model inputs at every report of a simulated scenario, built as in training."""
+    x = scenario_node_inputs(result, network, inputs)
     edge_attr = inputs.edge_inputs(result.link_flow_lps)
-    return [
-        Data(
-            x=torch.from_numpy(x[t]),
-            edge_index=network.edge_index,
-            edge_attr=torch.from_numpy(edge_attr[t]),
-        )
-        for t in range(result.n_steps)
-    ]
+    return [step_graph(network, x[t], edge_attr[t]) for t in range(result.n_steps)]
+
+
+def step_graph(network: Network, x: np.ndarray, edge_attr: np.ndarray) -> Data:
+    """The model's input graph of one report from its (n, C) node and (2 E, C) edge features."""
+    import torch
+    from torch_geometric.data import Data
+
+    return Data(
+        x=torch.from_numpy(x),
+        edge_index=network.edge_index,
+        edge_attr=torch.from_numpy(edge_attr),
+    )
 
 
 def out_of_design(scenario: ScenarioConfig, card: ModelCard, network: Network) -> list[str] | None:
@@ -245,8 +256,7 @@ def explain_scenario(
     if inputs.node_level:  # the timeline's own series follow the first target node
         node_arrays |= {"node_lower": lower, "node_upper": upper}
         if card.risk is not None:  # from the raw forecast: its logit is affine in the model's
-            kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
-            risk = node_risk(card.risk, raw_forecast, kind)
+            risk = scenario_risk(card, scenario, network, raw_forecast)
             node_arrays["node_risk"] = risk.astype(np.float32)
             meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
         i = chosen[0]
@@ -299,12 +309,9 @@ def _intervals(
     if card.conformal is None:
         return None, None
     inputs = card.input_spec
-    bins = mondrian_bins(scenario, result.times_s, inputs.horizon, network.reservoirs)[steps]
-    bins = node_bins(bins, forecast) if inputs.node_level else bins
-    limits = scenario_range(
-        inputs.target, scenario.injection_strength_mg_l, result.node_chlorine_mg_l[0]
+    lower, upper = forecast_intervals(
+        card, scenario, network, result.times_s[steps], forecast, result.node_chlorine_mg_l[0]
     )
-    lower, upper = intervals(card.conformal, forecast, bins, limits)
     meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
     node_level = lower.ndim > 1
     if card.notice is not None:  # the scenario's expected error (issue 31)
@@ -320,6 +327,34 @@ def _intervals(
             unit=f"mg/L at node {meta['node']}" if node_level else "of the nodes",
         )
     return lower, upper
+
+
+def forecast_intervals(
+    card: ModelCard,
+    scenario: ScenarioConfig,
+    network: Network,
+    times_s: np.ndarray,
+    forecast: np.ndarray,
+    initial_mg_l: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The conformal (lower, upper) of forecasts made at ``times_s`` (shape (T,) or, for a
+    node model, (T, n)) by a calibrated ``card``, inside the scenario's physical range
+    (:func:`~wdn_explain.features.scenario_range`; ``initial_mg_l``: the node chlorine the
+    scenario starts from, shape (n,))."""
+    inputs = card.input_spec
+    bins = mondrian_bins(scenario, times_s, inputs.horizon, network.reservoirs)
+    bins = node_bins(bins, forecast) if inputs.node_level else bins
+    limits = scenario_range(inputs.target, scenario.injection_strength_mg_l, initial_mg_l)
+    return intervals(card.conformal, forecast, bins, limits)
+
+
+def scenario_risk(
+    card: ModelCard, scenario: ScenarioConfig, network: Network, raw_forecast: np.ndarray
+) -> np.ndarray:
+    """The risk of non-compliance at every node (:func:`~wdn_explain.risk.node_risk`) of a
+    node model's raw forecasts (T, n) in ``scenario`` (its kind of injection picks the heads)."""
+    kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
+    return node_risk(card.risk, raw_forecast, kind)
 
 
 def _with_deprecated(

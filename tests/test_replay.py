@@ -1,0 +1,262 @@
+"""``wdn-explain replay``: readings of a simulated scenario replayed through the shipped sensor
+model give the offline timeline's forecasts and the engine's explanations; bad readings are
+marked and left out; bad files are refused in one line with nothing written; an interrupt
+keeps the steps written and a rerun resumes."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from typer.testing import CliRunner
+
+from wdn_explain.cli import app
+from wdn_explain.features import HORIZON_WIDE_FEATURES
+from wdn_explain.readings import (
+    FLAGS,
+    MISSING,
+    OK,
+    OUT_OF_RANGE,
+    STUCK,
+    load_readings,
+    reading_flags,
+)
+from wdn_explain.replay import load_replay, replay
+
+from conftest import brute_force_shapley
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL = REPO / "models" / "hanoi-sensors"
+SCENARIO = REPO / "simulations" / "default_scenario.yaml"
+DURATION_S = 5400  # 19 reports of the default scenario: the booster's front reaches sensor 3
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def scenario_file(tmp_path_factory) -> Path:
+    """The app's default scenario file, shortened to :data:`DURATION_S`."""
+    config = yaml.safe_load(SCENARIO.read_text())
+    config["scenario"]["duration_s"] = DURATION_S
+    path = tmp_path_factory.mktemp("scenario") / "scenario.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture(scope="module")
+def case(scenario_file):
+    """The sensor model, the shortened default scenario, its simulation and sensor indices."""
+    from wdn_explain.model_folder import load_model
+    from wdn_explain.network import load_network
+    from wdn_explain.scenario import load_config
+    from wdn_explain.simulation import simulate
+
+    model, card = load_model(MODEL)
+    scenario = load_config(scenario_file).scenario_config(0)
+    network = load_network(scenario.network)
+    result = simulate(scenario, network)
+    sensors = card.input_spec.quality_node_sensors
+    index = [network.node_index(s) for s in sensors]
+    return model, card, scenario, network, result, sensors, index
+
+
+def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def simulated_rows(case) -> tuple[list[str], list[list]]:
+    """The header and rows of the simulated chlorine at the sensors (exact float text)."""
+    *_, result, sensors, index = case
+    header = ["time_s", *(f"chlorine_mg_l@{s}" for s in sensors)]
+    rows = [
+        [int(t), *(repr(float(v)) for v in result.node_chlorine_mg_l[k, index])]
+        for k, t in enumerate(result.times_s)
+    ]
+    return header, rows
+
+
+@pytest.fixture(scope="module")
+def replayed(case, tmp_path_factory):
+    """The replay of the simulated readings, uninterrupted."""
+    folder = tmp_path_factory.mktemp("replay")
+    readings = write_csv(folder / "readings.csv", *simulated_rows(case))
+    out, kept = replay(readings, case[2], MODEL, folder / "out")
+    assert kept == 0
+    return out, folder
+
+
+def test_replay_of_simulated_readings_equals_the_offline_timeline(case, replayed):
+    from wdn_explain.pipeline import explain_scenario, scenario_graphs
+
+    model, card, scenario, network, result, sensors, index = case
+    out, _ = replayed
+    timeline, _ = explain_scenario(scenario, MODEL)
+    n = len(timeline)
+    assert [s.step for s in out.steps] == list(range(result.n_steps))  # every report, to the end
+    assert all((s.flags == OK).all() and s.used.all() for s in out.steps)
+    forecast = np.stack([s.forecast for s in out.steps])
+    np.testing.assert_array_equal(forecast[:n], timeline.node_forecast)
+    np.testing.assert_array_equal(np.stack([s.lower for s in out.steps])[:n], timeline.node_lower)
+    np.testing.assert_array_equal(np.stack([s.upper for s in out.steps])[:n], timeline.node_upper)
+    risk = np.stack([s.risk for s in out.steps])[:n]
+    np.testing.assert_allclose(risk, timeline.node_risk, atol=1e-6)  # the timeline's float32
+    # the explanation of a node's forecast over the sensors: Shapley values by enumeration of
+    # the 16 coalitions of sensors on the offline graph, a masked sensor at the zero reference
+    graphs = scenario_graphs(result, network, card.input_spec)
+    for t, node in ((10, network.node_index("3")), (18, network.node_index("7"))):
+        graph = graphs[t]
+
+        def game(coalition: frozenset, graph=graph, node=node) -> float:
+            x = graph.x.clone()
+            for k, v in enumerate(index):
+                if k not in coalition:
+                    x[v] = 0.0
+            with torch.no_grad():
+                return float(model(x, graph.edge_index, graph.edge_attr)[node])
+
+        explanation = out.steps[t].explanations[node]
+        assert explanation.player_nodes().tolist() == sorted(index)
+        assert explanation.prediction == pytest.approx(float(out.steps[t].raw_forecast[node]))
+        order = np.argsort(index)  # players are sorted node indices
+        expected = brute_force_shapley(game, len(index))[order]
+        np.testing.assert_allclose(explanation.node_values("SV"), expected, atol=1e-5)
+
+
+def test_a_missing_an_impossible_and_a_stuck_reading_are_marked_and_left_out(
+    case, scenario_file, tmp_path
+):
+    from wdn_explain.pipeline import scenario_graphs
+
+    model, card, scenario, network, result, sensors, index = case
+    header, rows = simulated_rows(case)
+    rows[5][1 + 2] = ""  # sensor 16 at 25 min: missing
+    rows[6][1 + 3] = "7.5"  # sensor 30 at 30 min: above the 1.5 mg/L setpoint
+    for k in range(8, 19):  # sensor 10 stuck at 0.7 mg/L from 40 min
+        rows[k][1 + 1] = "0.7"
+    readings = write_csv(tmp_path / "faulty.csv", header, rows)
+    result_cli = runner.invoke(
+        app,
+        ["replay", str(readings), "--model", str(MODEL), "--out", str(tmp_path / "out")]
+        + ["--scenario", str(scenario_file)],
+    )
+    assert result_cli.exit_code == 0, result_cli.output
+    assert "25 min  used 3 of 4 readings (16: missing)" in result_cli.output
+    assert "30 min  used 3 of 4 readings (30: out_of_range)" in result_cli.output
+    out = load_replay(tmp_path / "out")
+    flags = np.stack([s.flags for s in out.steps])
+    assert flags[5, 2] == MISSING and flags[6, 3] == OUT_OF_RANGE
+    stuck = flags[:, 1] == STUCK
+    assert not stuck[:11].any() and stuck[11:].all()  # 4 equal readings: from 55 min on
+    assert FLAGS[STUCK] in result_cli.output
+    # the forecast with a sensor left out is the model's on the offline graph with that node
+    # unmeasured: its chlorine columns (now and, if read, before) and its measured flag at 0
+    inputs = card.input_spec
+    widths = [inputs.horizon if f in HORIZON_WIDE_FEATURES else 1 for f in inputs.node_features]
+    ends = np.cumsum(widths)
+    chlorine = [
+        c
+        for f, end, w in zip(inputs.node_features, ends, widths)
+        if f in ("chlorine_mg_l", "chlorine_fraction", "chlorine_history_mg_l")
+        for c in range(end - w, end)
+    ]
+    graph = scenario_graphs(result, network, inputs)[5]
+    x = graph.x.clone()
+    x[index[2], [*chlorine, -1]] = 0.0
+    with torch.no_grad():
+        expected = model(x, graph.edge_index, graph.edge_attr).squeeze(-1).numpy()
+    np.testing.assert_allclose(out.steps[5].raw_forecast, expected, atol=1e-6)
+    assert out.steps[5].explanations[0].player_nodes().tolist() == [index[0], index[1], index[3]]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda h, r: (h[:-1] + ["chlorine_mg_l@5"], r), "unknown sensor '5'"),
+        (lambda h, r: (h[:-1], [row[:-1] for row in r]), "no column for sensor '30'"),
+        (lambda h, r: ([h[0], "chlorine_ug_l@3", *h[2:]], r), "column 'chlorine_ug_l@3' is in"),
+        (lambda h, r: (["time_min", *h[1:]], r), "the first column must be 'time_s'"),
+        (lambda h, r: (h, [r[0], r[2], r[1], *r[3:]]), "time 300 s at row 3 goes back"),
+        (lambda h, r: (h, [r[0], r[1], r[1], *r[2:]]), "time 300 s at row 3 repeated"),
+        (lambda h, r: (h, [["150", *r[1][1:]]]), "time 150 s is not a report of the scenario"),
+        (lambda h, r: (h, [["noon", *r[1][1:]]]), "line 2: time 'noon' is not a number"),
+    ],
+)
+def test_a_bad_readings_file_gives_one_line_and_writes_nothing(
+    case, scenario_file, tmp_path, change, message
+):
+    header, rows = change(*simulated_rows(case))
+    readings = write_csv(tmp_path / "bad.csv", header, rows)
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["replay", str(readings), "--model", str(MODEL), "--out", str(out)]
+        + ["--scenario", str(scenario_file)],
+    )
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not out.exists()
+
+
+def test_an_interrupt_keeps_the_steps_written_and_a_rerun_resumes(case, replayed, tmp_path):
+    full, folder = replayed
+    out = tmp_path / "out"
+    seen = []
+
+    def interrupt(step) -> None:
+        seen.append(step.step)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        replay(folder / "readings.csv", case[2], MODEL, out, on_step=interrupt)
+    assert [s.step for s in load_replay(out).steps] == [0, 1, 2]
+    resumed, kept = replay(folder / "readings.csv", case[2], MODEL, out)
+    assert kept == 3
+    for a, b in zip(resumed.steps, full.steps, strict=True):
+        np.testing.assert_array_equal(a.forecast, b.forecast)
+        assert a.explanations[4].node_values("SV").tolist() == (
+            b.explanations[4].node_values("SV").tolist()
+        )
+
+
+def test_a_row_still_being_written_is_left_for_the_next_read(tmp_path):
+    path = tmp_path / "growing.csv"
+    path.write_text("time_s,chlorine_mg_l@3\n0,0.1\n300,0.2\n600,0.")
+    readings = load_readings(path, ["3"])
+    assert readings.times_s.tolist() == [0, 300]
+    assert readings.chlorine_mg_l[:, 0].tolist() == [0.1, 0.2]
+
+
+def _flags(series, forecast, half=0.05, rest=(0.0, 1.5)):
+    """reading_flags at the last report of one sensor's ``series`` against ``forecast``."""
+    series = np.asarray(series, float)[:, None]
+    expected = np.asarray(forecast, float)[:, None]
+    return reading_flags(
+        series[-1], 1.5, np.asarray(rest), series[:-1], expected, expected - half, expected + half
+    )[0]
+
+
+def test_the_bad_reading_rules_on_series_built_to_break_them():
+    flat = [0.7] * 6
+    assert FLAGS[_flags(flat, flat)] == "stuck"  # not a level water rests at
+    assert FLAGS[_flags([1.5] * 6, [1.5] * 6)] == "ok"  # fully flushed at the setpoint
+    assert FLAGS[_flags([0.0] * 6, [0.0] * 6)] == "ok"  # not reached yet
+    assert FLAGS[_flags([0.0] * 6, [0.3] * 6)] == "stuck"  # none where chlorine was forecast
+    assert FLAGS[_flags([0.0] * 6, [0.0, 0.0, 0.0, 0.3, 0.3, 0.3])] == "ok"  # missed 3 of 4
+    assert FLAGS[_flags([0.7, 0.71, 0.7, 0.7, 0.7, 0.7], [0.7] * 6)] == "stuck"  # last 4 equal
+    assert FLAGS[_flags([0.7, 0.7, 0.71, 0.7, 0.7, 0.7], [0.7] * 6)] == "ok"
+    drift = [0.5 + 0.1 * k for k in range(1, 7)]  # 0.1 further outside every report
+    assert FLAGS[_flags(drift, [0.5] * 6)] == "drift"
+    assert FLAGS[_flags(drift[:5], [0.5] * 5)] == "ok"  # 5 reports are not enough
+    back = [*drift[:4], drift[2], drift[5]]  # came back once
+    assert FLAGS[_flags(back, [0.5] * 6)] == "ok"
+    assert FLAGS[_flags([*drift[:5], 1.7], [0.5] * 6)] == "out_of_range"  # above 1.5 + 0.05
+    assert FLAGS[_flags([*drift[:5], np.nan], [0.5] * 6)] == "missing"
