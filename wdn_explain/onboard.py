@@ -347,7 +347,7 @@ def onboard(
     resolve_device(device)
     network = check_network(inp_path)
     layers = n_layers_for(network) if layers is None else layers
-    model_config = ModelConfig(num_layers=layers)
+    model_config = ModelConfig(hidden_channels=recipe.ONBOARD_HIDDEN_CHANNELS, num_layers=layers)
     config = default_design(network, folder, n_scenarios=n_scenarios, seed=seed)
     check_size(estimate_waq(config, network, worker_count(n_workers)[0]), folder)
     check_timeline_size(
