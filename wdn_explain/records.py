@@ -118,6 +118,8 @@ class ModelCard(Record):
         risk: A node model's risk of non-compliance (:func:`~wdn_explain.risk.fit_risk`;
             None: a share model, or calibrated before the risk).
         weights_sha256: SHA-256 of ``model.pt``, checked when the model is loaded.
+        unscored: Saved by ``train`` before its intervals, notice, risk and test scores,
+            which an interruption cut short (``calibrate`` adds them).
     """
 
     KIND: ClassVar[str] = "model card"
@@ -139,6 +141,7 @@ class ModelCard(Record):
     torch_version: str | None = None
     date: str | None = None
     weights_sha256: str | None = None
+    unscored: bool = False
 
     @field_validator("conformal")
     @classmethod
