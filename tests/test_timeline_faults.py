@@ -96,6 +96,27 @@ def test_load_names_the_file_and_the_damage(damaged):
     assert str(info.value).count(str(path)) == 1  # one line, not a message inside a message
 
 
+@pytest.mark.parametrize("value", [np.nan, 1.5, -0.5])
+def test_a_risk_that_is_no_probability_is_refused(tmp_path, value):
+    """A planted node_risk outside 0..1 (or NaN) was exported to the risk CSV as it stood."""
+    from conftest import ROOT
+
+    path = tmp_path / "planted.npz"
+
+    def plant(arrays):
+        arrays["node_risk"] = arrays["node_risk"].copy()
+        arrays["node_risk"][0, 0] = value
+
+    _rewrite(ROOT / "models" / "hanoi-nodes" / "default_timeline.npz", path, plant)
+    result = run("export", "--timeline", path, "--risk-csv", tmp_path / "risk.csv")
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: timeline file '{path}' is corrupt: node_risk holds values that are not "
+        "probabilities (each must lie in 0..1)"
+    )
+    assert not (tmp_path / "risk.csv").exists()
+
+
 def test_load_refuses_a_plain_npy_in_one_line(tmp_path):
     """A lone array saved as .npz (np.load returns an array, not an archive)."""
     path = tmp_path / "t.npz"

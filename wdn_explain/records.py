@@ -24,8 +24,8 @@ from pydantic import (
 from typing_extensions import Self
 
 from .design import DesignEnvelope
-from .errors import DataError
-from .features import WAQ_PAPER_NODE_FEATURES, InputSpec
+from .errors import ConfigError, DataError
+from .features import WAQ_PAPER_NODE_FEATURES, InputSpec, check_min_residual
 
 
 class _Strict(BaseModel):
@@ -165,9 +165,14 @@ class ModelCard(Record):
     @classmethod
     def _risk_heads(cls, risk: dict[str, Any] | None) -> dict[str, Any] | None:
         """Every risk head (``heads``, ``any`` among them) holds as many finite intercepts as
-        slopes (:mod:`~wdn_explain.risk`)."""
+        slopes (:mod:`~wdn_explain.risk`), and the minimum residual it is about is one
+        (:func:`~wdn_explain.features.check_min_residual`)."""
         if risk is None:
             return None
+        try:  # the timeline and the risk CSV say what the risk is about from it
+            check_min_residual(risk.get("min_residual_mg_l"))
+        except ConfigError as exc:
+            raise ValueError(f"risk {exc}") from None
         heads = risk.get("heads")
         if not isinstance(heads, dict) or "any" not in heads:
             raise ValueError("risk must hold heads, 'any' among them")
