@@ -3,6 +3,7 @@ accident, damaged weights and cards named on load."""
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -501,3 +502,26 @@ def test_ctrl_c_before_the_first_epoch_is_one_line(tmp_path, waq_dir, monkeypatc
     assert result.exit_code == 130
     assert result.output.strip() == "interrupted before the first epoch ended: nothing is saved"
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (  # read as flow only (cards before pipe flushes): a shape error at explain
+            lambda card: card["inputs"].pop("edge_features"),
+            "inputs make 1 edge channels (flow), the model takes edge_channels=2",
+        ),
+        (  # the onboarding verdict compares it with the tree's: a TypeError
+            lambda card: card["metrics"].update(mae="0.01"),
+            "score mae must be a number (got '0.01')",
+        ),
+    ],
+)
+def test_a_card_that_does_not_fit_its_model_is_corrupt(tmp_path, change, message):
+    folder = tmp_path / "m"
+    shutil.copytree(ROOT / "models" / "default", folder)
+    card = json.loads((folder / "card.json").read_text())
+    change(card)
+    (folder / "card.json").write_text(json.dumps(card))
+    with pytest.raises(DataError, match=f"model card '.*' is corrupt: .*{re.escape(message)}"):
+        load_model(folder)

@@ -186,6 +186,18 @@ class ModelCard(Record):
                 )
         return risk
 
+    @field_validator("metrics")
+    @classmethod
+    def _scores(cls, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Every score (``*mae``, ``*rmse``, ``*r2``) is a number: the onboarding verdict and
+        the app compare them."""
+        for name, value in metrics.items():
+            if name.endswith(("mae", "rmse", "r2")) and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise ValueError(f"score {name} must be a number (got {value!r})")
+        return metrics
+
     @field_validator("notice")
     @classmethod
     def _notice(cls, notice: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -245,6 +257,13 @@ class ModelCard(Record):
                 f"inputs make {self.input_spec.in_channels} input channels "
                 f"({', '.join(self.input_spec.node_features)}), the model takes "
                 f"in_channels={width}"
+            )
+        edges = self.model.get("edge_channels")
+        if edges is not None and self.input_spec.edge_channels != edges:
+            raise ValueError(
+                f"inputs make {self.input_spec.edge_channels} edge channels "
+                f"({', '.join(self.input_spec.edge_features)}), the model takes "
+                f"edge_channels={edges}"
             )
         return self
 
