@@ -65,6 +65,12 @@ def cli(name: str, args: list, expect: str, out: Path | None = None) -> None:
     print(f"{'PASS' if ok else 'FAIL'} {name}: {shown}", flush=True)
 
 
+def record(ok: bool, name: str, shown: str = "") -> None:
+    """A case judged by its caller."""
+    RESULTS.append((ok, name, shown))
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {shown}", flush=True)
+
+
 def lib(name: str, call: Callable[[], object]) -> None:
     """A library call that must end in nothing or the project's own error."""
     try:
@@ -360,8 +366,8 @@ def risk_cases(tmp: Path) -> None:
         before = (folder / "card.json").read_bytes()
         cli(f"calibrate --min-residual {value}", ["calibrate", "--model", folder, "--data", DATA,
             "--min-residual", value], "refused")  # fmt: skip
-        RESULTS.append(((folder / "card.json").read_bytes() == before,
-                        f"calibrate --min-residual {value}: card unchanged", ""))  # fmt: skip
+        record((folder / "card.json").read_bytes() == before,
+               f"calibrate --min-residual {value}: card unchanged")  # fmt: skip
     cli("calibrate --min-residual x", ["calibrate", "--model", NODES, "--data", DATA,
         "--min-residual", "x"], "usage")  # fmt: skip
     cli("calibrate a sensor model on data of another design", ["calibrate", "--model", SENSORS,
@@ -373,8 +379,8 @@ def risk_cases(tmp: Path) -> None:
     cli("export --risk-csv of hanoi-nodes' timeline", ["export", "--timeline", node_tl,
         "--risk-csv", out], "ok")  # fmt: skip
     rows = out.read_text().splitlines() if out.exists() else []
-    RESULTS.append((len(rows) == 1 + 33 * 32, "the risk CSV: one row per step and node",
-                    f"{len(rows)} lines"))  # fmt: skip
+    record(len(rows) == 1 + 33 * 32, "the risk CSV: one row per step and node",
+           f"{len(rows)} lines")  # fmt: skip
     cli("export --risk-csv over it", ["export", "--timeline", node_tl, "--risk-csv", out],
         "refused")  # fmt: skip
     cli("export --risk-csv into a folder", ["export", "--timeline", node_tl, "--risk-csv", tmp],
@@ -473,7 +479,7 @@ def engine_cases() -> None:
     values = found.interaction_values("SV", 1)
     whole = sum(float(values[(k,)]) for k in range(3))  # efficiency over the 3 players
     ok = abs(whole - (found.prediction - found.empty_prediction)) < 1e-4
-    RESULTS.append((ok, "engine players [3, 10, 16]: efficiency", f"{whole:.6f}"))
+    record(ok, "engine players [3, 10, 16]: efficiency", f"{whole:.6f}")
 
 
 def input_cases(tmp: Path) -> None:
@@ -520,7 +526,7 @@ def input_cases(tmp: Path) -> None:
                 and "Traceback" not in text
                 and _last(text).startswith("error:")
             )
-            RESULTS.append((ok, f"{args[0]} with {variable}={value!r}", _last(text)))
+            record(ok, f"{args[0]} with {variable}={value!r}", _last(text))
 
 
 def verdict_cases(tmp: Path) -> None:
@@ -558,8 +564,8 @@ def wave6_process_cases(tmp: Path) -> None:
     honest = codes == [0, 0] or (codes == [0, 1] and "another process" in _last(said[0]))
     ok = honest and not any("Traceback" in o for o in outputs) and out.exists()
     ok = ok and not any("resumed" in o for o in outputs)
-    RESULTS.append((ok, "two explains of hanoi-sensors into one file at once",
-                    " | ".join(_last(o) for o in outputs)))  # fmt: skip
+    record(ok, "two explains of hanoi-sensors into one file at once",
+                    " | ".join(_last(o) for o in outputs))  # fmt: skip
     spec = "{duration_s: 10800, reporting_step_s: 300}"
     cut = tmp / "sensors-cut.npz"
     child = _child(["explain", "--scenario", spec, "--model", str(SENSORS), "--out", str(cut)])
@@ -567,13 +573,11 @@ def wave6_process_cases(tmp: Path) -> None:
     child.send_signal(signal.SIGINT)
     output, _ = child.communicate()
     ok = child.returncode == 130 and "Traceback" not in output
-    RESULTS.append((ok, "explain hanoi-sensors, Ctrl-C early: exit 130, one line", _last(output)))
+    record(ok, "explain hanoi-sensors, Ctrl-C early: exit 130, one line", _last(output))
     again = _child(["explain", "--scenario", spec, "--model", str(SENSORS), "--out", str(cut)])
     output, _ = again.communicate()
     ok = again.returncode == 0 and "Traceback" not in output and "resumed" not in output
-    RESULTS.append((ok, "explain rerun after the early Ctrl-C: computed afresh", _last(output)))
-    for ok, name, shown in RESULTS[-3:]:
-        print(f"{'PASS' if ok else 'FAIL'} {name}: {shown}", flush=True)
+    record(ok, "explain rerun after the early Ctrl-C: computed afresh", _last(output))
 
 
 def _child(args: list[str]) -> subprocess.Popen:
