@@ -418,3 +418,28 @@ def test_interrupted_training_is_not_called_ready(tmp_path, net1_inp, monkeypatc
     assert (
         not (folder / "evaluation.txt").exists() and not (folder / "default_timeline.npz").exists()
     )
+
+
+def test_an_unscored_model_is_completed_on_the_rerun(tmp_path, net1_inp, monkeypatch):
+    """Ctrl-C after training, while the model's held-out work ran: train saved it
+    (``unscored``); the rerun keeps those weights and adds the intervals and scores instead
+    of calling a model without them ready."""
+    from wdn_explain import onboard as onboarding
+    from wdn_explain import training
+    from wdn_explain.model_folder import read_card
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "conformal_record", interrupt)
+    folder = tmp_path / "m"
+    with pytest.raises(KeyboardInterrupt):
+        onboarding.onboard(net1_inp, folder, n_scenarios=N_SCENARIOS, epochs=1, n_workers=1)
+    saved = read_card(folder)
+    assert saved.unscored and saved.conformal is None
+    monkeypatch.undo()
+    done = onboarding.onboard(net1_inp, folder, n_scenarios=N_SCENARIOS, epochs=1, n_workers=1)
+    card = read_card(folder)
+    assert not card.unscored and card.conformal is not None and "tree_mae" in card.metrics
+    assert card.weights_sha256 == saved.weights_sha256  # the same weights, not trained again
+    assert done.metrics == card.metrics

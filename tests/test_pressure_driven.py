@@ -285,3 +285,41 @@ def test_cache_identity_and_timelines_follow_the_demand_model(tmp_path):
     assert cache_path(pda, model, tmp_path) != cache_path(dda, model, tmp_path)
     stricter = ScenarioConfig(pressure_required_m=30)
     assert cache_path(pda, model, tmp_path) != cache_path(stricter, model, tmp_path)
+
+
+def test_negative_pressure_is_said_as_the_demand_model_makes_it(overloaded):
+    """ky3's pump junctions go to -3 m under pressure-driven analysis, where no demand is
+    asked: the warning said 'demand-driven hydraulics deliver demands the network cannot'.
+    Pressures planted into a pressure-driven run: where no demand is asked, and where it is
+    (the share delivered there computed here from the stored arrays)."""
+    from dataclasses import replace
+
+    from wdn_explain.waq import hydraulics_summary
+
+    asked = overloaded.node_requested_demand_lps
+    idle = int(np.flatnonzero((asked <= 0).all(axis=0))[0])  # the reservoir: never asks
+    pressure = overloaded.node_pressure_m.copy()
+    pressure[:, idle] = -3.0
+    no_demand = replace(overloaded, node_pressure_m=pressure)
+    text = no_demand.pressure_warning
+    assert text.endswith(
+        f"-3 m at node {overloaded.node_ids[idle]} at {int(overloaded.times_s[0])} s: no demand "
+        "is asked there then, so pressure-driven analysis lost none; the pressure is below "
+        "atmospheric (a pump's suction side, or ground above the supply's head: check the "
+        "elevations if that is not expected)"
+    )
+    assert "demand-driven" not in hydraulics_summary([no_demand]).negative
+    busy = int(np.argmax(asked.sum(axis=0)))
+    pressure = overloaded.node_pressure_m.copy()
+    pressure[:, busy] = -2.0
+    short = replace(overloaded, node_pressure_m=pressure)
+    got = np.minimum(overloaded.node_demand_lps[:, busy], asked[:, busy]).sum()
+    assert short.pressure_warning.endswith(
+        "pressure-driven analysis delivers nothing below 0 m, so those nodes got "
+        f"{got / asked[:, busy].sum():.0%} of the demand they asked for then"
+    )
+    driven = replace(short, config=short.config.model_copy(update={"demand_model": "DDA"}))
+    assert driven.pressure_warning.endswith(
+        "demand-driven hydraulics deliver demands the network cannot, so flows and chlorine "
+        "there are not physical"
+    )

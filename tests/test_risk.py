@@ -144,6 +144,12 @@ def test_risk_of_a_model_without_one_is_refused():
         (lambda r: r.pop("heads"), "risk must hold heads, 'any' among them"),
         (lambda r: r["heads"]["booster"]["slope"].pop(), "'booster' must hold as many intercepts"),
         (lambda r: r["heads"]["any"]["slope"].__setitem__(0, "x"), "'any' holds a coefficient"),
+        (  # the timeline and the risk CSV say what the risk is about from it (outside cases)
+            lambda r: r.update(min_residual_mg_l=-1),
+            r"risk min_residual_mg_l must be a finite chlorine residual >= 0 mg/L \(got -1\)",
+        ),
+        (lambda r: r.update(min_residual_mg_l="0.2"), "must be a number in mg/L .got '0.2'."),
+        (lambda r: r.pop("min_residual_mg_l"), "must be a number in mg/L .got None."),
     ],
 )
 def test_a_card_with_a_damaged_risk_is_refused_in_one_line(change, message):

@@ -4,12 +4,14 @@ concurrent sessions computing one scenario; outputs that must not be replaced.""
 import json
 import shutil
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from wdn_explain import files
 from wdn_explain.cli import app
 from wdn_explain.errors import DataError
 from wdn_explain.explain import GraphSHAPIQ
@@ -92,6 +94,27 @@ def test_load_names_the_file_and_the_damage(damaged):
     with pytest.raises(DataError, match=rf"timeline file '{path}'.*{message}") as info:
         Timeline.load(path)
     assert str(info.value).count(str(path)) == 1  # one line, not a message inside a message
+
+
+@pytest.mark.parametrize("value", [np.nan, 1.5, -0.5])
+def test_a_risk_that_is_no_probability_is_refused(tmp_path, value):
+    """A planted node_risk outside 0..1 (or NaN) was exported to the risk CSV as it stood."""
+    from conftest import ROOT
+
+    path = tmp_path / "planted.npz"
+
+    def plant(arrays):
+        arrays["node_risk"] = arrays["node_risk"].copy()
+        arrays["node_risk"][0, 0] = value
+
+    _rewrite(ROOT / "models" / "hanoi-nodes" / "default_timeline.npz", path, plant)
+    result = run("export", "--timeline", path, "--risk-csv", tmp_path / "risk.csv")
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: timeline file '{path}' is corrupt: node_risk holds values that are not "
+        "probabilities (each must lie in 0..1)"
+    )
+    assert not (tmp_path / "risk.csv").exists()
 
 
 def test_load_refuses_a_plain_npy_in_one_line(tmp_path):
@@ -308,17 +331,76 @@ def test_interrupted_explain_resumes_from_its_steps(tmp_path, tiny_model_dir, go
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.npz"]  # the steps are removed
 
 
-def test_ctrl_c_in_explain_is_one_line(tmp_path, tiny_model_dir, monkeypatch):
+def test_ctrl_c_in_explain_says_what_it_kept(tmp_path, tiny_model_dir, monkeypatch):
+    """One line naming the steps kept: none before the first step (it said they were kept)."""
+    out = tmp_path / "t.npz"
+
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("wdn_explain.pipeline.explain_scenario", interrupt)
-    out = tmp_path / "t.npz"
     result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
     assert result.exit_code == 130
     assert result.output.strip() == (
-        f"interrupted: explained steps are kept beside {out}; run again to resume"
+        "interrupted: no step was explained yet, nothing is kept; run again to start over"
     )
+    monkeypatch.undo()
+
+    def stop_after_two(done, total):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(
+        "wdn_explain.pipeline.progress_callback", lambda progress, name: nullcontext(stop_after_two)
+    )
+    result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    assert result.exit_code == 130
+    assert result.output.strip().splitlines()[-1] == (
+        f"interrupted: 2 explained steps are kept beside {out}; run again to resume"
+    )
+
+
+def test_an_interrupt_before_the_first_step_leaves_nothing(
+    tmp_path, tiny_model_dir, good, monkeypatch
+):
+    out = tmp_path / "t.npz"
+
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("wdn_explain.pipeline.simulate", interrupt)  # Ctrl-C while simulating
+    with pytest.raises(KeyboardInterrupt):
+        explain_scenario(SPEC, tiny_model_dir, out=out)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    timeline, status = explain_scenario(SPEC, tiny_model_dir, out=out)
+    assert status == "computed"
+    np.testing.assert_array_equal(timeline.forecast, Timeline.load(good).forecast)
+
+
+def test_a_second_process_explaining_into_the_file_is_refused(tmp_path, tiny_model_dir, good):
+    """Two `explain` runs into one file at once: the second is refused in one line (it
+    counted the first's fresh steps as kept from an interrupted run); the first's steps stay."""
+    import subprocess
+
+    out = tmp_path / "t.npz"
+    partial = tmp_path / ".t.npz.partial"
+    partial.mkdir()
+    (partial / "step_000000.npz").write_bytes(b"the first run's step")
+    holder = subprocess.Popen(["sleep", "60"])  # the first `explain`, still running
+    try:
+        (partial / files.LOCK).write_text(str(holder.pid))
+        result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: timeline '{out}' is being written by another process (pid {holder.pid}, "
+        f"claim file {partial / files.LOCK}); wait for it or choose another file"
+    )
+    assert (partial / "step_000000.npz").read_bytes() == b"the first run's step"
+    assert not out.exists()
 
 
 def test_a_decade_explain_is_refused_up_front(tmp_path, tiny_model_dir):
@@ -380,8 +462,10 @@ def test_full_disk_at_the_end_keeps_the_explained_steps(tmp_path, tiny_model_dir
     with monkeypatch.context() as patch:
         patch.setattr("wdn_explain.timeline.write_npz", disk_full)  # the timeline, not the steps
         result = run("explain", "--scenario", INLINE, "--model", tiny_model_dir, "--out", out)
-    assert result.exit_code == 1
-    assert result.output.strip() == f"error: cannot write '{out}' (No space left on device)"
+    assert result.exit_code == 1  # after the progress bar, shown when a loaded machine is slow
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: cannot write '{out}' (No space left on device)"
+    )
     calls = []
     explain = GraphSHAPIQ.explain
     monkeypatch.setattr(

@@ -386,7 +386,19 @@ def test_cpu_and_gpu_training_agree(waq_dir, monkeypatch, stream):
         (["--device", "gpu0"], "unknown device 'gpu0' (use auto, cpu, cuda or cuda:N)"),
         (
             ["--edge-features", "flow,speed"],
-            "edge features must be a non-empty list of flow, pipe_flushes (got ['flow', 'speed'])",
+            "edge features must be a non-empty list of flow, pipe_flushes, each once (got "
+            "['flow', 'speed'])",
+        ),
+        (  # a feature twice made two equal input columns without a word (outside cases)
+            ["--edge-features", "flow,flow"],
+            "edge features must be a non-empty list of flow, pipe_flushes, each once (got "
+            "['flow', 'flow'])",
+        ),
+        (
+            ["--features", "chlorine_mg_l,chlorine_mg_l"],
+            "node features must be a non-empty list of chlorine_mg_l, source_mg_l, "
+            "chlorine_fraction, source_plan_mg_l, chlorine_history_mg_l, each once (got "
+            "['chlorine_mg_l', 'chlorine_mg_l'])",
         ),
     ],
 )

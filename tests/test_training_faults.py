@@ -3,6 +3,7 @@ accident, damaged weights and cards named on load."""
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -464,3 +465,63 @@ def test_full_disk_after_the_weights_leaves_no_half_model_folder(tmp_path, monke
         rescue / "model.pt"
     )
     shutil.rmtree(rescue)
+
+
+def test_ctrl_c_while_scoring_keeps_the_trained_model(tmp_path, waq_dir, monkeypatch):
+    """The model is saved before the held-out work (a node model's test split is scored
+    against one tree per node, minutes): Ctrl-C there keeps it, its card says what is
+    missing, and `calibrate` adds it. Before, the whole run was lost."""
+    out = tmp_path / "m"
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "conformal_record", interrupt)  # the first held-out step
+    result = run("train", "--data", waq_dir, "--out", out, "--epochs", 2, "--hidden", 8)
+    assert result.exit_code == 130
+    assert result.output.rstrip().endswith(  # the line after the progress bar's
+        f"interrupted after training: the model is saved in {out} without its intervals and "
+        f"test scores; `wdn-explain calibrate --model {out} --data {waq_dir}` adds them"
+    )
+    _, card = load_model(out)
+    assert card.unscored and card.conformal is None and len(card.history) == 2
+    monkeypatch.undo()
+    result = run("calibrate", "--model", out, "--data", waq_dir)
+    assert result.exit_code == 0, result.output
+    _, calibrated = load_model(out)
+    assert not calibrated.unscored and calibrated.conformal is not None
+
+
+def test_ctrl_c_before_the_first_epoch_is_one_line(tmp_path, waq_dir, monkeypatch):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "fit", interrupt)
+    out = tmp_path / "m"
+    result = run("train", "--data", waq_dir, "--out", out)
+    assert result.exit_code == 130
+    assert result.output.strip() == "interrupted before the first epoch ended: nothing is saved"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (  # read as flow only (cards before pipe flushes): a shape error at explain
+            lambda card: card["inputs"].pop("edge_features"),
+            "inputs make 1 edge channels (flow), the model takes edge_channels=2",
+        ),
+        (  # the onboarding verdict compares it with the tree's: a TypeError
+            lambda card: card["metrics"].update(mae="0.01"),
+            "score mae must be a number (got '0.01')",
+        ),
+    ],
+)
+def test_a_card_that_does_not_fit_its_model_is_corrupt(tmp_path, change, message):
+    folder = tmp_path / "m"
+    shutil.copytree(ROOT / "models" / "default", folder)
+    card = json.loads((folder / "card.json").read_text())
+    change(card)
+    (folder / "card.json").write_text(json.dumps(card))
+    with pytest.raises(DataError, match=f"model card '.*' is corrupt: .*{re.escape(message)}"):
+        load_model(folder)

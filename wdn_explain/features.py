@@ -141,10 +141,11 @@ class InputSpec:
             raise ConfigError(f"target must be one of {', '.join(TARGETS)} (got '{self.target}')")
         check_min_residual(self.min_residual_mg_l)
         unknown = [f for f in self.node_features if f not in NODE_FEATURES]
-        if unknown or not self.node_features:
+        twice = len(set(self.node_features)) != len(self.node_features)
+        if unknown or twice or not self.node_features:
             raise ConfigError(
-                f"node features must be a non-empty list of {', '.join(NODE_FEATURES)} "
-                f"(got {list(self.node_features)})"
+                f"node features must be a non-empty list of {', '.join(NODE_FEATURES)}, "
+                f"each once (got {list(self.node_features)})"
             )
         if self.node_features[0] not in ("chlorine_mg_l", "chlorine_fraction"):
             raise ConfigError(
@@ -161,10 +162,11 @@ class InputSpec:
 
     def _check_edge_features(self) -> None:
         unknown = [f for f in self.edge_features if f not in EDGE_FEATURES]
-        if unknown or not self.edge_features:
+        twice = len(set(self.edge_features)) != len(self.edge_features)
+        if unknown or twice or not self.edge_features:
             raise ConfigError(
-                f"edge features must be a non-empty list of {', '.join(EDGE_FEATURES)} "
-                f"(got {list(self.edge_features)})"
+                f"edge features must be a non-empty list of {', '.join(EDGE_FEATURES)}, each "
+                f"once (got {list(self.edge_features)})"
             )
         volumes = self.link_volume_l
         if volumes is not None and not (np.isfinite(volumes).all() and min(volumes) >= 0):

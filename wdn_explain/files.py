@@ -217,12 +217,16 @@ def load_torch(path: str | Path, map_location: object = "cpu") -> object:
 
 
 @contextmanager
-def claimed(folder: str | Path, what: str = "output folder") -> Iterator[Path]:
+def claimed(
+    folder: str | Path, what: str = "output folder", *, output: str | Path | None = None
+) -> Iterator[Path]:
     """Hold ``folder`` for one writer: a claim file (``.wdn-explain.lock``, holding the
     process id) created exclusively, removed afterwards. A second writer is refused at once
     with a DataError naming the holder; a claim whose process is gone is taken over. A folder
-    made for the claim is removed again if nothing was written into it."""
+    made for the claim is removed again if nothing was written into it. ``output``: the file
+    that messages name when the folder is its scratch space (default: the folder itself)."""
     folder = Path(folder)
+    named = f"{what} '{output or folder}'"
     made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / LOCK
@@ -237,15 +241,16 @@ def claimed(folder: str | Path, what: str = "output folder") -> Iterator[Path]:
                 holder = _lock_holder(lock)
                 if holder is not None and _alive(holder):
                     raise DataError(
-                        f"{what} '{folder}' is being written by another process (pid "
-                        f"{holder}, claim file {lock}); wait for it or choose another folder"
+                        f"{named} is being written by another process (pid {holder}, claim "
+                        f"file {lock}); wait for it or choose another "
+                        + ("folder" if output is None else "file")
                     ) from None
                 with contextlib.suppress(OSError):
                     lock.unlink()  # its writer is gone
         else:
-            raise DataError(f"{what} '{folder}' is being claimed by another process; try again")
+            raise DataError(f"{named} is being claimed by another process; try again")
     except OSError as exc:
-        raise DataError(f"cannot write {what} '{folder}' ({exc.strerror or exc})") from None
+        raise DataError(f"cannot write {named} ({exc.strerror or exc})") from None
     finally:
         with contextlib.suppress(OSError):
             mine.unlink()

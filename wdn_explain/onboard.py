@@ -330,7 +330,7 @@ def onboard(
     from .pipeline import check_timeline_size, explain_scenario
     from .sizes import check_size, estimate_waq
     from .timeline import check_timeline_output
-    from .training import TrainConfig, train
+    from .training import TrainConfig, calibrate_model, train
     from .waq import generate_waq
     from .workers import worker_count
 
@@ -385,6 +385,8 @@ def onboard(
     with numeric_threads():
         if _trained_on(folder, config) and not overwrite:
             stage(f"kept the model in {folder} (trained on this design)")
+            if read_card(folder).unscored:  # Ctrl-C cut its calibration and scoring short
+                calibrate_model(folder, data)
         else:
             stage(f"{layers} layers, up to {epochs} epochs")
             card = train(

@@ -11,7 +11,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import closing
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -184,112 +184,121 @@ def explain_scenario(
         "out_of_design": out_of_design(scenario, card, network),
         "target": inputs.target,
     }
-    cached, status = _cached(out, identity)
-    if cached is not None:
-        if cached.link_flow_lps is None:  # written before flows and pressures were stored
-            cached = with_hydraulics(cached, network)
-            if cached.link_flow_lps is not None:
-                cached.save(out)
-                status = "cached; flows and pressures added"
-        return cached, status
-    check_timeline_size(
-        scenario,
-        network,
-        explainers["mean"].n_layers,
-        settings.approximation_lambda,
-        meta["horizon"],
-        out,
-        allow_large,
-    )
-    if scheduler is not None:
-        from .cluster import check_reachable
+    claim = StepStore.claimed(out) if out is not None else nullcontext()
+    with claim as store:  # one run at a time; a waiting session finds the file it wrote
+        cached, status = _cached(out, identity)
+        if cached is not None:
+            if cached.link_flow_lps is None:  # written before flows and pressures were stored
+                cached = with_hydraulics(cached, network)
+                if cached.link_flow_lps is not None:
+                    cached.save(out)
+                    status = "cached; flows and pressures added"
+            return cached, status
+        check_timeline_size(
+            scenario,
+            network,
+            explainers["mean"].n_layers,
+            settings.approximation_lambda,
+            meta["horizon"],
+            out,
+            allow_large,
+        )
+        if scheduler is not None:
+            from .cluster import check_reachable
 
-        check_reachable(scheduler)  # before simulating
-    result = simulate(scenario, network)
-    meta["pressure_warning"] = result.pressure_warning  # flows not physical where negative
-    meta["delivery_warning"] = result.delivery_warning  # demand not met below the pressure
-    horizon = meta["horizon"]
-    if result.n_steps <= horizon:
-        raise DataError(
-            f"scenario has {result.n_steps} reported steps, not more than the horizon {horizon}"
+            check_reachable(scheduler)  # before simulating
+        if store is not None:
+            store.keep_only(identity)  # the steps of another run go
+        result = simulate(scenario, network)
+        meta["pressure_warning"] = result.pressure_warning  # flows not physical where negative
+        meta["delivery_warning"] = result.delivery_warning  # demand not met below the pressure
+        horizon = meta["horizon"]
+        if result.n_steps <= horizon:
+            raise DataError(
+                f"scenario has {result.n_steps} reported steps, not more than the horizon {horizon}"
+            )
+        graphs = scenario_graphs(result, network, inputs)
+        steps = np.arange(result.n_steps - horizon)
+        kept = 0
+        if scheduler is not None:
+            kept = _explain_on_cluster(
+                scheduler, model_dir, settings, meta, graphs, steps, store, gpu, progress
+            )
+        if inputs.node_level:
+            raw_forecast = node_forecasts(model, [graphs[t] for t in steps])
+            node_forecast = inputs.physical(raw_forecast)
+            if chosen is None:
+                source = network.node_index(injection_node(scenario, network))
+                chosen = [default_target(node_forecast, inputs.min_residual_mg_l, source)]
+        series, resumed = _explain_steps(
+            explainers, graphs, steps, store, settings, progress, stop, chosen
         )
-    graphs = scenario_graphs(result, network, inputs)
-    steps = np.arange(result.n_steps - horizon)
-    store = StepStore.beside(out, identity) if out is not None else None
-    kept = 0
-    if scheduler is not None:
-        kept = _explain_on_cluster(
-            scheduler, model_dir, settings, meta, graphs, steps, store, gpu, progress
+        kept += resumed if scheduler is None else 0
+        if kept:
+            total = len(steps) * len(settings.references)
+            status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
+        labels = inputs.labels(
+            result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
         )
-    if inputs.node_level:
-        raw_forecast = node_forecasts(model, [graphs[t] for t in steps])
-        node_forecast = inputs.physical(raw_forecast)
-        if chosen is None:
-            source = network.node_index(injection_node(scenario, network))
-            chosen = [default_target(node_forecast, inputs.min_residual_mg_l, source)]
-    series, resumed = _explain_steps(
-        explainers, graphs, steps, store, settings, progress, stop, chosen
-    )
-    kept += resumed if scheduler is None else 0
-    if kept:
-        total = len(steps) * len(settings.references)
-        status += f" (resumed: {kept} of {total} steps kept from an interrupted run)"
-    labels = inputs.labels(
-        result.node_chlorine_mg_l, np.full(result.n_steps, scenario.injection_strength_mg_l)
-    )
-    truth = labels[steps + horizon]
-    node_arrays: dict[str, Any] = {}
-    if inputs.node_level:
-        ids = [network.node_ids[v] for v in chosen]
-        node_arrays, series = node_fields(ids, series, node_forecast, truth, inputs)
-        meta |= {"target_nodes": ids, "node": ids[0], "min_residual_mg_l": inputs.min_residual_mg_l}
-    explanations = series.pop("mean")
-    forecast = (
-        node_forecast
-        if inputs.node_level
-        else inputs.physical(np.array([e.prediction for e in explanations]))
-    )
-    meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
-    if meta["forecast_warning"]:
-        logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
-    lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen)
-    if inputs.node_level:  # the timeline's own series follow the first target node
-        node_arrays |= {"node_lower": lower, "node_upper": upper}
-        if card.risk is not None:  # from the raw forecast: its logit is affine in the model's
-            risk = scenario_risk(card, scenario, network, raw_forecast)
-            node_arrays["node_risk"] = risk.astype(np.float32)
-            meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
-        i = chosen[0]
-        forecast, truth = forecast[:, i], truth[:, i]
-        lower, upper = (None, None) if lower is None else (lower[:, i], upper[:, i])
-    every = [explanations, *series.values()]
-    every += [es for by_ref in node_arrays.get("targets", {}).values() for es in by_ref.values()]
-    timeline = Timeline(
-        steps=steps,
-        times_s=result.times_s[steps],
-        node_ids=np.asarray(network.node_ids),
-        chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
-        forecast=forecast,
-        truth=truth,
-        explanations=explanations,
-        meta={
-            **meta,
-            "baseline": "mean",
-            "reference": "mean",
-            "model_dir": str(model_dir),
-            "exact": all(e.exact for series_ in every for e in series_),
-        },
-        alternatives=series,
-        lower=lower,
-        upper=upper,
-        **node_arrays,
-        **hydraulics_at(result, steps),
-    )
-    if out is not None:  # returned as a later read returns it (MIs in float32)
-        timeline = timeline.as_saved()
-        timeline.save(out)
-        store.remove()
-    return timeline, status
+        truth = labels[steps + horizon]
+        node_arrays: dict[str, Any] = {}
+        if inputs.node_level:
+            ids = [network.node_ids[v] for v in chosen]
+            node_arrays, series = node_fields(ids, series, node_forecast, truth, inputs)
+            meta |= {
+                "target_nodes": ids,
+                "node": ids[0],
+                "min_residual_mg_l": inputs.min_residual_mg_l,
+            }
+        explanations = series.pop("mean")
+        forecast = (
+            node_forecast
+            if inputs.node_level
+            else inputs.physical(np.array([e.prediction for e in explanations]))
+        )
+        meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
+        if meta["forecast_warning"]:
+            logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
+        lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen)
+        if inputs.node_level:  # the timeline's own series follow the first target node
+            node_arrays |= {"node_lower": lower, "node_upper": upper}
+            if card.risk is not None:  # from the raw forecast: its logit is affine in the model's
+                risk = scenario_risk(card, scenario, network, raw_forecast)
+                node_arrays["node_risk"] = risk.astype(np.float32)
+                meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
+            i = chosen[0]
+            forecast, truth = forecast[:, i], truth[:, i]
+            lower, upper = (None, None) if lower is None else (lower[:, i], upper[:, i])
+        every = [explanations, *series.values()]
+        every += [
+            es for by_ref in node_arrays.get("targets", {}).values() for es in by_ref.values()
+        ]
+        timeline = Timeline(
+            steps=steps,
+            times_s=result.times_s[steps],
+            node_ids=np.asarray(network.node_ids),
+            chlorine=result.node_chlorine_mg_l[steps].astype(np.float32),
+            forecast=forecast,
+            truth=truth,
+            explanations=explanations,
+            meta={
+                **meta,
+                "baseline": "mean",
+                "reference": "mean",
+                "model_dir": str(model_dir),
+                "exact": all(e.exact for series_ in every for e in series_),
+            },
+            alternatives=series,
+            lower=lower,
+            upper=upper,
+            **node_arrays,
+            **hydraulics_at(result, steps),
+        )
+        if out is not None:  # returned as a later read returns it (MIs in float32)
+            timeline = timeline.as_saved()
+            timeline.save(out)
+            store.remove()
+        return timeline, status
 
 
 def _intervals(

@@ -24,8 +24,8 @@ from pydantic import (
 from typing_extensions import Self
 
 from .design import DesignEnvelope
-from .errors import DataError
-from .features import WAQ_PAPER_NODE_FEATURES, InputSpec
+from .errors import ConfigError, DataError
+from .features import WAQ_PAPER_NODE_FEATURES, InputSpec, check_min_residual
 
 
 class _Strict(BaseModel):
@@ -118,6 +118,8 @@ class ModelCard(Record):
         risk: A node model's risk of non-compliance (:func:`~wdn_explain.risk.fit_risk`;
             None: a share model, or calibrated before the risk).
         weights_sha256: SHA-256 of ``model.pt``, checked when the model is loaded.
+        unscored: Saved by ``train`` before its intervals, notice, risk and test scores,
+            which an interruption cut short (``calibrate`` adds them).
     """
 
     KIND: ClassVar[str] = "model card"
@@ -139,6 +141,7 @@ class ModelCard(Record):
     torch_version: str | None = None
     date: str | None = None
     weights_sha256: str | None = None
+    unscored: bool = False
 
     @field_validator("conformal")
     @classmethod
@@ -162,9 +165,14 @@ class ModelCard(Record):
     @classmethod
     def _risk_heads(cls, risk: dict[str, Any] | None) -> dict[str, Any] | None:
         """Every risk head (``heads``, ``any`` among them) holds as many finite intercepts as
-        slopes (:mod:`~wdn_explain.risk`)."""
+        slopes (:mod:`~wdn_explain.risk`), and the minimum residual it is about is one
+        (:func:`~wdn_explain.features.check_min_residual`)."""
         if risk is None:
             return None
+        try:  # the timeline and the risk CSV say what the risk is about from it
+            check_min_residual(risk.get("min_residual_mg_l"))
+        except ConfigError as exc:
+            raise ValueError(f"risk {exc}") from None
         heads = risk.get("heads")
         if not isinstance(heads, dict) or "any" not in heads:
             raise ValueError("risk must hold heads, 'any' among them")
@@ -177,6 +185,18 @@ class ModelCard(Record):
                     f"risk head '{kind}' holds a coefficient that is not a finite number"
                 )
         return risk
+
+    @field_validator("metrics")
+    @classmethod
+    def _scores(cls, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Every score (``*mae``, ``*rmse``, ``*r2``) is a number: the onboarding verdict and
+        the app compare them."""
+        for name, value in metrics.items():
+            if name.endswith(("mae", "rmse", "r2")) and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise ValueError(f"score {name} must be a number (got {value!r})")
+        return metrics
 
     @field_validator("notice")
     @classmethod
@@ -237,6 +257,13 @@ class ModelCard(Record):
                 f"inputs make {self.input_spec.in_channels} input channels "
                 f"({', '.join(self.input_spec.node_features)}), the model takes "
                 f"in_channels={width}"
+            )
+        edges = self.model.get("edge_channels")
+        if edges is not None and self.input_spec.edge_channels != edges:
+            raise ValueError(
+                f"inputs make {self.input_spec.edge_channels} edge channels "
+                f"({', '.join(self.input_spec.edge_features)}), the model takes "
+                f"edge_channels={edges}"
             )
         return self
 

@@ -113,19 +113,42 @@ class SimulationResult:
     @property
     def pressure_warning(self) -> str | None:
         """One sentence when pressures go negative, else None (read from the stored
-        ``node_pressure_m``, so every scenario file carries it). EPANET's demand-driven
-        hydraulics then deliver demands the network cannot, so flows and the chlorine they
-        carry are not physical there (EPANET only warns and runs on)."""
+        ``node_pressure_m``, so every scenario file carries it), saying what it means under
+        the scenario's demand model. Demand-driven hydraulics then deliver demands the network
+        cannot, so flows and the chlorine they carry are not physical there (EPANET only
+        warns and runs on); pressure-driven analysis delivers nothing below the minimum
+        pressure, and where no demand is asked (a pump's suction side) it is the pressure the
+        hydraulics give."""
         low = self.node_pressure_m < NEGATIVE_PRESSURE_M
         if not low.any():
             return None
         worst = np.unravel_index(int(np.argmin(self.node_pressure_m)), low.shape)
-        return (
+        where = (
             f"negative pressure at {int(low.any(axis=0).sum())} of {len(self.node_ids)} nodes "
             f"({low.mean():.0%} of node states), down to "
             f"{float(self.node_pressure_m[worst]):.4g} m at node {self.node_ids[worst[1]]} "
-            f"at {int(self.times_s[worst[0]])} s: demand-driven hydraulics deliver demands the "
-            "network cannot, so flows and chlorine there are not physical"
+            f"at {int(self.times_s[worst[0]])} s: "
+        )
+        if self.config.demand_model != "PDA":
+            return where + (
+                "demand-driven hydraulics deliver demands the network cannot, so flows and "
+                "chlorine there are not physical"
+            )
+        asked = float(self.node_requested_demand_lps[low].clip(min=0).sum())
+        if asked <= 0:
+            return where + (
+                "no demand is asked there then, so pressure-driven analysis lost none; the "
+                "pressure is below atmospheric (a pump's suction side, or ground above the "
+                "supply's head: check the elevations if that is not expected)"
+            )
+        got = float(
+            np.minimum(self.node_demand_lps[low], self.node_requested_demand_lps[low])
+            .clip(min=0)
+            .sum()
+        )
+        return where + (
+            f"pressure-driven analysis delivers nothing below {self.config.pressure_min_m:g} m, "
+            f"so those nodes got {got / asked:.0%} of the demand they asked for then"
         )
 
     def save(self, path: str | Path) -> Path:

@@ -4,7 +4,9 @@ failed run resumes where it stopped instead of starting again.
 The steps of ``t.npz`` live in ``.t.npz.partial/`` beside it (one ``step_NNNNNN.npz`` each,
 written atomically) with ``key.json``, the identity of the run (scenario, model, engine,
 options); a folder with another key is discarded. The folder is removed once the timeline
-file is written.
+file is written. One run writes it at a time (:meth:`StepStore.claimed`): a second run into
+the same file is refused while the first runs, so no run counts another's fresh steps as
+kept from an interrupted one.
 """
 
 from __future__ import annotations
@@ -13,15 +15,32 @@ import contextlib
 import json
 import logging
 import shutil
+import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import WdnExplainError
 from .explain import Explanation
-from .files import atomic_write
+from .files import LOCK, atomic_write, claimed
 
 logger = logging.getLogger(__name__)
+
+
+_THREAD_LOCKS: dict[Path, threading.Lock] = {}
+"""One lock per step folder for the threads of this process (the claim file holds the pid)."""
+_THREADS_LOCK = threading.Lock()
+
+
+def _folder(out: str | Path) -> Path:
+    out = Path(out)
+    return out.with_name(f".{out.name}.partial")
+
+
+def kept_steps(out: str | Path) -> int:
+    """How many explained steps are stored beside timeline file ``out``."""
+    return len(list(_folder(out).glob("step_*.npz")))
 
 
 class StepStore:
@@ -31,20 +50,35 @@ class StepStore:
         self.folder = folder
 
     @classmethod
-    def beside(cls, out: str | Path, key: dict[str, Any]) -> StepStore:
-        """The store of timeline file ``out`` for the run identified by ``key``."""
-        out = Path(out)
-        store = cls(out.with_name(f".{out.name}.partial"))
+    @contextlib.contextmanager
+    def claimed(cls, out: str | Path) -> Iterator[StepStore]:
+        """The store of timeline file ``out``, held for one run: threads of this process (app
+        sessions) wait for each other, another process is refused (:func:`~.files.claimed`:
+        DataError naming the holder). A run that ends early with no step stored leaves no
+        folder behind."""
+        store = cls(_folder(out))
+        with _THREADS_LOCK:
+            lock = _THREAD_LOCKS.setdefault(store.folder.resolve(), threading.Lock())
+        with lock, claimed(store.folder, "timeline", output=out):
+            try:
+                yield store
+            except BaseException:
+                if not kept_steps(out):
+                    store.remove()  # nothing to resume from
+                raise
+
+    def keep_only(self, key: dict[str, Any]) -> None:
+        """Discard the steps of another run (another ``key``: scenario, model, engine,
+        options) and stamp the folder with this one."""
         text = json.dumps(key, sort_keys=True)
-        stamp = store.folder / "key.json"
+        stamp = self.folder / "key.json"
         with contextlib.suppress(OSError, WdnExplainError):  # only a resume aid
-            if store.folder.is_dir() and (not stamp.is_file() or stamp.read_text() != text):
-                store.remove()  # steps of another run
-            store.folder.mkdir(parents=True, exist_ok=True)
-            if not stamp.is_file():
+            if not stamp.is_file() or stamp.read_text() != text:
+                for path in self.folder.iterdir():
+                    if not path.name.startswith(LOCK):  # the claim stays
+                        path.unlink()
                 with atomic_write(stamp) as tmp:
                     tmp.write_text(text)
-        return store
 
     def _path(self, step: int) -> Path:
         return self.folder / f"step_{step:06d}.npz"

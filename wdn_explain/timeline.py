@@ -399,6 +399,11 @@ class Timeline:
                 raise DataError(
                     f"timeline file '{path}' is corrupt: {name} has shape {got}, expected {shape}"
                 )
+        if self.node_risk is not None and not ((self.node_risk >= 0) & (self.node_risk <= 1)).all():
+            raise DataError(
+                f"timeline file '{path}' is corrupt: node_risk holds values that are not "
+                "probabilities (each must lie in 0..1)"
+            )
         series = [self.explanations, *self.alternatives.values()]
         series += [es for by_ref in self.targets.values() for es in by_ref.values()]
         for t, e in ((t, e) for es in series for t, e in enumerate(es)):

@@ -355,7 +355,9 @@ def train(
             ``(epoch, epochs)``.
 
     An interruption (Ctrl-C) after the first epoch saves the best epoch so far, with
-    ``"interrupted": true`` in the card, instead of losing the run.
+    ``"interrupted": true`` in the card, instead of losing the run. The model is saved
+    before its calibration and test scores: an interruption there keeps it, with
+    ``"unscored": true`` in the card, and raises :class:`Unscored`.
 
     Returns:
         The model card (also written to ``out_dir/card.json``).
@@ -423,11 +425,7 @@ def _train_into(
     history = result.history
     model.load_state_dict(result.best_state)
     model.cpu()
-    conformal = conformal_record(model, calib_set)
-    notice = notice_record(model, (val_set, calib_set))
-    risk = risk_record(model, calib_set, cfg.min_residual_mg_l)
     test_set = WaqDataset(data_dir, "test", **common)
-    metrics = evaluate(model, test_set, conformal=conformal) if len(test_set) else {}
     card = {
         "model": model_config.to_dict(),
         "train": {
@@ -446,20 +444,37 @@ def _train_into(
             ),
             "n_scenarios": arrays.n_scenarios,
         },
-        "conformal": conformal,
-        "notice": notice,
-        "risk": risk,
-        "metrics": card_metrics(metrics),
+        "metrics": {},
         "history": history,
         "interrupted": result.interrupted,
+        "unscored": True,
         "device": str(dev),
         "epoch_seconds": float(np.mean([h["seconds"] for h in history])),
         "code_version": _code_version(),
         "torch_version": torch.__version__,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    save_model(model, card, out_dir)
+    save_model(model, card, out_dir)  # first: a Ctrl-C from here on keeps the trained model
+    try:  # the held-out work: 32 node trees on a node model's test split take minutes
+        card["conformal"] = conformal_record(model, calib_set)
+        card["notice"] = notice_record(model, (val_set, calib_set))
+        card["risk"] = risk_record(model, calib_set, cfg.min_residual_mg_l)
+        if len(test_set):
+            card["metrics"] = card_metrics(evaluate(model, test_set, conformal=card["conformal"]))
+    except KeyboardInterrupt:
+        raise Unscored(Path(out_dir)) from None
+    card["unscored"] = False
+    write_card(out_dir, card)
     return card
+
+
+class Unscored(KeyboardInterrupt):
+    """Ctrl-C after :func:`train` saved the model, before its intervals, notice, risk and
+    test scores were in its card (``"unscored": true``); :func:`calibrate_model` adds them."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.folder = folder
 
 
 def _check_calibration(calib_set: WaqDataset) -> None:
@@ -552,6 +567,7 @@ def calibrate_model(
     if len(test_set):
         metrics = card_metrics(evaluate(model, test_set, conformal=record["conformal"]))
     record["metrics"] = metrics
+    record["unscored"] = False
     write_card(model_dir, record)
     return record
 

@@ -378,9 +378,14 @@ def hydraulics_summary(results: Iterable[SimulationResult]) -> HydraulicsSummary
     low, worst = min(negative, key=lambda pair: pair[0]) if negative else (0.0, None)
     return HydraulicsSummary(
         negative=(
-            f"negative pressure in {len(negative)} of {n} scenarios, down to {low:.4g} m "
-            f"(demand-driven: flows and chlorine there are not physical; demand_model: PDA "
-            f"avoids it), e.g. seed {worst.config.seed}: {worst.pressure_warning}"
+            f"negative pressure in {len(negative)} of {n} scenarios, down to {low:.4g} m"
+            + (
+                " (demand-driven: flows and chlorine there are not physical; demand_model: PDA "
+                "avoids it)"
+                if worst.config.demand_model != "PDA"
+                else ""
+            )
+            + f", e.g. seed {worst.config.seed}: {worst.pressure_warning}"
         )
         if worst
         else None,

@@ -64,15 +64,15 @@ def _fail(exc: WdnExplainError) -> None:
 
 
 @contextmanager
-def _resumable(hint: str) -> Iterator[None]:
+def _resumable(hint: str | Callable[[], str]) -> Iterator[None]:
     """Run a long, resumable step: a project error exits 1 (:func:`_fail`); Ctrl-C exits 130
-    with ``hint``, how to resume."""
+    with ``hint``, how to resume (a callable: said as it stands when interrupted)."""
     try:
         yield
     except WdnExplainError as exc:
         _fail(exc)
     except KeyboardInterrupt:
-        typer.echo(f"interrupted: {hint}")
+        typer.echo(f"interrupted: {hint() if callable(hint) else hint}")
         raise typer.Exit(130) from None
 
 

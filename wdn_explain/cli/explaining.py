@@ -119,6 +119,15 @@ def _complexity_plot(rows: list[dict], path: Path) -> None:
         fig.savefig(tmp, dpi=120, format="png")
 
 
+def _kept_hint(out: Path) -> str:
+    """What an interrupted ``explain`` kept, and how to go on."""
+    from ..stepstore import kept_steps
+
+    if kept := kept_steps(out):
+        return f"{kept} explained steps are kept beside {out}; run again to resume"
+    return "no step was explained yet, nothing is kept; run again to start over"
+
+
 @app.command()
 def explain(
     scenario: str = typer.Option(
@@ -165,7 +174,7 @@ def explain(
     from ..timeline import ExplainSettings, check_timeline_output
 
     model = default_model() if model is None else shipped(model)
-    with _resumable(f"explained steps are kept beside {out}; run again to resume"):
+    with _resumable(lambda: _kept_hint(out)):
         spec = default_scenario(model) if scenario is None else _scenario_from(scenario, index)
         check_timeline_output(out, spec, overwrite=overwrite)
         settings = ExplainSettings.of(

@@ -76,7 +76,7 @@ def train(
     from ..features import InputSpec
     from ..model import ModelConfig
     from ..scoring import metrics_line
-    from ..training import TrainConfig
+    from ..training import TrainConfig, Unscored
     from ..training import train as run_training
 
     try:
@@ -132,6 +132,15 @@ def train(
                 )
     except WdnExplainError as exc:
         _fail(exc)
+    except Unscored:
+        typer.echo(
+            f"interrupted after training: the model is saved in {out} without its intervals "
+            f"and test scores; `wdn-explain calibrate --model {out} --data {data}` adds them"
+        )
+        raise typer.Exit(130) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted before the first epoch ended: nothing is saved")
+        raise typer.Exit(130) from None
     for warning in caught:
         if issubclass(warning.category, WdnExplainWarning):
             typer.echo(f"warning: {warning.message}", err=True)
