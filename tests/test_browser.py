@@ -136,9 +136,10 @@ return [t ? Array.from(t.text) : null, Array.from(p._fullLayout.xaxis.range)];
 )
 # The width of every chart's frame, in page order.
 FRAME_WIDTHS_JS = FRAMES_JS + "return frames.map(f => f.getBoundingClientRect().width);"
-# The drivers table's cells: text, right edge, and the right edge of the table's box.
+# The drivers table's cells (a Markdown table in its expander): text, right edge, and the
+# right edge of the table's box.
 TABLE_JS = """
-const table = document.querySelector('[data-testid="stTable"]');
+const table = document.querySelector('[data-testid="stExpander"] [data-testid="stMarkdownContainer"] table');
 if (!table) return null;
 const box = table.getBoundingClientRect().right;
 return [...table.querySelectorAll('td')].map(td => ({
