@@ -280,7 +280,8 @@ def _breakdown(driver, before: dict[str, float]) -> dict[str, float]:
         "chart frames on the page": b["frames"],
     }
     for name in ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration"):
-        parts[f"main thread {name} s"] = after.get(name, 0.0) - before.get(name, 0.0)
+        was, now = before.get(name, 0.0), after.get(name, 0.0)
+        parts[f"main thread {name} s"] = now - was if now >= was else now  # (a new renderer)
     return parts
 
 
