@@ -12,7 +12,7 @@ from wdn_explain.scenario import ScenarioConfig
 from wdn_explain.shipped import DEFAULT_TIMELINE
 from wdn_explain.timeline import DEFAULT_REFERENCE, Timeline, read_meta, settings_of
 
-from conftest import ROOT, chart_figures, markdown_tables, widget
+from conftest import ROOT, chart_figures, inp_table, markdown_tables, widget
 
 APP = str(ROOT / "app" / "main.py")
 
@@ -540,10 +540,13 @@ def test_maps_draw_the_scenario_s_flows(app, tl, hanoi):
         assert "L/s" in arrows["marker"]["colorbar"]["title"]["text"]
 
 
-def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl):
+def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl, hanoi):
     step = list(tl.times_s // 60).index(cursor(app))
-    below = int((tl.chlorine[step] < 0.2).sum())
-    assert any(c.value.startswith(f"{below} of 32 nodes have less than") for c in app.caption)
+    # customer nodes: not the reservoir (a source, read from the .inp)
+    taps = ~np.isin(hanoi.node_ids, list(inp_table(hanoi.inp_path, "RESERVOIRS")))
+    below = int((tl.chlorine[step][taps] < 0.2).sum())
+    said = f"{below} of 31 customer nodes have less than"
+    assert any(c.value.startswith(said) for c in app.caption)
     node = charts(app)["node_chlorine"]
     assert node["layout"]["shapes"][0]["y0"] == 0.2
     field = app.number_input(key="minimum")
@@ -551,13 +554,14 @@ def test_minimum_residual_drives_the_node_chart_and_the_compliance_map(app, tl):
     app.number_input(key="minimum").set_value(0.5).run()
     app.radio(key="map_view").set_value("compliance").run()
     assert not app.exception
-    below = int((tl.chlorine[step] < 0.5).sum())
+    below = int((tl.chlorine[step][taps] < 0.5).sum())
     compliance = charts(app)["chlorine"]
-    assert f"{below} of 32 nodes" in compliance["layout"]["title"]["text"]
+    assert f"{below} of 31 customer nodes" in compliance["layout"]["title"]["text"]
     symbols = trace(compliance, "compliance")["marker"]["symbol"]
     assert symbols.count("x") == below
     assert charts(app)["node_chlorine"]["layout"]["shapes"][0]["y0"] == 0.5
-    assert any(c.value.startswith(f"{below} of 32 nodes have less than") for c in app.caption)
+    said = f"{below} of 31 customer nodes have less than"
+    assert any(c.value.startswith(said) for c in app.caption)
     assert len(set(panel_minutes(app).values())) == 1  # the compliance map at the same time
 
 

@@ -79,8 +79,8 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
         assert np.allclose(drawn, column(arrays, key, followed), atol=1e-6)
     # one time axis for the node's chlorine: the forecast chart draws it where (and on the
     # axis on which) the followed node's chart does, at the time the forecast is about
-    axes = [c["layout"]["xaxis"]["title"]["text"] for c in (forecast, node)]
-    assert axes == ["time (min)", "time (min)"]
+    axes = [c["layout"]["xaxis"] for c in (forecast, node)]
+    assert axes == [{"ticksuffix": " min"}] * 2  # minutes on the ticks, no title on either
     np.testing.assert_allclose(
         as_array(trace(forecast, "forecast")["x"]), as_array(trace(node, "forecast")["x"])
     )

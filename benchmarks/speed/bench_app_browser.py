@@ -472,7 +472,11 @@ def sequence(root: Path, first_views_only: bool = False) -> dict[str, float]:
         finally:
             driver.quit()
             proc.terminate()
-            proc.wait(timeout=20)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:  # a server too busy to stop
+                proc.kill()
+                proc.wait()
     return out
 
 
@@ -511,6 +515,7 @@ def main() -> None:
         for label, root in apps:
             for name, seconds in sequence(root, args.first_views).items():
                 figures[name][label].append(seconds)
+                print(f"  ({label}) {name}: {seconds:.2f}")  # kept if a later run fails
             print(f"  ({label} run done, load {os.getloadavg()[0]:.2f})")
     for name, runs in figures.items():
         goal = f" (goal <= {GOALS[name]:g} s)" if name in GOALS else ""

@@ -29,6 +29,11 @@ from .style import (
     vertical_line,
 )
 
+NODE_TIME_AXIS = dict(ticksuffix=" min")
+"""The time axis of a node's chlorine, simulated and forecast (the node chart and a node
+model's forecast chart: one axis for one quantity): its unit on the ticks and no title, which
+the node chart's legend below ran into."""
+
 
 def interval_name(timeline: Timeline) -> str:
     """The legend name of the forecast's interval, e.g. ``90% interval (calibrated)``."""
@@ -75,7 +80,7 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
     node-level model's mg/L at its target node) over the time the forecast is made; a
     marker at ``step``. A node-level model's forecast is chlorine at a node, the quantity of
     the followed node's chart (:func:`node_chlorine_figure`): drawn, as there, at the time it
-    is about (made + horizon), on the same "time (min)" axis."""
+    is about (made + horizon), on the same time axis (:data:`NODE_TIME_AXIS`)."""
     made = timeline.times_s / 60
     if timeline.node_level:  # one time axis per quantity
         made = made + horizon_s(timeline) / 60
@@ -114,9 +119,9 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
         title=chart_title(
             f"{unit(timeline)}<br><sup>forecast {minutes(horizon_s(timeline))} ahead</sup>"
         ),
-        xaxis=dict(
-            title=dict(text="time (min)" if timeline.node_level else "forecast made at (min)")
-        ),
+        xaxis=dict(NODE_TIME_AXIS)
+        if timeline.node_level
+        else dict(title=dict(text="forecast made at (min)")),
         yaxis=dict(rangemode="tozero", title=dict(text=value_unit(timeline)))
         if timeline.node_level
         else dict(range=[-0.05, 1.05], title=dict(text=value_unit(timeline))),
@@ -243,8 +248,7 @@ def node_chlorine_figure(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
         title=chart_title(f"chlorine at node {network.node_ids[node]} (mg/L)"),
-        # the unit on the ticks, no axis title: the legend below cannot run into one
-        xaxis=dict(ticksuffix=" min"),
+        xaxis=dict(NODE_TIME_AXIS),
         yaxis=dict(title=dict(text="mg/L"), rangemode="tozero"),
         legend=dict(orientation="h", yanchor="top", y=-0.2),
         showlegend=True,  # the minimum's line is named there
