@@ -231,3 +231,16 @@ def chart_figures(at) -> dict[str, dict]:
         args = json.loads(element.proto.json_args)
         figures[args["key"]] = json.loads(args["spec"])
     return figures
+
+
+def markdown_tables(at) -> list[list[dict[str, str]]]:
+    """Every Markdown table of an AppTest run (the drivers and at-risk tables), in page order:
+    its rows as {header: cell text}, read from the lines starting with "|"."""
+    tables = []
+    for element in at.markdown:
+        lines = [line for line in element.value.splitlines() if line.startswith("|")]
+        if len(lines) < 3:
+            continue
+        cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+        tables.append([dict(zip(cells[0], row)) for row in cells[2:]])
+    return tables

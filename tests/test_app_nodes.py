@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_app import as_array, charts, cursor, simulate_new, trace
 
-from conftest import ROOT, widget
+from conftest import ROOT, inp_table, markdown_tables, widget
 
 APP = str(ROOT / "app" / "main.py")
 NODES = ROOT / "models" / "hanoi-nodes"
@@ -79,8 +79,8 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
         assert np.allclose(drawn, column(arrays, key, followed), atol=1e-6)
     # one time axis for the node's chlorine: the forecast chart draws it where (and on the
     # axis on which) the followed node's chart does, at the time the forecast is about
-    axes = [c["layout"]["xaxis"]["title"]["text"] for c in (forecast, node)]
-    assert axes == ["time (min)", "time (min)"]
+    axes = [c["layout"]["xaxis"] for c in (forecast, node)]
+    assert axes == [{"ticksuffix": " min"}] * 2  # minutes on the ticks, no title on either
     np.testing.assert_allclose(
         as_array(trace(forecast, "forecast")["x"]), as_array(trace(node, "forecast")["x"])
     )
@@ -90,13 +90,14 @@ def test_the_forecast_counts_and_rings_nodes_below_the_minimum(app, hanoi):
     arrays = raw(NODES / "default_timeline.npz")
     step = list(arrays["times_s"] // 60).index(cursor(app))
     app.radio(key="map_view").set_value("compliance").run()
+    taps = ~np.isin(hanoi.node_ids, list(inp_table(hanoi.inp_path, "RESERVOIRS")))
     for minimum in (0.2, 0.6):
         app.number_input(key="minimum").set_value(minimum).run()
-        below = arrays["node_forecast"][step] < minimum
-        truth = int((arrays["node_truth"][step] < minimum).sum())
+        below = (arrays["node_forecast"][step] < minimum) & taps  # customer nodes only
+        truth = int((arrays["node_truth"][step][taps] < minimum).sum())
         sentence = f"below it (simulated: {truth})."
         caption = next(c.value for c in app.caption if c.value.endswith(sentence))
-        assert f": {int(below.sum())} of 32 below it" in caption
+        assert f": {int(below.sum())} of 31 below it" in caption
         rings = trace(charts(app)["chlorine"], "forecast below")
         xy = hanoi.map_coordinates[below]
         assert np.allclose(as_array(rings["x"]), xy[:, 0]) and len(as_array(rings["x"])) > 0
@@ -163,14 +164,22 @@ def test_the_risk_of_non_compliance_is_mapped_tabled_and_charted(app, hanoi):
     risk = arrays["node_risk"][step]
     app.radio(key="map_view").set_value("risk").run()
     assert not app.exception
-    nodes = trace(charts(app)["chlorine"], "risk")
-    assert np.allclose(as_array(nodes["marker"]["color"]), risk, atol=1e-6)
-    riskiest = int(np.argmax(risk))
-    assert nodes["hovertext"][riskiest].endswith(f"in 20 min: {risk[riskiest]:.0%}")
-    table = next(t.value for t in app.table if "node" in t.value.columns)
     ids = [str(v) for v in arrays["node_ids"]]
-    expected = [ids[i] for i in np.argsort(-risk, kind="stable")[:10]]
-    assert list(table["node"]) == expected
+    # the reservoir is a source, not a customer tap: no colour, no row, its hover says so
+    tap = ~np.isin(ids, list(inp_table(hanoi.inp_path, "RESERVOIRS")))
+    assert (~tap).sum() == 1
+    nodes = trace(charts(app)["chlorine"], "risk")
+    colours = as_array(nodes["marker"]["color"])
+    assert np.allclose(colours[tap], risk[tap], atol=1e-6) and np.isnan(colours[~tap]).all()
+    assert nodes["hovertext"][int(np.flatnonzero(~tap)[0])].endswith("no minimum residual")
+    riskiest = int(np.argmax(np.where(tap, risk, -1)))
+    assert nodes["hovertext"][riskiest].endswith(f"in 20 min: {risk[riskiest]:.0%}")
+    table = next(t for t in markdown_tables(app) if "node" in t[0])
+    expected = [ids[i] for i in np.argsort(-np.where(tap, risk, -1), kind="stable")[:10]]
+    assert [row["node"] for row in table] == expected
+    for row in table:  # a forecast below 0 mg/L reads as 0, as its interval: never outside
+        low, high = map(float, row["interval (mg/L)"].split("–"))
+        assert low <= float(row["forecast (mg/L)"]) <= high, row
     node = charts(app)["node_chlorine"]
     followed = widget(app, "multiselect", "follow").value[0]
     drawn = trace(node, "risk < 0.2 mg/L in 20 min")

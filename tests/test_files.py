@@ -157,3 +157,29 @@ def test_array_header_asking_for_more_than_its_member_is_refused(tmp_path):
     path = _bomb(tmp_path / "t.npz", shape=(10**15,), zeros=800)
     with pytest.raises(DataError, match=r"array 'steps.npy' asks for 8000000000000000 bytes"):
         Timeline.load(path)
+
+
+def test_one_member_is_read_alone_with_the_same_checks(tmp_path, monkeypatch):
+    """A timeline's metadata is read without touching its other arrays (the app reads it on
+    every full rerun: a shipped timeline holds ~1 500 arrays), and the checks still hold for
+    the member read: a member that would inflate too far, or whose header asks for more
+    than it holds, is refused by name; a missing one is a KeyError."""
+    import json
+
+    import numpy as np
+
+    from wdn_explain.files import load_npz_member
+    from wdn_explain.timeline_file import read_meta
+
+    path = _bomb(tmp_path / "t.npz", shape=(10**15,), zeros=800)  # a bad 'steps' member
+    monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("np.load read every member"))
+    assert json.loads(str(load_npz_member(path, "meta"))) == {"version": 1}
+    assert read_meta(path) == {"version": 1}
+    with pytest.raises(DataError, match=r"array 'steps.npy' asks for 8000000000000000 bytes"):
+        load_npz_member(path, "steps")
+    with pytest.raises(KeyError):
+        load_npz_member(path, "nothing")
+    big = _bomb(tmp_path / "big.npz", shape=(5_000_000,), zeros=40_000_000)
+    monkeypatch.setattr(files, "INFLATION_FLOOR", 1e6)
+    with pytest.raises(DataError, match="would inflate to 40 MB"):
+        load_npz_member(big, "steps")

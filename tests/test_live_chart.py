@@ -280,8 +280,8 @@ def test_the_first_frame_is_a_sketch_of_the_map_drawn_before_plotly_js_is_ready(
 ):
     """The SI-Graph sketched while Plotly.js loads: every node where the map puts it (one
     scale on both axes, y up), in its colour on the figure's colour scale (sampled here with
-    plotly.py), the title's first line in bold; no flow arrows drawn as dots. Plotly's
-    drawing then replaces it."""
+    plotly.py), its id beside it, the title's first line in bold; no flow arrows drawn as
+    dots. Plotly's drawing then replaces it."""
     import numpy as np
     from plotly.colors import sample_colorscale, unlabel_rgb
 
@@ -317,6 +317,13 @@ def test_the_first_frame_is_a_sketch_of_the_map_drawn_before_plotly_js_is_ready(
         "'circle')).map(g => g.dataset.name)"
     )
     assert "flow markers" not in names and "nodes" in names
+    # every node's id, up and right of its node (a first frame where a node can be found)
+    labels = driver.execute_script(
+        "return [...document.querySelectorAll('#sketch g[data-name=\"nodes\"] text.label')]"
+        ".map(t => [t.textContent, +t.getAttribute('x'), +t.getAttribute('y')])"
+    )
+    assert [t for t, _, _ in labels] == list(hanoi.node_ids)
+    assert all(x > a and y < b for (_, x, y), a, b in zip(labels, cx, cy))
     # Plotly ready (stubbed): its drawing replaces the sketch
     driver.execute_script(
         "window.Plotly = {react: () => Promise.resolve()}; chart.on = () => {};"

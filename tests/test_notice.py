@@ -72,7 +72,8 @@ def test_notice_fires_on_the_bad_scenarios_and_rarely_on_the_good():
     assert f"off by about {expected:.2g} mg/L per node, {expected / typical:.1f} times" in text
     share = hard_scenario_notice(record, hard)
     assert f"off by about {100 * expected:.2g}% of the nodes" in share
-    assert f"({100 * typical:.2g}% of the nodes on scenarios it was not trained on)" in share
+    # the typical error is said to be the median scenario's, not the test MAE (a mean)
+    assert f"the median scenario it was not trained on ({100 * typical:.2g}% of the nodes;" in share
 
 
 def test_notice_needs_enough_finite_scenarios():
@@ -126,4 +127,8 @@ def test_timeline_carries_the_cards_notice(tmp_path, monitoring_model):
         notice = timeline.meta["uncertainty"]
         assert (notice is not None) == fires
         if fires:
-            assert "off by about 6% of the nodes, 3.0 times its typical error (2% of" in notice
+            assert (
+                "off by about 6% of the nodes, 3.0 times its error on the median scenario it "
+                "was not trained on (2% of the nodes; the test MAE beside the model's name is "
+                "the mean over every test forecast)"
+            ) in notice

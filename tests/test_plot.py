@@ -18,6 +18,8 @@ from wdn_explain.plot import (
 from wdn_explain.shipped import DEFAULT_TIMELINE
 from wdn_explain.timeline import Timeline
 
+from conftest import inp_table
+
 
 @pytest.fixture(scope="module")
 def tl():
@@ -498,19 +500,24 @@ def test_compliance_map_and_sentence_count_the_nodes_below(tl, hanoi, minimum):
     from wdn_explain.plot import compliance_figure
 
     step = 12
-    below = [i for i in range(hanoi.n_nodes) if tl.chlorine[step, i] < minimum]
+    # the reservoir (node 1, read from the .inp) is a source, not a customer tap: not counted
+    (reservoir,) = inp_table(hanoi.inp_path, "RESERVOIRS")
+    taps = [i for i in range(hanoi.n_nodes) if hanoi.node_ids[i] != reservoir]
+    below = [i for i in taps if tl.chlorine[step, i] < minimum]
     fig = compliance_figure(tl, hanoi, step, minimum)
     (nodes,) = traces(fig, "compliance")
     marked = [i for i, s in enumerate(nodes.marker.symbol) if s == "x"]
     assert marked == below
+    source = hanoi.node_ids.index(reservoir)
+    assert nodes.marker.color[source] not in (nodes.marker.color[taps[0]], "#e6550d")
     title = fig.layout.title.text
     assert title.startswith(f"chlorine at {tl.times_s[step] // 60:.0f} min<br>")
-    assert f"below {minimum:g} mg/L: {len(below)} of 32 nodes" in title
-    text = compliance_text(tl, step, minimum)
+    assert f"below {minimum:g} mg/L: {len(below)} of 31 customer nodes" in title
+    text = compliance_text(tl, hanoi, step, minimum)
     if below:
-        assert text.startswith(f"{len(below)} of 32 nodes have less than the minimum residual")
+        assert text.startswith(f"{len(below)} of 31 customer nodes have less than the minimum")
     else:
-        assert text.startswith("Every node has at least")
+        assert text.startswith("Every customer node has at least")
 
 
 def test_compliance_map_writes_ids_that_the_forecast_rings_leave_clear():
@@ -530,7 +537,8 @@ def test_compliance_map_writes_ids_that_the_forecast_rings_leave_clear():
     assert names.index("forecast below") < names.index("compliance")
     (nodes,), (rings,) = traces(fig, "compliance"), traces(fig, "forecast below")
     assert list(nodes.text) == list(net.node_ids) and nodes.textposition == "top right"
-    ahead = np.flatnonzero(nodes_tl.node_forecast[step] < 0.2)
+    taps = ~np.isin(net.node_ids, list(inp_table(net.inp_path, "RESERVOIRS")))
+    ahead = np.flatnonzero((nodes_tl.node_forecast[step] < 0.2) & taps)  # no ring on a source
     assert len(ahead) > 0
     np.testing.assert_allclose(rings.x, net.map_coordinates[ahead, 0])
     marker = np.asarray(nodes.marker.size)[ahead] / 2

@@ -86,6 +86,15 @@ LABEL_RANGE = {"share": (0.0, 1.0), "node_chlorine_mg_l": (0.0, np.inf)}
 """The physical range of each target: a share of nodes; chlorine in mg/L."""
 
 
+def within_range(target: Target, values: np.ndarray) -> np.ndarray:
+    """``values`` of ``target`` moved onto the bound of :data:`LABEL_RANGE` they cross: what
+    the app's charts and tables show of a forecast (-0.09 mg/L reads as 0 mg/L, as its
+    interval does, which is clipped already). The model, its explanations and the range
+    warning (:meth:`InputSpec.range_warning`) keep the raw output."""
+    low, high = LABEL_RANGE[target]
+    return np.clip(values, low, high)
+
+
 def scenario_range(target: str, strength_mg_l: float, initial_mg_l: np.ndarray) -> tuple:
     """The range a scenario's labels can take: :data:`LABEL_RANGE`, and for chlorine at a
     node at most the highest concentration anything puts in -- the source's setpoint or the
@@ -310,17 +319,22 @@ class InputSpec:
         bad = ~((forecast >= low - RANGE_TOLERANCE) & (forecast <= high + RANGE_TOLERANCE))
         if not bad.any():
             return None
-        what = "a share of nodes" if self.target == "share" else "chlorine in mg/L"
+        what = "a share of nodes" if self.target == "share" else "chlorine"
         nan = np.isnan(forecast).any()
         overshoot = np.nanmax(np.maximum(low - forecast, forecast - high), initial=0.0)
         cause = (
-            "a regression's error near the bound (read them as the bound)"
+            "a regression's error near the bound (charts and tables show them at the bound)"
             if not nan and bad.mean() <= RARE_OVERSHOOT and overshoot <= 1
             else "the model's weights may be damaged, or the input is far from its training data"
         )
+        where = (  # chlorine has one bound: "below 0 mg/L", not "outside [0, inf]"
+            f"below {low:g} mg/L{' or are NaN' if nan else ''}, where chlorine cannot be"
+            if np.isinf(high)
+            else f"outside [{low:g}, {high:g}], the range of {what}"
+        )
         return (
-            f"{int(bad.sum())} of {bad.size} forecasts lie outside [{low:g}, {high:g}], the "
-            f"range of {what} (from {np.nanmin(forecast):.3g} to "
+            f"{int(bad.sum())} of {bad.size} forecasts lie {where} (from "
+            f"{np.nanmin(forecast):.3g} to "
             f"{np.nanmax(forecast):.3g}{', NaN among them' if nan else ''}): {cause}"
         )
 

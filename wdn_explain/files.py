@@ -118,22 +118,49 @@ def load_npz(path: str | Path) -> np.lib.npyio.NpzFile:
     path = Path(path)
     with zipfile.ZipFile(path) as archive:
         members = archive.infolist()
-        declared = sum(m.file_size for m in members)
-        limit = max(MAX_INFLATION * path.stat().st_size, INFLATION_FLOOR)
-        if declared > limit:
-            raise DataError(
-                f"'{path}' would inflate to {declared / 1e6:,.0f} MB from "
-                f"{path.stat().st_size / 1e6:,.2f} MB (over {MAX_INFLATION}x): refused unread"
-            )
+        _check_inflation(path, sum(m.file_size for m in members))
         for member in members:
-            with archive.open(member) as handle:
-                asked = _npy_bytes(handle)
-            if asked is not None and asked > member.file_size:
-                raise DataError(
-                    f"'{path}': array '{member.filename}' asks for {asked} bytes but holds "
-                    f"{member.file_size}: refused unread"
-                )
+            _check_header(path, archive, member)
     return np.load(path, allow_pickle=False)
+
+
+def load_npz_member(path: str | Path, name: str) -> np.ndarray:
+    """The one array ``name`` of an ``.npz``, read alone (a timeline's metadata: its file holds
+    some 1 500 arrays, whose headers :func:`load_npz` reads in ~0.4 s), with the checks of
+    :func:`load_npz` applied to it.
+
+    Raises:
+        KeyError: the file holds no array ``name``.
+        DataError, OSError, zipfile.BadZipFile: as :func:`load_npz`.
+    """
+    path = Path(path)
+    with zipfile.ZipFile(path) as archive:
+        member = archive.getinfo(f"{name}.npy")
+        _check_inflation(path, member.file_size)
+        _check_header(path, archive, member)
+        with archive.open(member) as handle:
+            return np.lib.format.read_array(handle, allow_pickle=False)
+
+
+def _check_inflation(path: Path, declared: int) -> None:
+    """DataError when ``declared`` bytes exceed what ``path`` may inflate to."""
+    limit = max(MAX_INFLATION * path.stat().st_size, INFLATION_FLOOR)
+    if declared > limit:
+        raise DataError(
+            f"'{path}' would inflate to {declared / 1e6:,.0f} MB from "
+            f"{path.stat().st_size / 1e6:,.2f} MB (over {MAX_INFLATION}x): refused unread"
+        )
+
+
+def _check_header(path: Path, archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> None:
+    """DataError when ``member``'s array header asks for more bytes than the member holds."""
+    with archive.open(member) as handle:
+        asked = _npy_bytes(handle)
+    if asked is not None and asked > member.file_size:
+        raise DataError(
+            f"'{path}': array '{member.filename}' asks for {asked} bytes but holds "
+            f"{member.file_size}: refused unread"
+        )
 
 
 def _npy_bytes(handle: IO[bytes]) -> int | None:

@@ -9,12 +9,15 @@ from pathlib import Path
 import numpy as np
 
 from .explain.indices import check_index, index_name
-from .features import share_below_residual
+from .features import within_range
 from .network import Network
 from .scenario import ScenarioConfig
 from .timeline import REFERENCES, Timeline, read_meta
 
 UNIT = "share of nodes chlorinated"
+ROUND_OFF = 1e-6
+"""Values of smaller magnitude (share of nodes, or mg/L) are the float32 round-off of sums
+that are exactly 0 (a node no sensor sees on hanoi-sensors came out at 8e-9): read as 0."""
 
 
 def unit(timeline: Timeline) -> str:
@@ -34,7 +37,7 @@ def value_unit(timeline: Timeline) -> str:
 CHECKS = {
     "pressure_warning": "Check the hydraulics",
     "delivery_warning": "Check the hydraulics",
-    "forecast_warning": "Check the model",
+    "forecast_warning": "Check the model on this scenario",
 }
 OUTSIDE_DESIGN = "Outside what this model learned"
 
@@ -164,14 +167,18 @@ def driver_name(network: Network, members: tuple[int, ...]) -> str:
 def strongest(
     timeline: Timeline, step: int, index: str, order: int | None
 ) -> list[tuple[tuple[int, ...], float]]:
-    """Every non-zero value of ``index`` at ``step`` (all sizes up to the order), largest
-    magnitude first, as (members, value)."""
+    """Every non-zero value of ``index`` at ``step`` (all sizes up to the order; round-off,
+    :data:`ROUND_OFF`, is zero), largest magnitude first, as (members, value)."""
     e = timeline.explanations[step]
     order = resolved_order(timeline, index, order)
     items = []
     for size in range(1, order + 1):
         members, values = e.index_values(index, order, size)
-        items += [(tuple(int(v) for v in m), float(x)) for m, x in zip(members, values) if x]
+        items += [
+            (tuple(int(v) for v in m), float(x))
+            for m, x in zip(members, values)
+            if abs(x) > ROUND_OFF
+        ]
     return sorted(items, key=lambda kv: -abs(kv[1]))
 
 
@@ -189,6 +196,27 @@ def drivers_table(
         }
         for members, value in strongest(timeline, step, index, order)[:k]
     ]
+
+
+def markdown_table(rows: list[dict], formats: dict[str, str] | None = None) -> str:
+    """``rows`` (equal keys) as a GitHub-flavoured Markdown table: its keys the header, the
+    first column (what a row is) left-aligned, the others (its figures) right-aligned, each
+    cell written with ``formats[column]`` where given (e.g. ``"{:+.4f}"``). The
+    app draws it as a plain HTML table, every number visible and copyable, with none of the
+    scripts a data frame element loads into a new browser."""
+    formats = formats or {}
+    columns = list(rows[0])
+
+    def cell(column: str, value) -> str:
+        text = formats.get(column, "{}").format(value)
+        return text.replace("|", "\\|")
+
+    lines = [
+        "| " + " | ".join(columns) + " |",
+        "|:---|" + "---:|" * (len(columns) - 1),
+    ]
+    lines += ["| " + " | ".join(cell(c, r[c]) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 def _upper_first(text: str) -> str:
@@ -215,6 +243,12 @@ def interval_text(timeline: Timeline, step: int) -> str:
     timeline without intervals)."""
     interval = interval_range(timeline, step)
     return f", {interval}" if interval else ""
+
+
+def without_round_off(values: np.ndarray) -> np.ndarray:
+    """``values`` with those within :data:`ROUND_OFF` of 0 set to 0."""
+    values = np.asarray(values)
+    return np.where(np.abs(values) > ROUND_OFF, values, 0.0)
 
 
 def two_decimals(value: float) -> str:
@@ -293,25 +327,30 @@ def reference_notes(
     return notes
 
 
-def compliance_text(timeline: Timeline, step: int, minimum_mg_l: float) -> str:
-    """How many nodes lack the minimum residual at ``step`` (simulated), in one sentence; a
+def compliance_text(timeline: Timeline, network: Network, step: int, minimum_mg_l: float) -> str:
+    """How many customer nodes (:attr:`~wdn_explain.network.Network.consumers`: reservoirs and
+    tanks are no taps) lack the minimum residual at ``step`` (simulated), in one sentence; a
     node-level model's timeline adds how many its forecast puts below it one horizon later,
     beside the simulated count then."""
-    below = int((timeline.chlorine[step] < minimum_mg_l).sum())
-    n = timeline.chlorine.shape[1]
+    consumers = network.consumers
+    below = int((timeline.chlorine[step][consumers] < minimum_mg_l).sum())
+    n = int(consumers.sum())
     when = minutes(timeline.times_s[step])
     if not below:
-        now = f"Every node has at least {minimum_mg_l:g} mg/L chlorine at {when} (simulated)."
+        now = (
+            f"Every customer node has at least {minimum_mg_l:g} mg/L chlorine at {when} "
+            "(simulated)."
+        )
     else:
         now = (
-            f"{below} of {n} nodes have less than the minimum residual of {minimum_mg_l:g} "
-            f"mg/L chlorine at {when} (simulated)."
+            f"{below} of {n} customer nodes have less than the minimum residual of "
+            f"{minimum_mg_l:g} mg/L chlorine at {when} (simulated)."
         )
     if not timeline.node_level:
         return now
     ahead = minutes(timeline.times_s[step] + horizon_s(timeline))
     forecast, truth = (
-        round(n * float(share_below_residual(values[step], minimum_mg_l)))
+        int((values[step][consumers] < minimum_mg_l).sum())
         for values in (timeline.node_forecast, timeline.node_truth)
     )
     return f"{now} Forecast for {ahead}: {forecast} of {n} below it (simulated: {truth})."
@@ -333,17 +372,22 @@ def risk_label(timeline: Timeline) -> str:
     return f"risk < {minimum:g} mg/L in {horizon_s(timeline) // 60:g} min"
 
 
-def risk_table(timeline: Timeline, step: int, rows: int = 10) -> list[dict[str, object]]:
-    """The ``rows`` nodes most at risk of non-compliance one horizon after ``step``, riskiest
-    first: node id, risk, forecast and its interval (mg/L); empty without a risk."""
+def risk_table(
+    timeline: Timeline, network: Network, step: int, rows: int = 10
+) -> list[dict[str, object]]:
+    """The ``rows`` customer nodes (:attr:`~wdn_explain.network.Network.consumers`) most at
+    risk of non-compliance one horizon after ``step``, riskiest first: node id, risk, forecast
+    (at 0 mg/L where it lies below, as its interval: :func:`~.features.within_range`) and its
+    interval (mg/L); empty without a risk."""
     if timeline.node_risk is None:
         return []
-    risk = timeline.node_risk[step]
-    order = np.argsort(-risk, kind="stable")[:rows]
+    risk = np.where(network.consumers, timeline.node_risk[step], -np.inf)
+    order = np.argsort(-risk, kind="stable")[: min(rows, int(network.consumers.sum()))]
     table = []
     for i in order:
         row = {"node": str(timeline.node_ids[i]), risk_label(timeline): f"{risk[i]:.0%}"}
-        row["forecast (mg/L)"] = f"{timeline.node_forecast[step, i]:.2f}"
+        forecast = within_range("node_chlorine_mg_l", timeline.node_forecast[step, i])
+        row["forecast (mg/L)"] = f"{forecast:.2f}"  # at 0 where below, as its interval
         if timeline.node_lower is not None:
             row["interval (mg/L)"] = (
                 f"{timeline.node_lower[step, i]:.2f}–{timeline.node_upper[step, i]:.2f}"

@@ -136,6 +136,13 @@ class Network:
         """Ids of the junction nodes (where a booster may inject)."""
         return tuple(n for n, r in zip(self.node_ids, self.node_roles) if r == "junction")
 
+    @property
+    def consumers(self) -> np.ndarray:
+        """Which nodes are customer nodes (junctions), shape (n_nodes,) bool: where the
+        minimum residual applies. A reservoir is a source and a tank storage, not a tap: the
+        compliance counts, the risk map and the at-risk table leave them out."""
+        return np.array([r == "junction" for r in self.node_roles], dtype=bool)
+
     def node_index(self, node_id: str) -> int:
         """Return the position of ``node_id``; raise a ConfigError naming the network if unknown."""
         try:

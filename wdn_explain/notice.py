@@ -139,7 +139,8 @@ def hard_scenario_notice(
     """One plain sentence when the scenario is one the model is expected to forecast badly
     (expected MAE at or above the record's threshold): how far off its forecasts are
     expected to be, in mg/L per node for a ``node_level`` model, else in % of the nodes (the
-    share's error), against its typical error; None otherwise."""
+    share's error), against its error on the median held-out scenario (the record's
+    ``typical_mae``, said to be a median: the sidebar's test MAE is a mean); None otherwise."""
     expected = float(expected_maes(record, [features])[0])
     if expected < record["threshold_mae"]:
         return None
@@ -151,7 +152,8 @@ def hard_scenario_notice(
     )
     return (
         f"uncertain forecast: on scenarios like this one the model is usually off by about "
-        f"{said(expected)}, {expected / typical:.1f} times its typical error ({said(typical)} on "
-        "scenarios it was not trained on); read each forecast as the shaded range around it, "
+        f"{said(expected)}, {expected / typical:.1f} times its error on the median scenario it "
+        f"was not trained on ({said(typical)}; the test MAE beside the model's name is the "
+        "mean over every test forecast); read each forecast as the shaded range around it, "
         "not as an exact number"
     )

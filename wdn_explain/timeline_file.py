@@ -18,7 +18,7 @@ from pydantic import Field
 from .errors import DataError
 from .explain.explanation import Explanation
 from .explain_settings import ExplainSettings, cache_identity, cache_mismatch
-from .files import check_output, load_npz
+from .files import check_output, load_npz, load_npz_member
 from .records import Record
 from .scenario import ScenarioConfig
 
@@ -92,10 +92,10 @@ UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, Recur
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:
-    """The metadata entry of a timeline file (read alone), or None when it is unreadable."""
+    """The metadata entry of a timeline file (read alone: :func:`load_npz_member`), or None
+    when it is unreadable."""
     try:
-        with load_npz(path) as data:
-            meta = json.loads(str(data["meta"]))
+        meta = json.loads(str(load_npz_member(path, "meta")))
     except UNREADABLE:
         return None
     return meta if isinstance(meta, dict) else None

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from water.cache import followed, scale_of, shown, timeline_from, version_of
@@ -28,6 +27,7 @@ from wdn_explain.narrative import (
     compliance_text,
     drivers_table,
     index_name,
+    markdown_table,
     reference_label,
     risk_table,
     scenario_text,
@@ -98,8 +98,8 @@ class View:
 
 def time_cursor(tl: Timeline) -> None:
     """One time cursor for the whole page, in minutes (session state ``time_min``): it opens
-    on the first step whose explanation says something and whose chlorine map is not blank
-    (:func:`opening_step`) and survives every control change; play/pause move it (see
+    on the first step at which chlorine has left its source, on every model
+    (:func:`opening_step`), and survives every control change; play/pause move it (see
     :func:`page`)."""
     times = [int(t // 60) for t in tl.times_s]
     if st.session_state.get("time_min") not in times:
@@ -177,12 +177,12 @@ def page(view: View, net) -> None:
         return
     with panels[0]:
         with st.expander("strongest drivers (table)"):
-            table = pd.DataFrame(drivers_table(tl, net, step, view.index, view.order))
-            value = next((c for c in table.columns if c.startswith("value")), None)
-            if value is None:  # every value of the step is 0: nothing drives the forecast
+            rows = drivers_table(tl, net, step, view.index, view.order)
+            if not rows:  # every value of the step is 0: nothing drives the forecast
                 st.caption("no node or interaction moves this forecast at this step")
             else:
-                st.table(table.style.hide(axis="index").format({value: "{:+.4f}"}))
+                value = next(c for c in rows[0] if c.startswith("value"))
+                st.markdown(markdown_table(rows, {value: "{:+.4f}"}))
                 st.caption(DRIVERS_NOTE)
         chart(forecast_figure(tl, step), key="forecast", config=CHART)
         if tl.meta.get("uncertainty"):  # beside the band it speaks of, not above the map
@@ -226,10 +226,10 @@ def chlorine_panel(view: View, net, step: int, height: int = 320) -> None:
     else:
         fig = chlorine_figure(tl, net, step, height=height, focus=view.focus)
     chart(fig, key="chlorine", config=MAP)
-    st.caption(compliance_text(tl, step, view.minimum))
+    st.caption(compliance_text(tl, net, step, view.minimum))
     if tl.node_risk is not None:
         with st.expander("nodes most at risk (table)"):
-            st.table(pd.DataFrame(risk_table(tl, step)).style.hide(axis="index"))
+            st.markdown(markdown_table(risk_table(tl, net, step)))
             st.caption(RISK_NOTE)
 
 

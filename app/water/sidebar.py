@@ -239,7 +239,7 @@ def pick_model():
     if verdict := st.session_state.pop(VERDICT, None):  # the build's last line, once
         st.sidebar.info(f"**{name}** was built: {verdict}.")
     for warning in evaluation_warnings(model_dir):  # recorded when the model was built
-        st.sidebar.warning(f"**Check the model** -- {warning}.")
+        st.sidebar.warning(f"**Check the model** (its evaluation when built) -- {warning}.")
     remedy_button(model_dir)
     if card_of(model_dir).design is None:
         st.sidebar.info(f"Note: {UNKNOWN_DESIGN}.")

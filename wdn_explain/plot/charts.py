@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..features import within_range
 from ..narrative import (
     horizon_s,
     index_name,
@@ -13,6 +14,7 @@ from ..narrative import (
     risk_label,
     unit,
     value_unit,
+    without_round_off,
 )
 from ..network import Network
 from ..timeline import Timeline
@@ -26,6 +28,11 @@ from .style import (
     horizontal_line,
     vertical_line,
 )
+
+NODE_TIME_AXIS = dict(ticksuffix=" min")
+"""The time axis of a node's chlorine, simulated and forecast (the node chart and a node
+model's forecast chart: one axis for one quantity): its unit on the ticks and no title, which
+the node chart's legend below ran into."""
 
 
 def interval_name(timeline: Timeline) -> str:
@@ -73,7 +80,7 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
     node-level model's mg/L at its target node) over the time the forecast is made; a
     marker at ``step``. A node-level model's forecast is chlorine at a node, the quantity of
     the followed node's chart (:func:`node_chlorine_figure`): drawn, as there, at the time it
-    is about (made + horizon), on the same "time (min)" axis."""
+    is about (made + horizon), on the same time axis (:data:`NODE_TIME_AXIS`)."""
     made = timeline.times_s / 60
     if timeline.node_level:  # one time axis per quantity
         made = made + horizon_s(timeline) / 60
@@ -112,9 +119,9 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
         title=chart_title(
             f"{unit(timeline)}<br><sup>forecast {minutes(horizon_s(timeline))} ahead</sup>"
         ),
-        xaxis=dict(
-            title=dict(text="time (min)" if timeline.node_level else "forecast made at (min)")
-        ),
+        xaxis=dict(NODE_TIME_AXIS)
+        if timeline.node_level
+        else dict(title=dict(text="forecast made at (min)")),
         yaxis=dict(rangemode="tozero", title=dict(text=value_unit(timeline)))
         if timeline.node_level
         else dict(range=[-0.05, 1.05], title=dict(text=value_unit(timeline))),
@@ -127,13 +134,14 @@ def forecast_figure(timeline: Timeline, step: int | None = None, height: int = 3
 def value_over_time(
     timeline: Timeline, members: tuple[int, ...], index: str, order: int
 ) -> np.ndarray:
-    """The value of one node (or node set) of ``index`` at every explained step."""
+    """The value of one node (or node set) of ``index`` at every explained step (round-off
+    read as 0: :func:`~wdn_explain.narrative.without_round_off`)."""
     out = np.zeros(len(timeline))
     for t, e in enumerate(timeline.explanations):
         sets, values = e.index_values(index, order, len(members))
         hit = np.flatnonzero((sets == np.array(members)[None, :]).all(axis=1))
         out[t] = values[hit[0]] if len(hit) else 0.0
-    return out
+    return without_round_off(out)
 
 
 def value_figure(
@@ -190,8 +198,10 @@ def node_chlorine_figure(
     the minimum residual as a line (named in the legend, below the chart) and a marker at
     ``step``. A node-level forecast joins
     with ``forecast`` (and its interval ``lower``/``upper``): mg/L, shape (T,), made at the
-    timeline's times for one horizon later, so drawn at times + horizon; so is its ``risk``
-    of non-compliance (a probability, shape (T,), on a right-hand axis)."""
+    timeline's times for one horizon later, so drawn at times + horizon (at 0 mg/L where it
+    lies below, as its interval: :func:`~wdn_explain.features.within_range`); so is its
+    ``risk`` of non-compliance (a probability, shape (T,), on a right-hand axis ticked every
+    25 %). The legend lies below the time axis, which carries its unit on its ticks."""
     made = timeline.times_s / 60
     ahead = made + horizon_s(timeline) / 60
     simulated = timeline.chlorine[:, node]
@@ -204,7 +214,7 @@ def node_chlorine_figure(
             dict(
                 type="scatter",
                 x=ahead,
-                y=forecast,
+                y=within_range("node_chlorine_mg_l", forecast),  # as its interval
                 name="forecast",
                 line=dict(color=POSITIVE, dash="dot"),
             )
@@ -238,9 +248,9 @@ def node_chlorine_figure(
         height=height,
         margin=dict(l=10, r=10, t=40, b=10),
         title=chart_title(f"chlorine at node {network.node_ids[node]} (mg/L)"),
-        xaxis=dict(title=dict(text="time (min)")),
+        xaxis=dict(NODE_TIME_AXIS),
         yaxis=dict(title=dict(text="mg/L"), rangemode="tozero"),
-        legend=dict(orientation="h", y=-0.35),
+        legend=dict(orientation="h", yanchor="top", y=-0.2),
         showlegend=True,  # the minimum's line is named there
         shapes=[minimum],
     )
@@ -250,6 +260,8 @@ def node_chlorine_figure(
             overlaying="y",
             side="right",
             range=[0, 1],
+            tick0=0,
+            dtick=0.25,  # 0 %, 25 %, ... 100 %: round ticks of a probability
             tickformat=".0%",
             showgrid=False,
         )

@@ -174,7 +174,8 @@ def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
     """Every node's hover text at ``step``: id, kind, elevation (a reservoir's head), base
     demand, chlorine now and, when the timeline holds them, pressure, the share of its
     demand a node gets where that is below 99 % (pressure-driven hydraulics) and the risk of
-    non-compliance one horizon later (a node-level model's, :mod:`~wdn_explain.risk`)."""
+    non-compliance one horizon later (a node-level model's, :mod:`~wdn_explain.risk`) at a
+    customer node (:attr:`~wdn_explain.network.Network.consumers`)."""
     props = network.properties
     pressure = None if timeline.node_pressure_m is None else timeline.node_pressure_m[step]
     delivered = timeline.node_delivered_fraction
@@ -190,8 +191,10 @@ def node_hover(network: Network, timeline: Timeline, step: int) -> list[str]:
             lines.append(f"pressure {pressure[i]:.1f} m")
         if delivered is not None and delivered[i] < 1 - SHORTFALL:
             lines.append(f"<b>gets {delivered[i]:.0%} of its demand</b> (pressure below required)")
-        if timeline.node_risk is not None:
+        if timeline.node_risk is not None and role == "junction":
             lines.append(f"{risk_label(timeline)}: {timeline.node_risk[step, i]:.0%}")
+        elif timeline.node_risk is not None:  # (Network.consumers)
+            lines.append(f"a {role}, not a customer tap: no minimum residual")
         out.append("<br>".join(lines))
     return out
 

@@ -28,6 +28,7 @@ from .style import (
     BELOW,
     MINIMUM_RESIDUAL_MG_L,
     NODE_IDS,
+    NOT_COUNTED,
     VALUE_BAR,
     marker_scale,
     trace_type,
@@ -68,8 +69,11 @@ def risk_figure(
 ) -> go.Figure:
     """A node-level model's risk of non-compliance on the map: each node coloured by the
     probability that its chlorine one horizon after ``step`` lies below the minimum residual
-    (:mod:`~wdn_explain.risk`); pipes, source and ``focus`` as in :func:`chlorine_figure`."""
-    colours = dict(color=timeline.node_risk[step], colorscale="Oranges", cmin=0, cmax=1)
+    (:mod:`~wdn_explain.risk`), reservoirs and tanks (no customer tap,
+    :attr:`~wdn_explain.network.Network.consumers`) uncoloured (NaN: Plotly's dark grey);
+    pipes, source and ``focus`` as in :func:`chlorine_figure`."""
+    risk = np.where(network.consumers, timeline.node_risk[step], np.nan)
+    colours = dict(color=risk, colorscale="Oranges", cmin=0, cmax=1)
     ahead = minutes(timeline.times_s[step] + horizon_s(timeline))
     title = (
         f"risk of non-compliance for {ahead}<br><sup>{risk_label(timeline)}, forecast at "
@@ -122,21 +126,24 @@ def compliance_figure(
     height: int = 320,
     focus: int | None = None,
 ) -> go.Figure:
-    """The compliance map at ``step``: nodes whose simulated chlorine is below
-    ``minimum_mg_l`` drawn as orange crosses, the others green, the count in the title, node
+    """The compliance map at ``step``: customer nodes whose simulated chlorine is below
+    ``minimum_mg_l`` drawn as orange crosses, the others green, reservoirs and tanks grey
+    (no customer tap: not counted, :attr:`~wdn_explain.network.Network.consumers`), the
+    count in the title, node
     ids on small networks (as on :func:`chlorine_figure`); pipes, source and ``focus`` as
     there. A node-level model's timeline adds an orange ring at every node its forecast puts
     below the minimum one horizon later (trace ``forecast below``, under the markers and
     ids, tight enough to leave its node's id clear: :func:`forecast_rings`), their count in
     the title."""
-    below = timeline.chlorine[step] < minimum_mg_l
+    consumers = network.consumers
+    below = (timeline.chlorine[step] < minimum_mg_l) & consumers
     size = np.where(below, 1.3, 1.0) * 12 * marker_scale(network.n_nodes)
     nodes = _node_markers(
         network,
         NODE_IDS,
         marker=dict(
             size=size,
-            color=np.where(below, BELOW, ABOVE),
+            color=np.where(below, BELOW, np.where(consumers, ABOVE, NOT_COUNTED)),
             symbol=np.where(below, "x", "circle").tolist(),  # a list validates fast
             line=dict(width=marker_scale(network.n_nodes), color="black"),
         ),
@@ -146,10 +153,11 @@ def compliance_figure(
     traces = [*_pipe_traces(network, timeline, step), *_device_traces(network)]
     title = (  # short lines: clear of the toolbar
         f"chlorine at {minutes(timeline.times_s[step])}<br><sup>below {minimum_mg_l:g} mg/L: "
-        f"{int(below.sum())} of {network.n_nodes} nodes (orange ×), simulated</sup>"
+        f"{int(below.sum())} of {int(consumers.sum())} customer nodes (orange ×), "
+        "simulated</sup>"
     )
     if timeline.node_level:
-        ahead = timeline.node_forecast[step] < minimum_mg_l
+        ahead = (timeline.node_forecast[step] < minimum_mg_l) & consumers
         traces.append(forecast_rings(network, ahead, size))
         title += (
             f"<br><sup>forecast for {minutes(timeline.times_s[step] + horizon_s(timeline))}: "

@@ -267,13 +267,13 @@ def _explained_trace(network: Network, timeline: Timeline) -> dict:
 
 
 def opening_step(timeline: Timeline) -> int:
-    """The step a view opens on: the first informative step
-    (:meth:`Timeline.first_informative_step`), moved on to the first step at which chlorine
-    has left its source (at least two nodes carry it), so that the chlorine map shows it
-    moving rather than one marker under the source's (unchanged when it never does)."""
-    first = timeline.first_informative_step()
-    wet = np.flatnonzero((timeline.chlorine[first:] > 0).sum(axis=1) >= 2)
-    return first + int(wet[0]) if len(wet) else first
+    """The step a view opens on: the first step at which chlorine has left its source (at
+    least two nodes carry it), so that the chlorine map shows it moving rather than one
+    marker under the source's; the same step for every model of a scenario (a node model
+    whose node chlorine reaches late opened on its last step). The first informative step
+    (:meth:`Timeline.first_informative_step`) when chlorine never leaves its source."""
+    wet = np.flatnonzero((timeline.chlorine > 0).sum(axis=1) >= 2)
+    return int(wet[0]) if len(wet) else timeline.first_informative_step()
 
 
 def value_scale(timeline: Timeline, index: str, order: int | None) -> float:

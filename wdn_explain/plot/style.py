@@ -102,3 +102,4 @@ def horizontal_line(y: float, colour: str, name: str) -> dict:
 
 MINIMUM_RESIDUAL_MG_L = 0.2  # the free-chlorine residual regulators commonly ask for
 BELOW, ABOVE = "#e6550d", "#31a354"  # compliance map: below the minimum, at or above it
+NOT_COUNTED = "#bdbdbd"  # compliance map: a reservoir or tank (no customer tap, not counted)
