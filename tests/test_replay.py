@@ -260,3 +260,30 @@ def test_the_bad_reading_rules_on_series_built_to_break_them():
     assert FLAGS[_flags(back, [0.5] * 6)] == "ok"
     assert FLAGS[_flags([*drift[:5], 1.7], [0.5] * 6)] == "out_of_range"  # above 1.5 + 0.05
     assert FLAGS[_flags([*drift[:5], np.nan], [0.5] * 6)] == "missing"
+
+
+def test_the_app_replay_page_shows_the_readings_beside_the_forecast(replayed, monkeypatch):
+    import json
+
+    from streamlit.testing.v1 import AppTest
+    from test_app import as_array
+
+    out, folder = replayed
+    monkeypatch.setenv("WDN_EXPLAIN_REPLAY", str(folder / "out"))
+    page = AppTest.from_file(str(REPO / "app" / "pages" / "2_Replay.py"), default_timeout=120)
+    page.run()
+    assert not page.exception
+    page.slider[0].set_value(12).run()
+    shown = out.steps[12]
+    assert "report at 60 min (step 13 of 19): the forecast used 4 of 4 readings" in (
+        page.caption[0].value
+    )
+    table = page.table[0].value
+    assert table["reading (mg/L)"].tolist() == [f"{v:.3f}" for v in shown.readings]
+    charts = [json.loads(c.proto.spec)["data"] for c in page.get("plotly_chart")]
+    series = {d.get("name"): as_array(d["y"]) for d in charts[0]}  # node 3, a sensor
+    at = out.node_ids.index("3")
+    assert series["reading"][12] == pytest.approx(shown.readings[0])
+    assert series["forecast"][12] == pytest.approx(shown.forecast[at])
+    sv = as_array(charts[-1][0]["y"])
+    np.testing.assert_allclose(sv, shown.explanations[at].node_values("SV"), rtol=1e-6)
