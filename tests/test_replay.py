@@ -15,6 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from wdn_explain.cli import app
+from wdn_explain.errors import DataError
 from wdn_explain.features import HORIZON_WIDE_FEATURES
 from wdn_explain.readings import (
     FLAGS,
@@ -260,3 +261,63 @@ def test_the_bad_reading_rules_on_series_built_to_break_them():
     assert FLAGS[_flags(back, [0.5] * 6)] == "ok"
     assert FLAGS[_flags([*drift[:5], 1.7], [0.5] * 6)] == "out_of_range"  # above 1.5 + 0.05
     assert FLAGS[_flags([*drift[:5], np.nan], [0.5] * 6)] == "missing"
+
+
+def test_the_app_replay_page_shows_the_readings_beside_the_forecast(replayed, monkeypatch):
+    import json
+
+    from streamlit.testing.v1 import AppTest
+    from test_app import as_array
+
+    out, folder = replayed
+    monkeypatch.setenv("WDN_EXPLAIN_REPLAY", str(folder / "out"))
+    page = AppTest.from_file(str(REPO / "app" / "pages" / "2_Replay.py"), default_timeout=120)
+    page.run()
+    assert not page.exception
+    page.slider[0].set_value(12).run()
+    shown = out.steps[12]
+    assert "report at 60 min (step 13 of 19): the forecast used 4 of 4 readings" in (
+        page.caption[0].value
+    )
+    table = page.table[0].value
+    assert table["reading (mg/L)"].tolist() == [f"{v:.3f}" for v in shown.readings]
+    charts = [json.loads(c.proto.spec)["data"] for c in page.get("plotly_chart")]
+    series = {d.get("name"): as_array(d["y"]) for d in charts[0]}  # node 3, a sensor
+    at = out.node_ids.index("3")
+    assert series["reading"][12] == pytest.approx(shown.readings[0])
+    assert series["forecast"][12] == pytest.approx(shown.forecast[at])
+    sv = as_array(charts[-1][0]["y"])
+    np.testing.assert_allclose(sv, shown.explanations[at].node_values("SV"), rtol=1e-6)
+
+
+def test_an_epyt_flow_scada_data_file_gives_its_quality_sensors_readings(tmp_path):
+    """EPyT-Flow simulates Hanoi with chlorine analysers in another order than the model's and
+    saves its ScadaData; the readings come back as its own arrays, in the model's order."""
+    from epanet_plus import EpanetConstants
+    from epyt_flow.simulation import ScenarioSimulator
+
+    from wdn_explain.network import load_network
+
+    order = ["30", "3", "16", "10"]
+    with ScenarioSimulator(f_inp_in=str(load_network("hanoi").inp_path)) as sim:
+        sim.set_general_parameters(
+            simulation_duration=3600,
+            hydraulic_time_step=300,
+            reporting_time_step=300,
+            quality_time_step=60,
+        )
+        sim.enable_chemical_analysis()
+        sim.add_quality_source("2", EpanetConstants.EN_SETPOINT, np.ones(1), source_strength=1.5)
+        sensors = sim.sensor_config
+        sensors.quality_node_sensors = order
+        sim.sensor_config = sensors
+        scada = sim.run_simulation()
+    scada.save_to_file(str(tmp_path / "hanoi"))
+    path = tmp_path / "hanoi.epytflow_scada_data"
+    readings = load_readings(path, ["3", "10", "16", "30"])
+    measured = scada.get_data_nodes_quality()
+    assert measured.max() > 0.1  # chlorine reached some sensor: the order matters
+    assert readings.times_s.tolist() == list(range(0, 3601, 300))
+    np.testing.assert_array_equal(readings.chlorine_mg_l, measured[:, [1, 3, 2, 0]])
+    with pytest.raises(DataError, match="unknown sensor '30'"):
+        load_readings(path, ["3", "10", "16"])

@@ -1,0 +1,147 @@
+"""Replay: a sensor model's forecasts, risks and explanations from replayed readings.
+
+A page of the multipage app (``streamlit run app/main.py``, then "Replay" in the sidebar). It
+opens a folder written by ``wdn-explain replay ... --out FOLDER`` (:mod:`wdn_explain.replay`)
+and shows it step by step: browse with the slider, play at the page's own pace, or follow a
+folder the command is still writing (read again every second, the newest step shown). The
+readings are drawn beside the forecasts by the water page's own charts
+(:func:`~wdn_explain.plot.charts.node_chlorine_figure`, :func:`~wdn_explain.plot.maps.risk_figure`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from wdn_explain.errors import WdnExplainError
+from wdn_explain.network import load_network
+from wdn_explain.plot.charts import node_chlorine_figure
+from wdn_explain.plot.maps import risk_figure
+from wdn_explain.plot.style import NEGATIVE, POSITIVE, chart_title
+from wdn_explain.readings import FLAGS, OK
+from wdn_explain.replay import load_replay, replay_timeline
+
+PLAY_S = 0.5  # seconds per step while playing
+FOLLOW_S = 1.0  # seconds between reads of a folder being written
+MODES = ("browse", "play", "follow the folder as it grows")
+
+st.subheader("Replay: forecasts from the readings")
+folder = st.sidebar.text_input(
+    "replay folder",
+    value=os.environ.get("WDN_EXPLAIN_REPLAY", ""),
+    help="the --out folder of `wdn-explain replay READINGS --out FOLDER`",
+)
+if not folder:
+    st.info(
+        "Write a replay with `wdn-explain replay readings.csv --scenario scenario.yaml "
+        "--out replay-out` (see the docs' replay page), then give its folder in the sidebar."
+    )
+    st.stop()
+try:
+    run = load_replay(folder)
+except WdnExplainError as exc:
+    st.error(str(exc))
+    st.stop()
+mode = st.sidebar.radio("mode", MODES, key="replay_mode")
+if not run.steps:
+    st.info("No step replayed yet.")
+    if mode == MODES[2]:
+        time.sleep(FOLLOW_S)
+        st.rerun()
+    st.stop()
+
+network = load_network(run.meta["scenario"]["network"])
+node = st.sidebar.selectbox(
+    "node", run.node_ids, index=run.node_ids.index(run.sensors[0]), key="replay_node"
+)
+timeline = replay_timeline(run, node)
+last = len(run.steps) - 1
+if mode == MODES[2]:
+    st.session_state["replay_step"] = last
+step = st.slider(
+    "step",
+    0,
+    max(last, 1),
+    value=min(st.session_state.get("replay_step", 0), last),
+    disabled=last == 0,
+    format="%d",
+)
+st.session_state["replay_step"] = step
+shown = run.steps[step]
+sensors = run.sensors
+at = run.node_ids.index(node)
+
+st.caption(
+    f"report at {shown.time_s / 60:g} min (step {step + 1} of {len(run.steps)}): the forecast "
+    f"used {int(shown.used.sum())} of {len(sensors)} readings; forecasts are for "
+    f"{run.meta['horizon']} reports ahead"
+)
+st.table(
+    {
+        "sensor": list(sensors),
+        "reading (mg/L)": [f"{v:.3f}" if np.isfinite(v) else "-" for v in shown.readings],
+        "mark": [FLAGS[f] for f in shown.flags],
+        "used": ["yes" if u else "no" for u in shown.used],
+    }
+)
+left, right = st.columns(2)
+chart = node_chlorine_figure(
+    timeline,
+    network,
+    at,
+    minimum_mg_l=run.meta["min_residual_mg_l"],
+    step=step,
+    forecast=timeline.node_forecast[:, at],
+    lower=None if timeline.node_lower is None else timeline.node_lower[:, at],
+    upper=None if timeline.node_upper is None else timeline.node_upper[:, at],
+    risk=None if timeline.node_risk is None else timeline.node_risk[:, at],
+)
+reading = "reading" if node in sensors else "reading (no sensor here)"
+chart.update_traces(selector=dict(name="simulated"), name=reading)
+left.plotly_chart(chart, width="stretch")
+if timeline.node_risk is not None:
+    right.plotly_chart(risk_figure(timeline, network, step), width="stretch")
+
+if shown.explanations:
+    e = shown.explanations[at]
+    players = [network.node_ids[v] for v in e.player_nodes()]
+    values = e.node_values("SV")
+    bars = go.Figure(
+        dict(
+            data=[
+                dict(
+                    type="bar",
+                    x=[f"sensor {p}" for p in players],
+                    y=values,
+                    marker=dict(color=np.where(values >= 0, POSITIVE, NEGATIVE)),
+                )
+            ],
+            layout=dict(
+                height=260,
+                margin=dict(l=10, r=10, t=50, b=10),
+                title=chart_title(
+                    f"why {shown.forecast[at]:.3f} mg/L at node {node}<br><sup>exact Shapley "
+                    f"values of the readings used; without them: {e.empty_prediction:.3f}</sup>"
+                ),
+                yaxis=dict(title=dict(text="mg/L")),
+            ),
+        )
+    )
+    st.plotly_chart(bars, width="stretch")
+else:
+    st.warning("No reading was usable at this report: the forecast rests on the plan alone.")
+bad = [f"{s} ({FLAGS[f]})" for s, f in zip(sensors, shown.flags) if f != OK]
+if bad:
+    st.caption(f"left out: {', '.join(bad)} -- marked by the rules of the docs' replay page")
+
+if mode == MODES[1] and step < last:
+    time.sleep(PLAY_S)
+    st.session_state["replay_step"] = step + 1
+    st.rerun()
+if mode == MODES[2]:
+    time.sleep(FOLLOW_S)
+    st.rerun()
