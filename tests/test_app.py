@@ -597,3 +597,25 @@ def test_the_warm_up_loads_every_shipped_model_without_failing(tmp_path, monkeyp
     frozen = gc.get_freeze_count()  # the libraries, networks and timelines it loaded
     gc.unfreeze()
     assert frozen > 100_000
+
+
+def test_every_shipped_model_opens_where_chlorine_has_left_its_source_as_its_card_says(app):
+    """A visit of every shipped water model: no error; the sidebar's test MAE and each warning
+    its card records are the card's (read from card.json here); a card without a design says
+    so; the time cursor opens where at least two nodes carry chlorine (read from the
+    timeline file here: hanoi-sensors opened on its last step), on every model alike."""
+    for folder in sorted(p.parent for p in (ROOT / "models").glob("*/card.json")):
+        app.selectbox(key="model").set_value(folder.name).run()
+        assert not app.exception and not app.error, folder.name
+        card = json.loads((folder / "card.json").read_text())
+        captions = [c.value for c in app.sidebar.caption]
+        assert any(c.startswith(f"test MAE {card['metrics']['mae']:.4f}") for c in captions)
+        warnings = [w.value for w in app.sidebar.warning]
+        for said in card["metrics"].get("warnings", []):
+            assert any(said in w for w in warnings), (folder.name, said)
+        notes = [i.value for i in app.sidebar.info]
+        assert any("does not record the scenarios" in n for n in notes) == (not card.get("design"))
+        with np.load(folder / "default_timeline.npz", allow_pickle=False) as data:
+            wet = (data["chlorine"] > 0).sum(axis=1) >= 2
+            opening = data["times_s"][int(np.argmax(wet))] // 60
+        assert cursor(app) == opening, folder.name
