@@ -104,16 +104,21 @@ def test_drops_and_detection_against_plain_loops():
             assert drops[s, j] == (times[0] if times else -1)
     drops[2] = -1  # a scenario without any drop counts in neither figure
     sensors = np.array([1, 3])
-    share, delay = detection(drops, sensors, step_s=300)
-    seen, delays = 0, []
+    drops[5, sensors] = -1  # a drop no sensor sees
+    assert (drops[5] >= 0).any()
+    share, delay, impact = detection(drops, sensors, step_s=300, n_reports=13)
+    seen, delays, impacts = 0, [], []
     for s in range(8):
         if (drops[s] < 0).all():
             continue
+        first = drops[s][drops[s] >= 0].min()
         at = [drops[s, j] for j in sensors if drops[s, j] >= 0]
         if at:
             seen += 1
-            delays.append((min(at) - drops[s][drops[s] >= 0].min()) * 5.0)
+            delays.append((min(at) - first) * 5.0)
+        impacts.append(((min(at) if at else 13) - first) * 5.0)
     assert share == pytest.approx(seen / 7) and delay == pytest.approx(np.mean(delays))
+    assert impact == pytest.approx(np.mean(impacts)) and len(delays) < len(impacts)
 
 
 def test_reading_columns_follow_the_recipe_layout():
