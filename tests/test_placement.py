@@ -190,7 +190,8 @@ def run(*args):
 def test_the_command_proposes_and_records_the_sensors(placement_model, monitoring_dir, tmp_path):
     out = tmp_path / "place"
     result = run(
-        "sensors", "place", placement_model, monitoring_dir, "--k", 2, "--out", out,
+        "sensors", "place", "--model", placement_model, "--data", monitoring_dir, "--k", 2,
+        "--out", out,
         "--scenarios", 4, "--chunk", 2,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -224,7 +225,17 @@ def test_bad_input_is_one_line_and_writes_nothing(
     placement_model, monitoring_dir, tmp_path, args, message
 ):
     out = tmp_path / "place"
-    result = run("sensors", "place", placement_model, monitoring_dir, "--out", out, *args)
+    result = run(
+        "sensors",
+        "place",
+        "--model",
+        placement_model,
+        "--data",
+        monitoring_dir,
+        "--out",
+        out,
+        *args,
+    )
     assert result.exit_code == 1
     assert len(result.output.strip().splitlines()) == 1
     assert __import__("re").search(message, result.output), result.output
@@ -237,7 +248,9 @@ def test_models_that_cannot_place_are_refused(share_model, monitoring_dir, tmp_p
         (tmp_path / "nothing", "is not a model folder"),
         (share_model, "forecasts the share, not chlorine at every node"),
     ]:
-        result = run("sensors", "place", model, monitoring_dir, "--k", 2, "--out", out)
+        result = run(
+            "sensors", "place", "--model", model, "--data", monitoring_dir, "--k", 2, "--out", out
+        )
         assert result.exit_code == 1 and message in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
         assert not out.exists()

@@ -315,7 +315,10 @@ def global_importance(
         ]
         paths = [out / "chunks" / f"chunk_{i:05d}.npy" for i in range(len(chunks))]
         todo = [i for i, p in enumerate(paths) if not p.exists()]
-        args = {i: (str(model_dir), str(data_dir), list(chunks[i]), str(paths[i])) for i in todo}
+        model_abs, data_abs = str(Path(model_dir).resolve()), str(Path(data_dir).resolve())
+        args = {  # absolute: Dask workers run in their own scratch folders
+            i: (model_abs, data_abs, list(chunks[i]), str(paths[i].resolve())) for i in todo
+        }
         with progress_callback(progress, "importance") as report:
             _run_chunks(args, identity["model_sha"], report, len(chunks), scheduler, workers)
         n = manifest.network.n_nodes

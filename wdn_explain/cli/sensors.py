@@ -18,8 +18,8 @@ app.add_typer(sensors_app, name="sensors")
 
 @sensors_app.command("place")
 def place(
-    model: Path = typer.Argument(..., help="a full-state node-level model folder"),
-    data: Path = typer.Argument(..., help="the WAQ folder of the simulated design"),
+    model: Path = typer.Option(..., help="a full-state node-level model folder"),
+    data: Path = typer.Option(..., help="the WAQ folder of the simulated design"),
     k: int = typer.Option(..., "--k", help="sensors to place (1..nodes)"),
     rule: str = typer.Option(
         "coverage",
