@@ -88,8 +88,8 @@ def detection(
 ) -> tuple[float, float, float]:
     """For node indices ``sensors``, over the scenarios with a drop: the share a sensor sees,
     the mean time to detect over those seen (minutes; NaN when none is), and chama's
-    objective, the mean impact (minutes; an unseen scenario counts its remaining
-    ``n_reports`` time plus one report)."""
+    objective, the mean impact (minutes; an unseen scenario counts as detected at report
+    ``n_reports``, the number of reports: its remaining time plus one report)."""
     events = (drops >= 0).any(axis=1)
     first = np.where(drops >= 0, drops, np.iinfo(np.int64).max).min(axis=1)[events]
     at_sensors = drops[events][:, sensors]
@@ -171,7 +171,8 @@ def score(
     arrays = evaluate[1]
     drops = first_drops(arrays.chlorine_mg_l, inputs.min_residual_mg_l)
     step_s = float(arrays.times_s[1] - arrays.times_s[0])
-    share, delay, impact = detection(drops, np.asarray(sensors), step_s, drops.shape[1] + 1)
+    n_reports = arrays.chlorine_mg_l.shape[1]
+    share, delay, impact = detection(drops, np.asarray(sensors), step_s, n_reports)
     mae = sensor_mae(inputs, names, fit, evaluate, split_seed)
     return PlacementScore(name, names, mae, share, delay, impact)
 
