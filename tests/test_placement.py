@@ -6,7 +6,9 @@ written."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 
 import numpy as np
 import pytest
@@ -238,7 +240,7 @@ def test_bad_input_is_one_line_and_writes_nothing(
     )
     assert result.exit_code == 1
     assert len(result.output.strip().splitlines()) == 1
-    assert __import__("re").search(message, result.output), result.output
+    assert re.search(message, result.output), result.output
     assert not out.exists()
 
 
@@ -254,3 +256,52 @@ def test_models_that_cannot_place_are_refused(share_model, monitoring_dir, tmp_p
         assert result.exit_code == 1 and message in result.output, result.output
         assert len(result.output.strip().splitlines()) == 1
         assert not out.exists()
+
+
+def _plain_detection(chlorine, sensors):
+    """Share of drop scenarios seen at ``sensors`` and mean minutes to see them (loops)."""
+    n_seen, delays, n_events = 0, [], 0
+    for s in range(len(chlorine)):
+        drops = {
+            j: [
+                t
+                for t in range(1, chlorine.shape[1])
+                if chlorine[s, t - 1, j] >= 0.2 > chlorine[s, t, j]
+            ]
+            for j in range(chlorine.shape[2])
+        }
+        firsts = [d[0] for d in drops.values() if d]
+        if not firsts:
+            continue
+        n_events += 1
+        at = [drops[j][0] for j in sensors if drops[j]]
+        if at:
+            n_seen += 1
+            delays.append((min(at) - min(firsts)) * 5.0)
+    return n_seen / n_events, np.mean(delays)
+
+
+def test_the_comparison_scores_placements_on_another_folder(
+    placement_model, monitoring_dir, tmp_path
+):
+    from wdn_explain.dataset import load_waq_arrays
+
+    chama = importlib.util.find_spec("chama") is not None
+    out = tmp_path / "place"
+    result = run(
+        "sensors", "place", "--model", placement_model, "--data", monitoring_dir, "--k", 3,
+        "--out", out, "--scenarios", 4, "--chunk", 2, "--compare", monitoring_dir,
+        "--random", 3, *([] if chama else ["--no-chama"]),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = (out / "comparison.md").read_text().splitlines()
+    assert rows[2].startswith("| global importance |") and rows[-1].startswith("| mean of 3 random")
+    assert len(rows) == 5 if chama else 4
+    sensors = json.loads((out / "placement.json").read_text())["quality_node_sensors"]
+    arrays = load_waq_arrays(monitoring_dir)
+    ids = arrays.manifest.network.node_ids
+    share, delay = _plain_detection(arrays.chlorine_mg_l, [ids.index(s) for s in sensors])
+    cells = [c.strip() for c in rows[2].split("|")[1:-1]]
+    assert cells[1] == ", ".join(sensors)
+    assert float(cells[3]) == pytest.approx(share, abs=5e-4)
+    assert cells[4] == "nan" or float(cells[4]) == pytest.approx(delay, abs=0.051)
