@@ -31,7 +31,8 @@ STAGES = [
     ["tree", "notice", "risk", "evaluation", "scoring", "training"],
     ["explain"],
     ["explain_settings", "timeline_file", "node_series", "timeline", "stepstore"],
-    ["node_targets", "hydraulics", "pipeline", "on_demand", "shipped", "replay"],
+    ["node_targets", "hydraulics", "pipeline", "on_demand", "shipped", "replay", "placement"],
+    ["placement_scores"],
     ["narrative", "plot", "report"],
     ["onboard", "cli", "chem", "__main__"],
 ]

@@ -36,7 +36,7 @@ def test_help_on_every_command(command):
     assert result.exit_code == 0 and "Usage" in result.output
 
 
-@pytest.mark.parametrize("group", [[], ["network"], ["chem"]])
+@pytest.mark.parametrize("group", [[], ["network"], ["chem"], ["sensors"]])
 def test_command_lists_give_each_summary_as_one_paragraph(group):
     """Each command's summary in the list is its docstring's first paragraph with the
     docstring's line breaks dropped (they broke it mid-sentence), and the Markdown of the

@@ -127,3 +127,30 @@ def test_bad_players_are_named(small_graph, wdn_model, kwargs, message):
 def test_local_refuses_a_player_set(small_graph, wdn_model):
     with pytest.raises(ExplainError, match="method 'local' runs every node as a player"):
         GraphSHAPIQ(wdn_model, method="local").explain(small_graph, players=PLAYERS)
+
+
+@pytest.mark.parametrize("target", [None, 6])
+def test_holding_nodes_folds_every_nodes_mis_onto_the_players(small_graph, wdn_model, target):
+    """MIs over every node (``local``) with the non-players held present are the game over
+    the players with the others observed: the brute-force oracle over the players."""
+    data = small_graph
+    model = wdn_model if target is None else node_chlorine(layers=2, outputs=1, seed=1).eval()
+    call = lambda x: model(x, data.edge_index, data.edge_attr)  # noqa: E731
+    full = GraphSHAPIQ(model).explain(data, node=target)
+    assert full.method == "local" and full.players is None
+    others = [n for n in range(10) if n not in PLAYERS]
+    folded = full.blocks.held(others)
+    computer = subset_oracle(call, data.x, PLAYERS, "observed", 0 if target is None else target)
+    players = sorted(PLAYERS)
+    for index, order, size in [("SV", None, 1), ("k-SII", 2, 2), ("Moebius", 4, 3)]:
+        expected = computer(index, order or 1)
+        members, values = folded.index_values(index, order, size)
+        found = dict(zip(map(tuple, members.tolist()), values))
+        for subset in combinations(range(4), size):
+            nodes = tuple(players[k] for k in subset)
+            assert found.get(nodes, 0.0) == pytest.approx(expected[subset], abs=1e-9), nodes
+        assert all(set(m) <= set(players) for m in found), "held nodes are dummies"
+    assert folded.total() == pytest.approx(full.prediction)
+    present = np.isin(np.arange(10), others)
+    nothing = outputs(call, data.x, present)[0 if target is None else target]
+    assert folded.empty_value() == pytest.approx(nothing)

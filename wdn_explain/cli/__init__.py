@@ -2,8 +2,9 @@
 
 One module per group of commands, registered on :data:`app` in the order ``--help`` lists
 them: :mod:`.data` (simulate, data-stats), :mod:`.models` (train, evaluate, calibrate),
-:mod:`.explaining` (complexity, explain), :mod:`.replaying` (replay), :mod:`.outputs` (report, export) and
-:mod:`.networks` (network onboard); :mod:`.common` holds the apps and what the commands share.
+:mod:`.explaining` (complexity, explain), :mod:`.replaying` (replay), :mod:`.outputs` (report,
+export), :mod:`.networks` (network onboard) and :mod:`.sensors` (sensors place); :mod:`.common`
+holds the apps and what the commands share.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from .common import app, network_app
 
 # isort: off
 # The commands register on import, in the order --help lists them.
-from . import data, models, explaining, replaying, outputs, networks
+from . import data, models, explaining, replaying, outputs, networks, sensors
 # isort: on
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "replaying",
     "outputs",
     "networks",
+    "sensors",
 ]

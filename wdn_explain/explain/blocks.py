@@ -77,6 +77,36 @@ class MoebiusBlocks:
         """m(∅) = nu(∅)."""
         return float(sum(mi[:, 0].sum() for _, mi in self.groups.values()) + self.constant)
 
+    def held(self, nodes: np.ndarray | list[int]) -> MoebiusBlocks:
+        """The MIs of the game in which ``nodes`` are always present (held at their observed
+        features) and the others play: m'(S) = sum over R subset of ``nodes`` of m(S ∪ R)
+        (every MI folded onto its part outside ``nodes``). Same players; the held nodes
+        become dummies (value 0 in every index). The game explained by ``players=`` with
+        ``hold="observed"``, from MIs over every node (for instance ``local``'s)."""
+        groups, constant = dict(self.groups), self.constant
+        for h in np.unique(np.asarray(nodes, dtype=np.int64)):
+            folded: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+            for k, (members, mi) in groups.items():
+                where = members == h
+                has = where.any(axis=1)
+                folded.setdefault(k, []).append((members[~has], mi[~has]))
+                position = where.argmax(axis=1)
+                for p in np.unique(position[has]):
+                    rows = has & (position == p)
+                    # bit p of the local mask is node h: add its half onto the other half
+                    mi_p = mi[rows].reshape(-1, 2 ** (k - 1 - p), 2, 2**p).sum(axis=2)
+                    folded.setdefault(k - 1, []).append(
+                        (np.delete(members[rows], p, axis=1), mi_p.reshape(-1, 2 ** (k - 1)))
+                    )
+            empty = folded.pop(0, [])
+            constant += float(sum(mi.sum() for _, mi in empty))
+            groups = {
+                k: (np.concatenate([m for m, _ in parts]), np.concatenate([v for _, v in parts]))
+                for k, parts in sorted(folded.items())
+                if sum(len(m) for m, _ in parts)
+            }
+        return MoebiusBlocks(self.n_players, groups, constant)
+
     def moebius(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct MI sets as key rows (see :func:`.hypercube.global_keys`) and their MIs."""
         if "moebius" not in self._cache:
