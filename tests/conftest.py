@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import shutil
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -70,6 +71,16 @@ def _warm_up_ends_with_its_test():
     for thread in threading.enumerate():
         if thread.name == "wdn-explain-warm-up":
             thread.join(timeout=600)
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """A page run by Streamlit's AppTest becomes ``sys.modules["__main__"]``; a Dask worker
+    process started later (spawn) would re-run that page and die on its app-relative
+    imports. Each test ends with pytest's own ``__main__`` back."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture(scope="session")
