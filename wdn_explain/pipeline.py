@@ -27,6 +27,7 @@ from .node_targets import default_target, node_fields, node_forecasts, target_no
 from .notice import hard_scenario_notice, scenario_features
 from .progress import ProgressArg, progress_callback
 from .risk import node_risk
+from .risk_model import risk_scorer
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
@@ -244,9 +245,13 @@ def explain_scenario(
     lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen)
     if inputs.node_level:  # the timeline's own series follow the first target node
         node_arrays |= {"node_lower": lower, "node_upper": upper}
-        if card.risk is not None:  # from the raw forecast: its logit is affine in the model's
+        if card.risk is not None:  # heads on the risk model's output, else the raw forecast
             kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
-            risk = node_risk(card.risk, raw_forecast, kind)
+            scorer = risk_scorer(model_dir, card, model)
+            score = raw_forecast
+            if scorer is not model:
+                score = node_forecasts(scorer, [graphs[t] for t in steps])
+            risk = node_risk(card.risk, score, kind)
             node_arrays["node_risk"] = risk.astype(np.float32)
             meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
         i = chosen[0]
