@@ -2,8 +2,11 @@
 a node model's risk of non-compliance (:mod:`wdn_explain.risk`) beside the alternatives,
 one figure a line:
 
-- ``logistic head per node and injection kind`` (shipped): sigmoid(a_ik + b_ik f_i), fitted
-  on the calibration split (:func:`wdn_explain.risk.fit_risk`);
+- ``risk model`` (shipped where the folder has one, :mod:`wdn_explain.risk_model`):
+  sigmoid(a_ik + b_ik g_i) of the risk GNN's output g_i, the heads from the card;
+- ``logistic head per node and injection kind`` (on the forecast, the fallback of a folder
+  without a risk model): sigmoid(a_ik + b_ik f_i), fitted on the calibration split
+  (:func:`wdn_explain.risk.fit_risk`);
 - ``logistic head per node``: one (a_i, b_i) for both kinds of injection;
 - ``logistic head pooled``: one (a, b) for every node and kind;
 - ``conformal predictive system``: crepes' Mondrian ``ConformalPredictiveSystem`` on the
@@ -14,7 +17,8 @@ one figure a line:
   strong tree's inputs (:func:`wdn_explain.tree.tree_features`), fitted on the training
   split, its iterations chosen on the validation split by Brier score (as the tree regressor
   by MAE); ``--no-tree`` leaves it out, ``--tree-every k`` fits it at every k-th node only
-  and scores the shipped head on those nodes beside it (about 2 min per node on a busy core).
+  and scores the risk model and the forecast's head on those nodes beside it (about 2 min
+  per node on a busy core).
 
     OMP_NUM_THREADS=1 python benchmarks/quality/risk_goals.py --model models/hanoi-nodes \\
         --data /work/data/monitoring-fresh
@@ -33,6 +37,7 @@ from wdn_explain.conformal import node_bins
 from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.model_folder import load_model
 from wdn_explain.risk import brier_score, calibration_error, fit_risk, node_risk
+from wdn_explain.risk_model import load_risk_model
 from wdn_explain.training import predict
 from wdn_explain.tree import TREE_ITERATIONS, TREE_LEARNING_RATE, tree_features
 
@@ -110,12 +115,14 @@ def main() -> None:
     y_calib, below = calib.targets(), fresh.targets() < minimum
     print(f"fresh node forecasts: {below.size}; below {minimum:g} mg/L: {below.mean():.4f}")
     kinds_calib, kinds = calib.factor_levels()["injection"], fresh.factor_levels()["injection"]
+    risk_net = load_risk_model(args.model, card)
+    scored = {}
+    if risk_net is not None:
+        scored["risk model (shipped)"] = node_risk(card.risk, predict(risk_net, fresh), kinds)
     record = fit_risk(f_calib, y_calib, kinds_calib, minimum)
-    line(
-        "logistic head per node and injection kind (shipped)",
-        node_risk(record, f_fresh, kinds),
-        below,
-    )
+    scored["logistic head per node and injection kind"] = node_risk(record, f_fresh, kinds)
+    for name, risk in scored.items():
+        line(name, risk, below)
     one = fit_risk(f_calib, y_calib, np.full(len(kinds_calib), "any"), minimum)
     line("logistic head per node", node_risk(one, f_fresh, "any"), below)
     n = f_calib.shape[1]
@@ -136,8 +143,8 @@ def main() -> None:
         train = WaqDataset.for_card(card, card.data.folder, "train", arrays)
         nodes = np.arange(0, n, args.tree_every)
         which = "" if args.tree_every == 1 else f", nodes {', '.join(map(str, nodes))}"
-        shipped = node_risk(record, f_fresh, kinds)[:, nodes]
-        line(f"logistic head per node and injection kind{which}", shipped, below[:, nodes])
+        for name, risk in scored.items():
+            line(f"{name}{which}", risk[:, nodes], below[:, nodes])
         tree = tree_risk(train, fresh, minimum, nodes)
         line(f"tree classifier per node{which}", tree, below[:, nodes])
 
