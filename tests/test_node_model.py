@@ -472,6 +472,9 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
     intercept, slope = risk_head(card.risk, "booster")
     want = expit(intercept + slope * g[timeline.steps])
     assert np.allclose(timeline.node_risk, want, atol=1e-5)
+    assert card.conformal["risk_bands"] == [0.1, 0.9]  # the intervals grouped by the risk
+    reaches = (timeline.node_risk >= 0.05) & (timeline.node_forecast >= 0.05)
+    assert reaches.any() and (timeline.node_lower[reaches] == 0).all()
     again = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
     assert again.exit_code == 1 and again.output.count("\n") == 1, again.output
     assert "has a risk model; use --overwrite to replace it" in again.output

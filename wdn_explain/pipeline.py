@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
+from .conformal import interval_risk, intervals, mondrian_bins, node_bins, uncertainty_notice
 from .design import factor_levels
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
@@ -242,18 +242,19 @@ def explain_scenario(
     meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
     if meta["forecast_warning"]:
         logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
-    lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen)
+    risk = None
+    if inputs.node_level and card.risk is not None:  # heads on the risk model, else forecast
+        kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
+        scorer = risk_scorer(model_dir, card, model)
+        score = raw_forecast
+        if scorer is not model:
+            score = node_forecasts(scorer, [graphs[t] for t in steps])
+        risk = node_risk(card.risk, score, kind)
+        node_arrays["node_risk"] = risk.astype(np.float32)
+        meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
+    lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen, risk)
     if inputs.node_level:  # the timeline's own series follow the first target node
         node_arrays |= {"node_lower": lower, "node_upper": upper}
-        if card.risk is not None:  # heads on the risk model's output, else the raw forecast
-            kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
-            scorer = risk_scorer(model_dir, card, model)
-            score = raw_forecast
-            if scorer is not model:
-                score = node_forecasts(scorer, [graphs[t] for t in steps])
-            risk = node_risk(card.risk, score, kind)
-            node_arrays["node_risk"] = risk.astype(np.float32)
-            meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
         i = chosen[0]
         forecast, truth = forecast[:, i], truth[:, i]
         lower, upper = (None, None) if lower is None else (lower[:, i], upper[:, i])
@@ -296,20 +297,23 @@ def _intervals(
     forecast: np.ndarray,
     meta: dict[str, Any],
     chosen: list[int] | None,
+    node_risk: np.ndarray | None = None,
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The conformal (lower, upper) of every forecast (None without a calibrated card),
-    inside the scenario's physical range (:func:`~wdn_explain.features.scenario_range`);
+    inside the scenario's physical range (:func:`~wdn_explain.features.scenario_range`),
+    grouped by the risk of non-compliance where the card's intervals are;
     records the interval's description and the uncertainty notice (for a node model: at the
     first target node) in ``meta``."""
     if card.conformal is None:
         return None, None
     inputs = card.input_spec
     bins = mondrian_bins(scenario, result.times_s, inputs.horizon, network.reservoirs)[steps]
-    bins = node_bins(bins, forecast) if inputs.node_level else bins
+    risk = interval_risk(card.conformal, node_risk)
+    bins = node_bins(bins, forecast, risk) if inputs.node_level else bins
     limits = scenario_range(
         inputs.target, scenario.injection_strength_mg_l, result.node_chlorine_mg_l[0]
     )
-    lower, upper = intervals(card.conformal, forecast, bins, limits)
+    lower, upper = intervals(card.conformal, forecast, bins, limits, risk)
     meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
     node_level = lower.ndim > 1
     if card.notice is not None:  # the scenario's expected error (issue 31)

@@ -1,5 +1,6 @@
 """The risk model: a node GNN of the forecaster's family trained for the risk of
-non-compliance (issue 31), beside the forecaster in its model folder (``risk.pt``).
+non-compliance (issue 31), beside the forecaster in its model folder (``risk.pt``): loading it, its scores and the heads on them
+(training it: :mod:`.risk_training`).
 
 The forecaster's own forecast is a poor score for "chlorine at the horizon below the
 minimum": a logistic head on it (:mod:`.risk`) cannot see what the forecast averages away.
@@ -23,16 +24,13 @@ forecast, as before.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import recipe
+import numpy as np
+
 from .errors import ConfigError, DataError
-from .features import check_min_residual
-from .progress import ProgressArg
 
 if TYPE_CHECKING:
     import torch
@@ -121,6 +119,19 @@ def recalibrated_risk(
     return record if trained is None else record | {"model": trained}
 
 
+def dataset_risk(
+    risk_net: torch.nn.Module | None, record: dict[str, Any], dataset: WaqDataset
+) -> np.ndarray | None:
+    """The risk of non-compliance of every node forecast of ``dataset`` (N, n) from the risk
+    model and the heads of ``record`` (a card's ``risk``); None without a risk model."""
+    from .evaluation import predict
+    from .risk import node_risk
+
+    if risk_net is None:
+        return None
+    return node_risk(record, predict(risk_net, dataset), dataset.factor_levels()["injection"])
+
+
 def outcome_samples(dataset: WaqDataset, min_residual_mg_l: float) -> StackedSamples:
     """A node dataset's stacked samples labelled 1 where the chlorine at the horizon lies
     below ``min_residual_mg_l``, else 0."""
@@ -149,91 +160,3 @@ def initial_risk_model(
         model.readout.weight.mul_(float(head.coef_[0, 0]))
         model.readout.bias.mul_(float(head.coef_[0, 0])).add_(float(head.intercept_[0]))
     return model
-
-
-def train_risk_model(
-    model_dir: str | Path,
-    data_dir: str | Path,
-    *,
-    min_residual_mg_l: float | None = None,
-    epochs: int = recipe.RISK_EPOCHS,
-    device: str = "auto",
-    overwrite: bool = False,
-    progress: ProgressArg = False,
-) -> dict[str, Any]:
-    """Train a node model's risk model on its own data folder and calibrate its heads: writes
-    ``risk.pt`` and the card's ``risk`` record together (both or neither; the forecaster
-    stays). Refused, with nothing written, for a share model, a minimum residual negative or
-    not finite (default: the card's), a folder that already has a risk model (unless
-    ``overwrite``), data of another design, or splits without non-compliant node forecasts.
-
-    Returns:
-        The updated card.
-    """
-    import torch
-
-    from .dataset import WaqDataset
-    from .files import atomic_write, check_output, claimed, write_torch
-    from .model_folder import CARD, file_sha256, load_model, resolve_device
-    from .records import ModelCard
-    from .risk import outcomes
-    from .training import TrainConfig, fit, own_data
-
-    forecaster, card = load_model(model_dir)
-    if not card.input_spec.node_level:
-        raise DataError(
-            f"model '{model_dir}' forecasts the share of chlorinated nodes: the risk of "
-            "non-compliance needs a node model (`train --target node`)"
-        )
-    minimum = check_min_residual(
-        card.input_spec.min_residual_mg_l if min_residual_mg_l is None else min_residual_mg_l
-    )
-    if not overwrite and (card.risk or {}).get("model") is not None:
-        raise DataError(f"model '{model_dir}' has a risk model; use --overwrite to replace it")
-    folder = Path(model_dir)
-    for name in (RISK_WEIGHTS, CARD):
-        check_output(folder / name, what="model file")
-    dev = resolve_device(device)
-    with claimed(folder, "model folder"):
-        arrays = own_data(model_dir, card, data_dir)
-        splits = {s: WaqDataset.for_card(card, data_dir, s, arrays) for s in ("train", "val")}
-        calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
-        for split in (*splits.values(), calib_set):  # before training
-            outcomes(split.targets(), minimum, f"'{data_dir}' ({split.split})")
-        # the recipe's optimisation, the forecaster's seed
-        config = TrainConfig(epochs=epochs, seed=card.train.get("seed", 0)).for_device(dev)
-        torch.manual_seed(config.seed)
-        model = initial_risk_model(forecaster, splits["train"], minimum).to(dev)
-        result = fit(
-            model,
-            outcome_samples(splits["train"], minimum),
-            outcome_samples(splits["val"], minimum),
-            config,
-            dev,
-            loss="logistic",
-            progress=progress,
-        )
-        model.load_state_dict(result.best_state)
-        model.cpu().eval()
-        heads = risk_record(model, calib_set, minimum, risk_model=True)
-        trained = {
-            "config": model.config.to_dict(),
-            "min_residual_mg_l": minimum,
-            "train": {"epochs": epochs, "batch_size": config.batch_size, "lr": config.lr},
-            "initial": f"the forecaster (weights_sha256 {card.weights_sha256}) with its head "
-            "mapped by a logistic regression on the training split",
-            "history": result.history,
-            "interrupted": result.interrupted,
-            "device": str(dev),
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-        with (
-            atomic_write(folder / CARD) as card_tmp,
-            atomic_write(folder / RISK_WEIGHTS) as weights_tmp,
-        ):
-            write_torch(model.state_dict(), weights_tmp, folder / RISK_WEIGHTS)
-            trained["weights_sha256"] = file_sha256(weights_tmp)
-            record = card.to_json() | {"risk": heads | {"model": trained}}
-            text = json.dumps(ModelCard.parse(record, folder / CARD).to_json(), indent=2)
-            card_tmp.write_text(text)
-    return record

@@ -27,6 +27,8 @@ from torch.optim import swa_utils
 from . import recipe
 from .conformal import (
     NODE_GROUPS,
+    RISK_BANDS,
+    RISK_GROUPS,
     SHARE_GROUPS,
     absolute_errors,
     calibrate,
@@ -67,7 +69,7 @@ from .notice import design_notice, held_out_errors
 from .progress import ProgressArg
 from .records import ModelCard, WaqManifest
 from .risk import outcomes
-from .risk_model import recalibrated_risk, risk_record
+from .risk_model import dataset_risk, load_risk_model, recalibrated_risk, risk_record
 from .scenario import ScenarioConfig
 
 logger = logging.getLogger(__name__)
@@ -486,19 +488,25 @@ def _check_calibration(calib_set: WaqDataset) -> None:
         )
 
 
-def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str, Any]:
+def conformal_record(
+    model: torch.nn.Module, calib_set: WaqDataset, node_risk: np.ndarray | None = None
+) -> dict[str, Any]:
     """The card's ``conformal`` record: the model's errors on the held-out calibration
     split turned into Mondrian split-conformal half-widths (:mod:`.conformal`); a node-level
-    model's errors at every node, each in its sample's group and its forecast's level."""
+    model's errors at every node, each in its sample's group and its forecast's level, and,
+    given the risk model's risk of each forecast (``node_risk``), its risk band (the record
+    then holds ``risk_bands``)."""
     _check_calibration(calib_set)
     pred = predict(model, calib_set)
     node_level = calib_set.inputs.node_level
-    return calibrate(
+    groups = NODE_GROUPS if node_level else SHARE_GROUPS
+    record = calibrate(
         absolute_errors(calib_set.targets(), pred, LABEL_RANGE[calib_set.inputs.target]),
-        forecast_bins(calib_set, pred),
+        forecast_bins(calib_set, pred, node_risk),
         where=f"'{calib_set.folder}'",
-        groups=NODE_GROUPS if node_level else SHARE_GROUPS,
+        groups=groups if node_risk is None else RISK_GROUPS,
     )
+    return record if node_risk is None else record | {"risk_bands": list(RISK_BANDS)}
 
 
 def notice_record(model: torch.nn.Module, held_out: Sequence[WaqDataset]) -> dict[str, Any] | None:
@@ -535,14 +543,19 @@ def calibrate_model(
     check_output(Path(model_dir, CARD), what="model card")  # a read-only folder: before the work
     arrays = own_data(model_dir, card, data_dir)
     calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
-    record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
+    record = card.to_json()
+    record["risk"] = recalibrated_risk(model_dir, card, model, calib_set, minimum)
+    risk_net = load_risk_model(model_dir, card)  # its risk bands group the intervals
+    calib_risk = dataset_risk(risk_net, record["risk"], calib_set)
+    record["conformal"] = conformal_record(model, calib_set, calib_risk)
     val_set = WaqDataset.for_card(card, data_dir, "val", arrays)
     record["notice"] = notice_record(model, (val_set, calib_set))
-    record["risk"] = recalibrated_risk(model_dir, card, model, calib_set, minimum)
     test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
     metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
     if len(test_set):
-        metrics = card_metrics(evaluate(model, test_set, conformal=record["conformal"]))
+        test_risk = dataset_risk(risk_net, record["risk"], test_set)
+        results = evaluate(model, test_set, conformal=record["conformal"], node_risk=test_risk)
+        metrics = card_metrics(results)
     record["metrics"] = metrics
     write_card(model_dir, record)
     return record

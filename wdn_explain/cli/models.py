@@ -235,7 +235,7 @@ def train_risk(
     logistic loss on "chlorine at the horizon below the minimum residual", its output
     calibrated per node and kind of injection on the calibration split (card: ``risk``)."""
     from ..explain.threads import numeric_threads
-    from ..risk_model import train_risk_model
+    from ..risk_training import train_risk_model
     from ..shipped import shipped
 
     try:
