@@ -1,6 +1,6 @@
 """The risk model: a node GNN of the forecaster's family trained for the risk of
-non-compliance (issue 31), beside the forecaster in its model folder (``risk.pt``): loading it, its scores and the heads on them
-(training it: :mod:`.risk_training`).
+non-compliance (issue 31), beside the forecaster in its model folder (``risk.pt``); here
+loading it, its scores and the heads on them (training it: :mod:`.risk_training`).
 
 The forecaster's own forecast is a poor score for "chlorine at the horizon below the
 minimum": a logistic head on it (:mod:`.risk`) cannot see what the forecast averages away.
