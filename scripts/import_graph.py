@@ -28,7 +28,7 @@ STAGES = [
     ["simulation", "servable", "waq", "cluster"],
     ["dataset"],
     ["model", "model_folder"],
-    ["tree", "notice", "risk", "evaluation", "scoring", "training"],
+    ["tree", "notice", "risk", "risk_model", "evaluation", "scoring", "training", "risk_training"],
     ["explain"],
     ["explain_settings", "timeline_file", "node_series", "timeline", "stepstore"],
     ["node_targets", "hydraulics", "pipeline", "on_demand", "shipped", "replay", "placement"],

@@ -16,6 +16,7 @@ from wdn_explain.conformal import (
     absolute_errors,
     calibrate,
     half_widths,
+    interval_risk,
     intervals,
     node_bins,
     node_level,
@@ -148,6 +149,44 @@ def test_node_design_covers_the_nominal_level_in_every_forecast_level():
         for group in np.unique(groups):
             sel = covered[groups == group]
             assert abs(sel.mean() - CONFIDENCE) < 4 * math.sqrt(0.09 / len(sel)) + 0.01, group
+
+
+def test_risk_bands_give_each_band_its_known_conditional_quantile_and_the_lower_tail_rule():
+    """Chlorinated node forecasts whose error is uniform on (-w, w), w known per band of the
+    risk of non-compliance (0.01, 0.2, 0.4 mg/L): the 90 % quantile of |error| in a band is
+    0.9 w. Calibrated with the risk bands, each band's half-width is that quantile and a fresh
+    draw is covered at the nominal level in every band; without them one half-width for all
+    under-covers the widest band. Where the risk is at least (1 - 0.9) / 2, the lower bound
+    is 0 (the truth is below the line with more than the interval's lower tail)."""
+    gen = np.random.default_rng(11)
+    width = {0.02: 0.01, 0.5: 0.2, 0.95: 0.4}  # a risk in each band -> its error's half-range
+
+    def draw(n: int) -> tuple[np.ndarray, ...]:
+        risk = gen.choice(list(width), size=(n, 4))
+        forecast = gen.uniform(0.6, 1.5, size=risk.shape)
+        w = np.vectorize(width.get)(risk)
+        truth = forecast + gen.uniform(-1, 1, size=risk.shape) * w
+        return forecast, truth, risk, np.repeat("booster/constant/steady", n)
+
+    forecast, truth, risk, samples = draw(6000)
+    errors = absolute_errors(truth, forecast, (0.0, np.inf))
+    banded = calibrate(errors, node_bins(samples, forecast, risk)) | {"risk_bands": [0.1, 0.9]}
+    plain = calibrate(errors, node_bins(samples, forecast))
+    forecast, truth, risk, samples = draw(6000)
+    bins = node_bins(samples, forecast, risk)
+    assert np.allclose(half_widths(banded, bins), 0.9 * np.vectorize(width.get)(risk), rtol=0.05)
+    assert interval_risk(plain, risk) is None and interval_risk(banded, risk) is risk
+    lower, upper = intervals(banded, forecast, bins, (0.0, np.inf), risk)
+    reaches = risk >= (1 - CONFIDENCE) / 2
+    assert (lower[reaches] == 0).all()
+    half = half_widths(banded, bins)
+    assert np.allclose(lower[~reaches], forecast[~reaches] - half[~reaches])
+    covered = (truth >= lower) & (truth <= upper)
+    assert abs(covered[risk == 0.02].mean() - CONFIDENCE) < 0.02  # both bounds conformal
+    for band in (0.5, 0.95):  # the lower bound at 0: the upper one's tail only is missed
+        assert abs(covered[risk == band].mean() - (1 + CONFIDENCE) / 2) < 0.02, band
+    lower, upper = intervals(plain, forecast, node_bins(samples, forecast), (0.0, np.inf))
+    assert ((truth >= lower) & (truth <= upper))[risk == 0.95].mean() < 0.8
 
 
 def test_empty_calibration_is_one_line():

@@ -430,3 +430,97 @@ def test_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
     assert "holds no risk of non-compliance: a share model has none" in result.output
     assert not csv.exists() and not (tmp_path / "v.csv").exists()
+
+
+def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
+    tmp_path, node_model, monitoring_dir
+):
+    """`train-risk` writes risk.pt (its SHA-256 in the card) and heads fitted on its output;
+    the timeline's risk is sigmoid(a_ik + b_ik g_i) of the risk model's own output g_i on
+    the scenario's inputs, computed here from the weights file; a damaged risk.pt is refused."""
+    from scipy.special import expit
+
+    from wdn_explain.model_folder import file_sha256
+    from wdn_explain.network import load_network
+    from wdn_explain.pipeline import explain_scenario, scenario_graphs
+    from wdn_explain.risk import risk_head
+    from wdn_explain.simulation import simulate
+
+    model = tmp_path / "m"
+    shutil.copytree(node_model, model)
+    result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 3)
+    assert result.exit_code == 0, result.output
+    assert f"saved {model / 'risk.pt'} (3 epochs): risk of non-compliance (chlorine < 0.2" in (
+        result.output
+    )
+    forecaster, card = load_model(model)
+    trained = card.risk["model"]
+    assert trained["weights_sha256"] == file_sha256(model / "risk.pt")
+    assert trained["min_residual_mg_l"] == 0.2 and len(trained["history"]) == 3
+    assert "val_logistic" in trained["history"][0]
+    assert card.risk["method"].startswith("logistic regression on the risk model's output")
+    risk_net = NodeChlorineGNN(ModelConfig(**trained["config"]))
+    risk_net.load_state_dict(torch.load(model / "risk.pt", weights_only=True))
+    risk_net.eval()
+    assert not torch.equal(risk_net.readout.weight, forecaster.readout.weight)
+    spec = ScenarioConfig(duration_s=2400, injection_node="12", injection_strength_mg_l=1.5)
+    timeline, _ = explain_scenario(spec, model, out=tmp_path / "t.npz")
+    network = load_network("hanoi")
+    graphs = scenario_graphs(simulate(spec, network), network, card.input_spec)
+    with torch.no_grad():
+        g = np.stack([risk_net(d.x, d.edge_index, d.edge_attr).numpy() for d in graphs])
+    intercept, slope = risk_head(card.risk, "booster")
+    want = expit(intercept + slope * g[timeline.steps])
+    assert np.allclose(timeline.node_risk, want, atol=1e-5)
+    assert card.conformal["risk_bands"] == [0.1, 0.9]  # the intervals grouped by the risk
+    reaches = (timeline.node_risk >= 0.05) & (timeline.node_forecast >= 0.05)
+    assert reaches.any() and (timeline.node_lower[reaches] == 0).all()
+    again = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
+    assert again.exit_code == 1 and again.output.count("\n") == 1, again.output
+    assert "has a risk model; use --overwrite to replace it" in again.output
+    (model / "risk.pt").write_bytes((model / "risk.pt").read_bytes()[:-1] + b"x")
+    with pytest.raises(DataError, match="risk.pt' do not match the SHA-256 recorded"):
+        explain_scenario(spec, model)
+
+
+def test_train_risk_bad_input_is_refused_in_one_line_with_nothing_written(
+    tmp_path, node_model, monitoring_dir
+):
+    """A share model, a minimum residual negative, not finite or below every truth, and a
+    recalibration at a minimum the risk model did not learn."""
+    share = tmp_path / "share"
+    shutil.copytree(ROOT / "models" / "default", share)
+    result = run("train-risk", "--model", share, "--data", monitoring_dir)
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "forecasts the share of chlorinated nodes: the risk of non-compliance needs a node" in (
+        result.output
+    )
+    assert not (share / "risk.pt").exists()
+    model = tmp_path / "m"
+    shutil.copytree(node_model, model)
+    before = (model / "card.json").read_bytes()
+    for minimum, message in (
+        ("-0.1", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got -0.1)"),
+        ("nan", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got nan)"),
+        ("0", "holds no non-compliant node forecasts (chlorine below 0 mg/L)"),
+    ):
+        result = run(
+            "train-risk", "--model", model, "--data", monitoring_dir, "--min-residual", minimum
+        )
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert message in result.output
+        assert (model / "card.json").read_bytes() == before
+        assert not (model / "risk.pt").exists()
+    result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
+    assert result.exit_code == 0, result.output
+    trained = (model / "card.json").read_bytes()
+    result = run("calibrate", "--model", model, "--data", monitoring_dir, "--min-residual", 0.3)
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "the risk model of" in result.output and "learnt chlorine below 0.2 mg/L" in (
+        result.output
+    )
+    assert (model / "card.json").read_bytes() == trained
+    result = run("calibrate", "--model", model, "--data", monitoring_dir)
+    assert result.exit_code == 0, result.output
+    card = json.loads((model / "card.json").read_text())
+    assert card["risk"]["model"] == json.loads(trained)["risk"]["model"]  # kept

@@ -37,10 +37,17 @@ CHLORINATED_EDGES_MG_L = (0.2, 0.5)
 """Where a chlorinated node forecast's level group changes (mg/L): 0.2 is the common minimum
 residual (the compliance line), 0.5 a well-dosed node. A forecast near the front (0.05-0.2)
 errs as much as one at 1.5 mg/L, so one chlorinated group would under-cover it."""
+RISK_BANDS = (0.1, 0.9)
+"""Where a node model's risk of non-compliance (:mod:`.risk_model`) changes a forecast's
+group: below the minimum unlikely, either side, likely. A forecast the risk model places near
+the line errs unlike one of the same level it places far from it, so the risk splits the
+level groups (Mondrian groups known at forecast time, like the level)."""
 SHARE_GROUPS = "injection/pattern/timing"
 NODE_GROUPS = (
     "injection/pattern/timing/node forecast (dry, chlorinated/0.05-0.2, 0.2-0.5, >= 0.5 mg/L)"
 )
+RISK_GROUPS = f"{NODE_GROUPS}/risk of non-compliance (< {RISK_BANDS[0]:g}, {RISK_BANDS[0]:g}-"
+RISK_GROUPS += f"{RISK_BANDS[1]:g}, >= {RISK_BANDS[1]:g})"
 
 
 def timing(config: ScenarioConfig, times_s: np.ndarray, horizon: int) -> np.ndarray:
@@ -78,13 +85,27 @@ def node_level(node_forecast: np.ndarray) -> np.ndarray:
     return np.where(forecast < DRY_MG_L, "dry", band)
 
 
-def node_bins(sample_bins: np.ndarray, node_forecast: np.ndarray) -> np.ndarray:
+def risk_band(node_risk: np.ndarray) -> np.ndarray:
+    """The band of each risk of non-compliance between :data:`RISK_BANDS`: ``risk < 0.1``,
+    ``risk 0.1-0.9`` or ``risk >= 0.9``."""
+    low, high = RISK_BANDS
+    names = np.array([f"risk < {low:g}", f"risk {low:g}-{high:g}", f"risk >= {high:g}"])
+    return names[np.digitize(np.asarray(node_risk), RISK_BANDS)]
+
+
+def node_bins(
+    sample_bins: np.ndarray, node_forecast: np.ndarray, node_risk: np.ndarray | None = None
+) -> np.ndarray:
     """The calibration group of each of a node model's forecasts (N, n): its sample's group
-    (:func:`mondrian_bins`, (N,)) and the node forecast's level (:func:`node_level`), e.g.
-    ``booster/constant/steady/chlorinated/0.2-0.5`` -- known at forecast time, like the
-    plan."""
+    (:func:`mondrian_bins`, (N,)), the node forecast's level (:func:`node_level`) and, given
+    the risk of non-compliance of each forecast (a risk model's), its band
+    (:func:`risk_band`), e.g. ``booster/constant/steady/chlorinated/0.2-0.5/risk < 0.1`` --
+    known at forecast time, like the plan."""
     sample = np.char.add(np.asarray(sample_bins).astype(str)[:, None], "/")
-    return np.char.add(sample, node_level(node_forecast))
+    bins = np.char.add(sample, node_level(node_forecast))
+    if node_risk is None:
+        return bins
+    return np.char.add(np.char.add(bins, "/"), risk_band(node_risk))
 
 
 def absolute_errors(
@@ -158,6 +179,12 @@ def calibrate(
     }
 
 
+def interval_risk(record: dict[str, Any], node_risk: np.ndarray | None) -> np.ndarray | None:
+    """The risk of non-compliance the intervals of a ``conformal`` record use: ``node_risk``
+    where the record was calibrated with risk bands (``risk_bands``), else None."""
+    return node_risk if "risk_bands" in record else None
+
+
 def half_widths(record: dict[str, Any], bins: np.ndarray) -> np.ndarray:
     """Each forecast's interval half-width from a card's ``conformal`` record (``bins`` of
     any shape; the result has it): its group's, else its longest calibrated prefix's
@@ -173,13 +200,25 @@ def intervals(
     forecast: np.ndarray,
     bins: np.ndarray,
     limits: tuple[float, float] = (0.0, 1.0),
+    node_risk: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) of every forecast: the forecast clipped to the label's range ``limits``
     (a share: [0, 1]; chlorine at a node: [0, inf) mg/L) plus and minus its half-width,
-    clipped again; ``bins`` has the forecasts' shape."""
+    clipped again; ``bins`` has the forecasts' shape.
+
+    Given the risk of non-compliance of each forecast (a node model's whose record has
+    ``risk_bands``), a chlorinated forecast whose risk is at least (1 - confidence) / 2 gets
+    the range's bottom as its lower bound: the truth lies below the minimum with at least
+    the interval's lower tail probability, so the interval's lower quantile does too, and the
+    risk says no more of how far (the lower bound reaches below the line when the risk says
+    so)."""
     half = half_widths(record, bins)
     centre = np.clip(forecast, *limits)
-    return np.clip(centre - half, *limits), np.clip(centre + half, *limits)
+    lower, upper = np.clip(centre - half, *limits), np.clip(centre + half, *limits)
+    if node_risk is not None:
+        tail = (1 - record["confidence"]) / 2
+        lower = np.where((centre >= DRY_MG_L) & (np.asarray(node_risk) >= tail), limits[0], lower)
+    return lower, upper
 
 
 def uncertainty_notice(

@@ -14,7 +14,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
-from .conformal import intervals, node_bins
+from .conformal import interval_risk, intervals, node_bins
 from .dataset import Batch, StackedSamples, WaqDataset
 from .errors import DataError
 from .features import (
@@ -94,12 +94,15 @@ def predict(
     return model_outputs(model, (batch.to(device) for batch in loader)).cpu().numpy()
 
 
-def forecast_bins(dataset: WaqDataset, pred: np.ndarray) -> np.ndarray:
+def forecast_bins(
+    dataset: WaqDataset, pred: np.ndarray, node_risk: np.ndarray | None = None
+) -> np.ndarray:
     """The conformal group of every forecast of ``dataset`` (``pred``'s shape): the sample's
-    (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level
-    (:func:`~.conformal.node_bins`) for a node-level model."""
+    (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level and the
+    band of its risk of non-compliance when given (:func:`~.conformal.node_bins`) for a
+    node-level model."""
     bins = dataset.mondrian_bins()
-    return node_bins(bins, pred) if dataset.inputs.node_level else bins
+    return node_bins(bins, pred, node_risk) if dataset.inputs.node_level else bins
 
 
 def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
@@ -123,6 +126,7 @@ def evaluate(
     device: str = "cpu",
     conformal: dict[str, Any] | None = None,
     tree_data: WaqDataset | None = None,
+    node_risk: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Test MAE, RMSE and R² of the model beside its baselines, overall, per time step and
     per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
@@ -143,7 +147,9 @@ def evaluate(
     ``tree_data``: where the tree is fitted (the model's own training data when scoring
     fresh scenarios; default: ``dataset``'s folder). With a card's ``conformal`` record,
     also the empirical coverage of its intervals and
-    their mean half-width, overall and per factor level (``coverage``, ``half_width``).
+    their mean half-width, overall and per factor level (``coverage``, ``half_width``);
+    ``node_risk``: each forecast's risk of non-compliance (the risk model's, which intervals
+    calibrated with risk bands need, :func:`~.conformal.interval_risk`).
     ``forecast_warning`` flags forecasts outside the label's range (see
     :meth:`~.features.InputSpec.range_warning`).
 
@@ -192,7 +198,8 @@ def evaluate(
     covered = half = None
     if conformal is not None:
         limits = LABEL_RANGE[inputs.target]
-        lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred), limits)
+        risk = interval_risk(conformal, node_risk)
+        lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred, risk), limits, risk)
         covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
     for factor, levels in dataset.factor_levels().items():

@@ -130,17 +130,19 @@ def load_state(
     model_dir: str | Path,
     recorded_sha256: str | None,
     map_location: str | torch.device = "cpu",
+    weights: str = WEIGHTS,
 ) -> torch.nn.Module:
-    """Load a folder's weights into ``model`` (``weights_only=True``) and put it in eval
-    mode; DataError for weights whose SHA-256 differs from ``recorded_sha256`` (when the card
-    records one), an unreadable file, or a state_dict that does not fit the architecture."""
-    path = Path(model_dir, WEIGHTS)
+    """Load a folder's weights (file ``weights``: the forecaster's by default) into ``model``
+    (``weights_only=True``) and put it in eval mode; DataError for weights whose SHA-256
+    differs from ``recorded_sha256`` (when the card records one), an unreadable file, or a
+    state_dict that does not fit the architecture."""
+    path = Path(model_dir, weights)
     if not path.is_file():
-        raise DataError(f"'{model_dir}' is not a model folder (needs {WEIGHTS} and {CARD})")
+        raise DataError(f"'{model_dir}' is not a model folder (needs {weights} and {CARD})")
     if recorded_sha256 is None:
         warnings.warn(
             f"the card of '{model_dir}' records no weights_sha256: a damaged or replaced "
-            f"{WEIGHTS} cannot be told from the trained one (save the model again to record it)",
+            f"{weights} cannot be told from the trained one (save the model again to record it)",
             WdnExplainWarning,
             stacklevel=2,
         )

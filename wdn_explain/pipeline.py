@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .conformal import intervals, mondrian_bins, node_bins, uncertainty_notice
+from .conformal import interval_risk, intervals, mondrian_bins, node_bins, uncertainty_notice
 from .design import factor_levels
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
@@ -27,6 +27,7 @@ from .node_targets import default_target, node_fields, node_forecasts, target_no
 from .notice import hard_scenario_notice, scenario_features
 from .progress import ProgressArg, progress_callback
 from .risk import node_risk
+from .risk_model import risk_scorer
 from .scenario import ScenarioConfig
 from .simulation import SimulationResult, injection_node, simulate
 from .sizes import check_size, estimate_timeline
@@ -259,13 +260,20 @@ def explain_scenario(
         meta["forecast_warning"] = inputs.range_warning(forecast)  # damaged weights, say
         if meta["forecast_warning"]:
             logger.warning("timeline of %s: %s", scenario.describe(), meta["forecast_warning"])
-        lower, upper = _intervals(card, scenario, result, network, steps, forecast, meta, chosen)
+        risk = None
+        if inputs.node_level and card.risk is not None:  # heads on the risk model, else forecast
+            scorer = risk_scorer(model_dir, card, model)  # the risk model, else the forecaster
+            scores = raw_forecast
+            if scorer is not model:
+                scores = node_forecasts(scorer, [graphs[t] for t in steps])
+            risk = scenario_risk(card, scenario, network, scores)
+            node_arrays["node_risk"] = risk.astype(np.float32)
+            meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
+        lower, upper = _intervals(
+            card, scenario, result, network, steps, forecast, meta, chosen, risk
+        )
         if inputs.node_level:  # the timeline's own series follow the first target node
             node_arrays |= {"node_lower": lower, "node_upper": upper}
-            if card.risk is not None:  # from the raw forecast: its logit is affine in the model's
-                risk = scenario_risk(card, scenario, network, raw_forecast)
-                node_arrays["node_risk"] = risk.astype(np.float32)
-                meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
             i = chosen[0]
             forecast, truth = forecast[:, i], truth[:, i]
             lower, upper = (None, None) if lower is None else (lower[:, i], upper[:, i])
@@ -310,16 +318,24 @@ def _intervals(
     forecast: np.ndarray,
     meta: dict[str, Any],
     chosen: list[int] | None,
+    node_risk: np.ndarray | None = None,
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The conformal (lower, upper) of every forecast (None without a calibrated card),
-    inside the scenario's physical range (:func:`~wdn_explain.features.scenario_range`);
+    inside the scenario's physical range (:func:`~wdn_explain.features.scenario_range`),
+    grouped by the risk of non-compliance where the card's intervals are;
     records the interval's description and the uncertainty notice (for a node model: at the
     first target node) in ``meta``."""
     if card.conformal is None:
         return None, None
     inputs = card.input_spec
     lower, upper = forecast_intervals(
-        card, scenario, network, result.times_s[steps], forecast, result.node_chlorine_mg_l[0]
+        card,
+        scenario,
+        network,
+        result.times_s[steps],
+        forecast,
+        result.node_chlorine_mg_l[0],
+        node_risk,
     )
     meta["interval"] = {k: card.conformal[k] for k in ("confidence", "method", "groups")}
     node_level = lower.ndim > 1
@@ -345,25 +361,31 @@ def forecast_intervals(
     times_s: np.ndarray,
     forecast: np.ndarray,
     initial_mg_l: np.ndarray,
+    node_risk: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The conformal (lower, upper) of forecasts made at ``times_s`` (shape (T,) or, for a
     node model, (T, n)) by a calibrated ``card``, inside the scenario's physical range
     (:func:`~wdn_explain.features.scenario_range`; ``initial_mg_l``: the node chlorine the
-    scenario starts from, shape (n,))."""
+    scenario starts from, shape (n,)); ``node_risk`` (T, n): the forecasts' risk of
+    non-compliance, which groups a node model's intervals where the card's are grouped so."""
     inputs = card.input_spec
     bins = mondrian_bins(scenario, times_s, inputs.horizon, network.reservoirs)
-    bins = node_bins(bins, forecast) if inputs.node_level else bins
+    risk = interval_risk(card.conformal, node_risk)
+    bins = node_bins(bins, forecast, risk) if inputs.node_level else bins
     limits = scenario_range(inputs.target, scenario.injection_strength_mg_l, initial_mg_l)
-    return intervals(card.conformal, forecast, bins, limits)
+    return intervals(card.conformal, forecast, bins, limits, risk)
 
 
 def scenario_risk(
-    card: ModelCard, scenario: ScenarioConfig, network: Network, raw_forecast: np.ndarray
+    card: ModelCard, scenario: ScenarioConfig, network: Network, scores: np.ndarray
 ) -> np.ndarray:
-    """The risk of non-compliance at every node (:func:`~wdn_explain.risk.node_risk`) of a
-    node model's raw forecasts (T, n) in ``scenario`` (its kind of injection picks the heads)."""
+    """The risk of non-compliance at every node (:func:`~wdn_explain.risk.node_risk`) from
+    the raw node outputs (T, n) the card's risk heads read in ``scenario`` (its kind of
+    injection picks the heads): the risk model's
+    (:func:`~wdn_explain.risk_model.risk_scorer`) where the folder has one, else the
+    forecast's."""
     kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
-    return node_risk(card.risk, raw_forecast, kind)
+    return node_risk(card.risk, scores, kind)
 
 
 def _with_deprecated(

@@ -31,6 +31,9 @@ EMA_DECAY: float | None = 0.999
 """Per-step decay of the weights' moving average that is validated and saved (None: the raw
 weights); 0.999 averages over about 1000 steps, three epochs of the default data at batch 64
 (the decay rises to it over the first steps, see :func:`~wdn_explain.training.fit`)."""
+RISK_EPOCHS = 30
+"""Maximum epochs of a node model's risk model (:mod:`~wdn_explain.risk_model`; early
+stopping on the validation log loss). It starts from the forecaster's weights."""
 
 ONBOARD_SCENARIOS = 40
 """Scenarios of an onboarded network's default design: trains in minutes on 2 cores, up to

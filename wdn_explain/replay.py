@@ -240,6 +240,7 @@ def replay(
     """
     from .model_folder import load_model, model_hash
     from .network import load_network
+    from .risk_model import risk_scorer
     from .simulation import simulate
 
     model, card = load_model(model_dir)
@@ -274,7 +275,8 @@ def replay(
     }
     folder = Path(out)
     kept = _stored_steps(folder, meta, overwrite)
-    runner = _Runner(model, card, scenario, network, simulate(scenario, network))
+    scorer = risk_scorer(model_dir, card, model)
+    runner = _Runner(model, card, scenario, network, simulate(scenario, network), scorer)
     done: list[ReplayStep] = []
     for stored in kept:  # the state the bad-reading rules read
         if _same_readings(stored, readings):
@@ -388,10 +390,12 @@ class _Runner:
         scenario: ScenarioConfig,
         network: Network,
         result: SimulationResult,
+        scorer: Any,
     ) -> None:
         from .explain import GraphSHAPIQ
 
         self.model, self.card, self.scenario, self.network = model, card, scenario, network
+        self.scorer = scorer  # what the risk heads read: the risk model, else the forecaster
         self.inputs = card.input_spec
         self.result = result
         n_t, n = result.node_chlorine_mg_l.shape
@@ -448,6 +452,9 @@ class _Runner:
         raw = node_forecasts(self.model, [graph])[0]
         forecast = inputs.physical(raw)
         lower = upper = risk = None
+        if card.risk is not None:
+            scores = raw if self.scorer is self.model else node_forecasts(self.scorer, [graph])[0]
+            risk = scenario_risk(card, self.scenario, self.network, scores[None])[0]
         if card.conformal is not None:
             bounds = forecast_intervals(
                 card,
@@ -456,10 +463,9 @@ class _Runner:
                 self.result.times_s[t : t + 1],
                 forecast[None],
                 self.result.node_chlorine_mg_l[0],
+                None if risk is None else risk[None],
             )
             lower, upper = (b[0] for b in bounds)
-        if card.risk is not None:
-            risk = scenario_risk(card, self.scenario, self.network, raw[None])[0]
         players = self.sensor_index[used]
         explanations = (
             self.explainer.explain_nodes(graph, list(range(len(forecast))), players=players)

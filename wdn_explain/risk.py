@@ -44,10 +44,12 @@ def fit_risk(
     kinds: np.ndarray,
     min_residual_mg_l: float,
     where: str = "",
+    score: str = "the node forecast",
 ) -> dict[str, Any]:
-    """The card's ``risk`` record from calibration forecasts (raw model output, mg/L) and
-    their simulated truth, both shape (N, n), and each forecast's kind of injection
-    (``reservoir`` or ``booster``, shape (N,)).
+    """The card's ``risk`` record from calibration scores -- the raw node forecasts (mg/L),
+    or any node score the risk is monotone in (the risk model's logit, :mod:`.risk_model`),
+    named ``score`` in the record's method -- and their simulated truth, both shape (N, n),
+    and each forecast's kind of injection (``reservoir`` or ``booster``, shape (N,)).
 
     Raises:
         ConfigError: a minimum residual that is negative or not finite.
@@ -75,7 +77,7 @@ def fit_risk(
     fallback = [list(h) for h in zip(every["intercept"], every["slope"])]
     heads = {ANY_KIND: every} | {str(k): per_node(kinds == k, fallback) for k in np.unique(kinds)}
     record = {
-        "method": "logistic regression on the node forecast, per node and kind of injection "
+        "method": f"logistic regression on {score}, per node and kind of injection "
         "(scikit-learn LogisticRegression)",
         "min_residual_mg_l": minimum,
         "heads": heads,

@@ -48,6 +48,7 @@ def score_model(
     from .dataset import WaqDataset, load_waq_arrays
     from .evaluation import check_data_matches, evaluate
     from .model_folder import load_model
+    from .risk_model import dataset_risk, load_risk_model
 
     net, card = load_model(model_dir)
     arrays = load_waq_arrays(data_dir)
@@ -58,7 +59,8 @@ def score_model(
         fit_arrays = load_waq_arrays(fit_data)
         check_data_matches(card, fit_arrays.manifest, fit_data)
         fit_on = WaqDataset.for_card(card, fit_data, "train", fit_arrays)
-    results = evaluate(net, ds, device, conformal=card.conformal, tree_data=fit_on)
+    risk = dataset_risk(load_risk_model(model_dir, card), card.risk, ds)  # its intervals' bands
+    results = evaluate(net, ds, device, conformal=card.conformal, tree_data=fit_on, node_risk=risk)
     step_s = int(arrays.times_s[1] - arrays.times_s[0]) if len(arrays.times_s) > 1 else 0
     return Scores(results, card.input_spec, split, step_s)
 

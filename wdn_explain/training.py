@@ -27,11 +27,13 @@ from torch.optim import swa_utils
 from . import recipe
 from .conformal import (
     NODE_GROUPS,
+    RISK_BANDS,
+    RISK_GROUPS,
     SHARE_GROUPS,
     absolute_errors,
     calibrate,
 )
-from .dataset import StackedSamples, WaqDataset, load_waq_arrays
+from .dataset import StackedSamples, WaqArrays, WaqDataset, load_waq_arrays
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError, WdnExplainWarning
 from .evaluation import (
@@ -65,8 +67,9 @@ from .model_folder import (
 from .notice import MIN_SCENARIOS as NOTICE_MIN_SCENARIOS
 from .notice import design_notice, held_out_errors
 from .progress import ProgressArg
-from .records import WaqManifest
-from .risk import fit_risk, outcomes
+from .records import ModelCard, WaqManifest
+from .risk import outcomes
+from .risk_model import dataset_risk, load_risk_model, recalibrated_risk, risk_record
 from .scenario import ScenarioConfig
 
 logger = logging.getLogger(__name__)
@@ -81,6 +84,12 @@ the cost follows the samples, and batch 64 reached the best test MAE per wall se
 sizes measured (README, "Training")."""
 AUTO_WARMUP_EPOCHS = 2
 """``warmup_epochs=None``: this many epochs above batch 64, none at 64 or below."""
+LOSSES = {
+    "l1": torch.nn.functional.l1_loss,
+    "logistic": torch.nn.functional.binary_cross_entropy_with_logits,
+}
+"""Training losses of :func:`fit` by name: ``l1`` for a forecast (the MAE), ``logistic`` for
+a logit whose label is an outcome in {0, 1} (the log loss; the risk model, :mod:`.risk_model`)."""
 SCHEDULES = ("cosine", "plateau")
 """Learning-rate schedules after the warm-up: ``cosine`` decays to ``final_lr_fraction`` of
 the peak over the remaining steps; ``plateau`` halves it when the validation MAE stalls."""
@@ -196,13 +205,15 @@ def fit(
     config: TrainConfig,
     device: torch.device | str,
     *,
+    loss: str = "l1",
     progress: ProgressArg = False,
 ) -> FitResult:
-    """Train ``model`` (already on ``device``) in place: L1 loss, Adam, linear warm-up, the
-    config's schedule, an optional moving average of the weights (torch's ``AveragedModel``)
-    and early stopping on the validation MAE of the model kept (the average when there is
-    one); the same loop on every device and target (a node-level model's loss and MAE run
-    over every node's forecast, in mg/L).
+    """Train ``model`` (already on ``device``) in place: the ``loss`` of :data:`LOSSES`, Adam,
+    linear warm-up, the config's schedule, an optional moving average of the weights (torch's
+    ``AveragedModel``) and early stopping on the validation loss of the model kept (the
+    average when there is one); the same loop on every device and target (a node-level
+    model's loss runs over every node's output). The history names the loss ``mae`` for
+    ``l1`` (``train_mae``, ``val_mae``), else by its name (``train_logistic``, ...).
 
     Both splits are moved to the device once (:func:`place`). Each epoch draws its seeded
     permutation on the host (so CPU and GPU see the same batches) and copies it over in one
@@ -218,6 +229,7 @@ def fit(
     if cfg.batch_size is None or cfg.lr is None or cfg.warmup_epochs is None:
         raise ConfigError("fit needs a resolved TrainConfig (use config.for_device(device))")
     device = torch.device(device)
+    criterion, name = LOSSES[loss], "mae" if loss == "l1" else loss
     generator = torch.Generator().manual_seed(cfg.seed)
     train_on, val_on = place(train_set, device), place(val_set, device)
     val_y = val_on.y.to(device).reshape(-1)
@@ -255,24 +267,29 @@ def fit(
                         group["lr"] = cfg.lr * (step + 1) / warmup_steps
                 step += 1
                 optimiser.zero_grad()
-                loss = torch.nn.functional.l1_loss(
+                value = criterion(
                     model(batch.x, batch.edge_index, batch.edge_attr, batch.batch), batch.y
                 )
-                loss.backward()
+                value.backward()
                 optimiser.step()
                 if step > warmup_steps and cfg.schedule == "cosine":
                     schedule.step()
                 if kept is not model:
                     kept.update_parameters(model)
-                total += loss.detach() * batch.y.numel()
+                total += value.detach() * batch.y.numel()
             pred = model_outputs(kept, val_on.batches(eval_batch_size(val_on), device=device))
-            val = (pred - val_y).abs().mean()
+            val = criterion(pred, val_y)
             train_mae, val_mae = torch.stack([total / train_set.y.numel(), val]).tolist()
             if epoch >= cfg.warmup_epochs and cfg.schedule == "plateau":
                 schedule.step(val_mae)
             seconds = time.perf_counter() - start
             history.append(
-                {"epoch": epoch + 1, "train_mae": train_mae, "val_mae": val_mae, "seconds": seconds}
+                {
+                    "epoch": epoch + 1,
+                    f"train_{name}": train_mae,
+                    f"val_{name}": val_mae,
+                    "seconds": seconds,
+                }
             )
             if val_mae < best - 1e-6:
                 best, stale = val_mae, 0
@@ -486,19 +503,25 @@ def _check_calibration(calib_set: WaqDataset) -> None:
         )
 
 
-def conformal_record(model: torch.nn.Module, calib_set: WaqDataset) -> dict[str, Any]:
+def conformal_record(
+    model: torch.nn.Module, calib_set: WaqDataset, node_risk: np.ndarray | None = None
+) -> dict[str, Any]:
     """The card's ``conformal`` record: the model's errors on the held-out calibration
     split turned into Mondrian split-conformal half-widths (:mod:`.conformal`); a node-level
-    model's errors at every node, each in its sample's group and its forecast's level."""
+    model's errors at every node, each in its sample's group and its forecast's level, and,
+    given the risk model's risk of each forecast (``node_risk``), its risk band (the record
+    then holds ``risk_bands``)."""
     _check_calibration(calib_set)
     pred = predict(model, calib_set)
     node_level = calib_set.inputs.node_level
-    return calibrate(
+    groups = NODE_GROUPS if node_level else SHARE_GROUPS
+    record = calibrate(
         absolute_errors(calib_set.targets(), pred, LABEL_RANGE[calib_set.inputs.target]),
-        forecast_bins(calib_set, pred),
+        forecast_bins(calib_set, pred, node_risk),
         where=f"'{calib_set.folder}'",
-        groups=NODE_GROUPS if node_level else SHARE_GROUPS,
+        groups=groups if node_risk is None else RISK_GROUPS,
     )
+    return record if node_risk is None else record | {"risk_bands": list(RISK_BANDS)}
 
 
 def notice_record(model: torch.nn.Module, held_out: Sequence[WaqDataset]) -> dict[str, Any] | None:
@@ -510,22 +533,6 @@ def notice_record(model: torch.nn.Module, held_out: Sequence[WaqDataset]) -> dic
     if len(features) < NOTICE_MIN_SCENARIOS:
         return None
     return design_notice(features, np.concatenate([mae for _, mae in parts]))
-
-
-def risk_record(
-    model: torch.nn.Module, calib_set: WaqDataset, min_residual_mg_l: float
-) -> dict[str, Any] | None:
-    """The card's ``risk`` record of a node-level model (:func:`~.risk.fit_risk` on its raw
-    forecasts of the calibration split, at ``min_residual_mg_l``); None for a share model."""
-    if not calib_set.inputs.node_level:
-        return None
-    return fit_risk(
-        predict(model, calib_set),
-        calib_set.targets(),
-        calib_set.factor_levels()["injection"],
-        min_residual_mg_l,
-        f"'{calib_set.folder}'",
-    )
 
 
 def calibrate_model(
@@ -549,27 +556,39 @@ def calibrate_model(
     minimum = card.input_spec.min_residual_mg_l if min_residual_mg_l is None else min_residual_mg_l
     check_min_residual(minimum)
     check_output(Path(model_dir, CARD), what="model card")  # a read-only folder: before the work
+    arrays = own_data(model_dir, card, data_dir)
+    calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
+    record = card.to_json()
+    record["risk"] = recalibrated_risk(model_dir, card, model, calib_set, minimum)
+    risk_net = load_risk_model(model_dir, card)  # its risk bands group the intervals
+    calib_risk = dataset_risk(risk_net, record["risk"], calib_set)
+    record["conformal"] = conformal_record(model, calib_set, calib_risk)
+    val_set = WaqDataset.for_card(card, data_dir, "val", arrays)
+    record["notice"] = notice_record(model, (val_set, calib_set))
+    test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
+    metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
+    if len(test_set):
+        test_risk = dataset_risk(risk_net, record["risk"], test_set)
+        results = evaluate(model, test_set, conformal=record["conformal"], node_risk=test_risk)
+        metrics = card_metrics(results)
+    record["metrics"] = metrics
+    record["unscored"] = False
+    write_card(model_dir, record)
+    return record
+
+
+def own_data(model_dir: str | Path, card: ModelCard, data_dir: str | Path) -> WaqArrays:
+    """The arrays of the data folder a model was trained on; DataError for a folder of
+    another network or design (calibrating on it would mix designs)."""
     arrays = load_waq_arrays(data_dir)
     check_data_matches(card, arrays.manifest, data_dir)
     if arrays.manifest.config_hash != card.data.config_hash:
         raise DataError(
             f"data folder '{data_dir}' holds another design (config hash "
             f"{arrays.manifest.config_hash}) than model '{model_dir}' was trained on "
-            f"({card.data.config_hash}): calibrate on the model's own data folder"
+            f"({card.data.config_hash}): use the model's own data folder"
         )
-    calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
-    record = card.to_json() | {"conformal": conformal_record(model, calib_set)}
-    val_set = WaqDataset.for_card(card, data_dir, "val", arrays)
-    record["notice"] = notice_record(model, (val_set, calib_set))
-    record["risk"] = risk_record(model, calib_set, minimum)
-    test_set = WaqDataset.for_card(card, data_dir, "test", arrays)
-    metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
-    if len(test_set):
-        metrics = card_metrics(evaluate(model, test_set, conformal=record["conformal"]))
-    record["metrics"] = metrics
-    record["unscored"] = False
-    write_card(model_dir, record)
-    return record
+    return arrays
 
 
 def card_metrics(results: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""Commands on forecasting models: ``train``, ``evaluate`` (against the baselines) and
-``calibrate`` (conformal intervals)."""
+"""Commands on forecasting models: ``train``, ``evaluate`` (against the baselines),
+``calibrate`` (conformal intervals) and ``train-risk`` (a node model's risk model)."""
 
 from __future__ import annotations
 
@@ -222,3 +222,48 @@ def calibrate(
             f"{r['n_calibration']} node forecasts: calibration error {r['calibration_error']:.4f}, "
             f"Brier score {r['brier']:.4f} on the calibration split"
         )
+
+
+@app.command("train-risk")
+def train_risk(
+    model: Path = typer.Option(..., help="node model folder (risk.pt is written beside model.pt)"),
+    data: Path = typer.Option(..., help="the WAQ folder the model was trained on"),
+    min_residual: float = typer.Option(
+        None,
+        help="the minimum residual (mg/L) whose non-compliance the risk model learns "
+        "(default: the card's)",
+        show_default=False,
+    ),
+    epochs: int = typer.Option(
+        recipe.RISK_EPOCHS, help="maximum epochs (early stopping on the validation log loss)"
+    ),
+    device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
+    overwrite: bool = typer.Option(False, help="replace the folder's risk model"),
+) -> None:
+    """Train a node model's risk of non-compliance: a GNN of the forecaster's family with a
+    logistic loss on "chlorine at the horizon below the minimum residual", its output
+    calibrated per node and kind of injection on the calibration split (card: ``risk``)."""
+    from ..explain.threads import numeric_threads
+    from ..risk_training import train_risk_model
+    from ..shipped import shipped
+
+    try:
+        with numeric_threads():
+            card = train_risk_model(
+                shipped(model),
+                data,
+                min_residual_mg_l=min_residual,
+                epochs=epochs,
+                device=device,
+                overwrite=overwrite,
+                progress=True,
+            )
+    except WdnExplainError as exc:
+        _fail(exc)
+    r = card["risk"]
+    typer.echo(
+        f"saved {Path(model) / 'risk.pt'} ({len(r['model']['history'])} epochs): risk of "
+        f"non-compliance (chlorine < {r['min_residual_mg_l']:g} mg/L) from "
+        f"{r['n_calibration']} node forecasts: calibration error {r['calibration_error']:.4f}, "
+        f"Brier score {r['brier']:.4f} on the calibration split"
+    )

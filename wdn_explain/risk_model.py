@@ -1,0 +1,162 @@
+"""The risk model: a node GNN of the forecaster's family trained for the risk of
+non-compliance (issue 31), beside the forecaster in its model folder (``risk.pt``); here
+loading it, its scores and the heads on them (training it: :mod:`.risk_training`).
+
+The forecaster's own forecast is a poor score for "chlorine at the horizon below the
+minimum": a logistic head on it (:mod:`.risk`) cannot see what the forecast averages away.
+The risk model sees the forecaster's inputs and is trained with the log loss on that
+outcome: :class:`~.model.NodeChlorineGNN`'s architecture (edge-feature message passing, a
+linear head on every node), its output g_i a logit. It starts from the forecaster's weights,
+its head mapped by the logistic regression of the outcome on the forecaster's output over
+the training split (so it starts as a sensible risk and learns from there), and is fitted by
+:func:`~.training.fit` (``loss="logistic"``, early stopping on the validation log loss). The
+calibration split then fits the card's heads on g_i (:func:`~.risk.fit_risk`: an affine map
+per node and kind of injection, Platt scaling), so
+
+    logit P(chlorine_i(t + h) < minimum) = a_ik + b_ik g_i,
+
+and the engine's exact interaction indices of g_i (the risk model is explained like the
+forecaster) times b_ik are those of the risk's logit. The card's ``risk`` record holds the
+heads and ``model`` (architecture, training, the minimum it learnt, the weights' SHA-256,
+checked on load like ``model.pt``'s); a card without ``model`` reads its heads on the
+forecast, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    import torch
+
+    from .dataset import StackedSamples, WaqDataset
+    from .model import NodeChlorineGNN
+    from .records import ModelCard
+
+RISK_WEIGHTS = "risk.pt"
+
+
+def load_risk_model(
+    model_dir: str | Path, card: ModelCard, map_location: str = "cpu"
+) -> NodeChlorineGNN | None:
+    """The folder's risk model (eval mode; SHA-256 checked), None for a card without one."""
+    from .model import ModelConfig, NodeChlorineGNN
+    from .model_folder import load_state
+
+    record = (card.risk or {}).get("model")
+    if record is None:
+        return None
+    try:
+        model = NodeChlorineGNN(ModelConfig(**record["config"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"model card of '{model_dir}' is corrupt: risk model ({exc})") from None
+    return load_state(model, model_dir, record["weights_sha256"], map_location, RISK_WEIGHTS)
+
+
+def risk_scorer(model_dir: str | Path, card: ModelCard, forecaster: torch.nn.Module):
+    """The network whose node outputs the card's risk heads read: the risk model where the
+    folder has one, else the forecaster itself."""
+    return load_risk_model(model_dir, card) or forecaster
+
+
+SCORES = {False: "the node forecast", True: "the risk model's output (risk.pt)"}
+"""What the risk heads read, by whether the folder has a risk model (the record's method)."""
+
+
+def risk_record(
+    scorer: torch.nn.Module,
+    calib_set: WaqDataset,
+    min_residual_mg_l: float,
+    risk_model: bool = False,
+) -> dict[str, Any] | None:
+    """The card's ``risk`` heads (:func:`~.risk.fit_risk`) on ``scorer``'s node outputs over
+    the calibration split at ``min_residual_mg_l`` (``scorer`` the risk model or the
+    forecaster); None for a share model."""
+    from .evaluation import predict
+    from .risk import fit_risk
+
+    if not calib_set.inputs.node_level:
+        return None
+    return fit_risk(
+        predict(scorer, calib_set),
+        calib_set.targets(),
+        calib_set.factor_levels()["injection"],
+        min_residual_mg_l,
+        f"'{calib_set.folder}'",
+        SCORES[risk_model],
+    )
+
+
+def recalibrated_risk(
+    model_dir: str | Path,
+    card: ModelCard,
+    forecaster: torch.nn.Module,
+    calib_set: WaqDataset,
+    min_residual_mg_l: float,
+) -> dict[str, Any] | None:
+    """The card's ``risk`` record calibrated again (``calibrate``): the heads on the risk
+    model's outputs, its ``model`` record kept, or on the forecast without a risk model.
+
+    Raises:
+        ConfigError: a risk model trained for another minimum residual.
+    """
+    trained = (card.risk or {}).get("model")
+    if trained is not None and trained["min_residual_mg_l"] != min_residual_mg_l:
+        raise ConfigError(
+            f"min_residual_mg_l: the risk model of '{model_dir}' learnt chlorine below "
+            f"{trained['min_residual_mg_l']:g} mg/L, not {min_residual_mg_l:g}: train it again "
+            f"with `wdn-explain train-risk --min-residual {min_residual_mg_l:g}` (got "
+            f"{min_residual_mg_l:g})"
+        )
+    scorer = risk_scorer(model_dir, card, forecaster)
+    record = risk_record(scorer, calib_set, min_residual_mg_l, trained is not None)
+    return record if trained is None else record | {"model": trained}
+
+
+def dataset_risk(
+    risk_net: torch.nn.Module | None, record: dict[str, Any], dataset: WaqDataset
+) -> np.ndarray | None:
+    """The risk of non-compliance of every node forecast of ``dataset`` (N, n) from the risk
+    model and the heads of ``record`` (a card's ``risk``); None without a risk model."""
+    from .evaluation import predict
+    from .risk import node_risk
+
+    if risk_net is None:
+        return None
+    return node_risk(record, predict(risk_net, dataset), dataset.factor_levels()["injection"])
+
+
+def outcome_samples(dataset: WaqDataset, min_residual_mg_l: float) -> StackedSamples:
+    """A node dataset's stacked samples labelled 1 where the chlorine at the horizon lies
+    below ``min_residual_mg_l``, else 0."""
+    stacked = dataset.stacked()
+    return replace(stacked, y=(stacked.y < min_residual_mg_l).float())
+
+
+def initial_risk_model(
+    forecaster: NodeChlorineGNN, train_set: WaqDataset, min_residual_mg_l: float
+) -> NodeChlorineGNN:
+    """A copy of the forecaster whose head outputs a + b f_i: the logistic regression of
+    the outcome on its forecast f_i over the training split (one a, b for every node)."""
+    import copy
+
+    import torch
+    from sklearn.linear_model import LogisticRegression
+
+    from .evaluation import predict
+    from .risk import PRECISION
+
+    forecast = predict(forecaster, train_set).reshape(-1, 1)
+    below = (train_set.targets() < min_residual_mg_l).reshape(-1)
+    head = LogisticRegression(C=PRECISION, max_iter=1000).fit(forecast, below)
+    model = copy.deepcopy(forecaster)
+    with torch.no_grad():
+        model.readout.weight.mul_(float(head.coef_[0, 0]))
+        model.readout.bias.mul_(float(head.coef_[0, 0])).add_(float(head.intercept_[0]))
+    return model
