@@ -124,7 +124,8 @@ def _kept_hint(out: Path) -> str:
     from ..stepstore import kept_steps
 
     if kept := kept_steps(out):
-        return f"{kept} explained steps are kept beside {out}; run again to resume"
+        steps = "1 explained step is" if kept == 1 else f"{kept} explained steps are"
+        return f"{steps} kept beside {out}; run again to resume"
     return "no step was explained yet, nothing is kept; run again to start over"
 
 
