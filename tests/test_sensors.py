@@ -3,6 +3,7 @@ set is recorded, and the one-line refusal of a sensor at a node the network lack
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -133,3 +134,116 @@ def test_a_model_on_sensors_records_them_in_its_card(waq_dir, tmp_path):
     # chlorine, source, the plan and the history (4 each), the measured flag
     assert card["model"]["in_channels"] == record.input_spec.in_channels == 1 + 1 + 4 + 4 + 1
     assert card["train"]["quality_node_sensors"] == list(SENSORS)
+
+
+def _design_with_sensors(tiny_config, sensors):
+    from wdn_explain.scenario import SimulationConfig
+
+    return SimulationConfig.model_validate(
+        tiny_config.model_dump() | {"sensors": {"quality_node_sensors": sensors}}
+    )
+
+
+@pytest.fixture(scope="module")
+def sensor_design_dir(tmp_path_factory, tiny_config):
+    """The tiny design with chlorine sensors, simulated."""
+    from wdn_explain.waq import generate_waq
+
+    folder = tmp_path_factory.mktemp("sensor_design")
+    generate_waq(_design_with_sensors(tiny_config, list(SENSORS)), folder, n_workers=1)
+    return folder
+
+
+def test_a_design_sensor_set_reaches_the_manifest_and_the_card(
+    sensor_design_dir, tiny_config, tmp_path
+):
+    """design -> manifest -> card: ``train`` without a sensor set takes the design's; the
+    design's hash (its data's identity) is the one without sensors (they change no simulated
+    byte), ``all`` reads every node."""
+    from wdn_explain.model import ModelConfig
+    from wdn_explain.scenario import SimulationConfig
+    from wdn_explain.training import TrainConfig, train
+    from wdn_explain.waq import read_manifest
+
+    manifest = read_manifest(sensor_design_dir)
+    design = SimulationConfig.from_record(manifest.config)
+    assert design.sensors.quality_node_sensors == SENSORS
+    assert manifest.config_hash == tiny_config.config_hash()
+    arrays = load_waq_arrays(sensor_design_dir)
+    assert arrays.chlorine_mg_l[..., ~np.isin(arrays.manifest.network.node_ids, SENSORS)].any()
+    stats = CliRunner().invoke(app, ["data-stats", str(sensor_design_dir)])
+    assert f"sensors        chlorine read at 4 sensors: nodes {', '.join(SENSORS)}" in stats.output
+    small = dict(model_config=ModelConfig(hidden_channels=4, num_layers=2), device="cpu")
+    node = dict(epochs=1, batch_size=32, target="node_chlorine_mg_l")
+    train(sensor_design_dir, tmp_path / "design", train_config=TrainConfig(**node), **small)
+    assert read_card(tmp_path / "design").input_spec.quality_node_sensors == SENSORS
+    every = TrainConfig(**node, quality_node_sensors="all")
+    train(sensor_design_dir, tmp_path / "all", train_config=every, **small)
+    assert read_card(tmp_path / "all").input_spec.quality_node_sensors is None
+
+
+@pytest.mark.parametrize(
+    ("sensors", "message"),
+    [
+        (
+            ["3", "99"],
+            r"^sensors\.quality_node_sensors: node '99' is not in network 'hanoi'",
+        ),
+        (["3", "3"], r"sensors\.quality_node_sensors: .*each once \(got \['3', '3'\]\)"),
+    ],
+)
+def test_a_bad_design_sensor_set_is_refused_in_one_line_before_simulating(
+    tiny_config, tmp_path, sensors, message
+):
+    import yaml
+
+    design = tiny_config.model_dump(mode="json") | {"sensors": {"quality_node_sensors": sensors}}
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump(design))
+    out = tmp_path / "data"
+    result = CliRunner().invoke(app, ["simulate", "--config", str(path), "--out", str(out)])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0
+    assert re.search(message, result.output.strip().removeprefix("error: "))
+    assert not out.exists()
+
+
+def test_a_timeline_made_for_another_sensor_set_is_not_reused(tiny_model_dir, tmp_path):
+    """The sensor set is part of the card, so of the model's identity: the same weights with
+    another sensor set in the card make any cached timeline stale (named as the model)."""
+    import json
+    import shutil
+
+    from wdn_explain.explain_settings import ExplainSettings, cache_identity, cache_mismatch
+    from wdn_explain.scenario import ScenarioConfig
+
+    folders = {}
+    for name, sensors in (("a", ["3", "10"]), ("b", ["3", "16"])):
+        folders[name] = shutil.copytree(tiny_model_dir, tmp_path / name)
+        card = json.loads((folders[name] / "card.json").read_text())
+        card["inputs"]["quality_node_sensors"] = sensors
+        (folders[name] / "card.json").write_text(json.dumps(card))
+    scenario, settings = ScenarioConfig(), ExplainSettings()
+    made_for_a = cache_identity(scenario, folders["a"], settings)
+    assert cache_mismatch(made_for_a, cache_identity(scenario, folders["a"], settings)) == []
+    assert cache_mismatch(made_for_a, cache_identity(scenario, folders["b"], settings)) == [
+        "model_hash"
+    ]
+
+
+def test_the_app_says_where_a_sensor_model_reads_chlorine(tmp_path, monkeypatch):
+    """The sidebar names the shipped sensor model's sensors, read here from its card file."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    model = ROOT / "models" / "hanoi-sensors"
+    sensors = json.loads((model / "card.json").read_text())["inputs"]["quality_node_sensors"]
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(model))
+    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=240).run()
+    assert not at.exception
+    shown = f"chlorine read at {len(sensors)} sensors: nodes {', '.join(sensors)}"
+    assert any(c.value.startswith(shown) for c in at.sidebar.caption)

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import numpy as np
 
 from .errors import ConfigError, DataError
+from .scenario import checked_sensors
 
 if TYPE_CHECKING:
     from .scenario import ScenarioConfig
@@ -93,6 +94,15 @@ def within_range(target: Target, values: np.ndarray) -> np.ndarray:
     warning (:meth:`InputSpec.range_warning`) keep the raw output."""
     low, high = LABEL_RANGE[target]
     return np.clip(values, low, high)
+
+
+def describe_sensors(sensors: Sequence[str] | None) -> str:
+    """Where chlorine is read, in words: 'chlorine read at every node' (``None``) or
+    'chlorine read at 4 sensors: nodes 20, 23, 9, 19 (every node forecast)'."""
+    if sensors is None:
+        return "chlorine read at every node"
+    nodes = ", ".join(sensors)
+    return f"chlorine read at {len(sensors)} sensors: nodes {nodes} (every node forecast)"
 
 
 def scenario_range(target: str, strength_mg_l: float, initial_mg_l: np.ndarray) -> tuple:
@@ -136,16 +146,10 @@ class InputSpec:
         object.__setattr__(self, "edge_features", tuple(self.edge_features))
         if self.link_volume_l is not None:
             object.__setattr__(self, "link_volume_l", tuple(float(v) for v in self.link_volume_l))
-        sensors = self.quality_node_sensors
-        if sensors is not None:
-            sensors = tuple(str(node) for node in sensors)
-            object.__setattr__(self, "quality_node_sensors", sensors)
-            repeated = sorted({node for node in sensors if sensors.count(node) > 1})
-            if not sensors or repeated:
-                raise ConfigError(
-                    "quality_node_sensors must name at least one node, each once "
-                    f"(got {list(sensors)})"
-                )
+        if self.quality_node_sensors is not None:
+            object.__setattr__(
+                self, "quality_node_sensors", checked_sensors(self.quality_node_sensors)
+            )
         if self.target not in TARGETS:
             raise ConfigError(f"target must be one of {', '.join(TARGETS)} (got '{self.target}')")
         check_min_residual(self.min_residual_mg_l)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -20,6 +21,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationError,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -342,6 +344,39 @@ class ScenarioDesign(_Config):
             raise ConfigError(_format_validation_error("design draw", exc)) from None
 
 
+def checked_sensors(sensors: Sequence[Any]) -> tuple[str, ...]:
+    """A chlorine sensor set as node ids (strings): ConfigError unless it names at least one
+    node, each once -- the one rule of the design's :class:`SensorSet` and
+    :class:`~wdn_explain.features.InputSpec`."""
+    ids = tuple(str(node) for node in sensors)
+    repeated = sorted({node for node in ids if ids.count(node) > 1})
+    if not ids or repeated:
+        raise ConfigError(
+            f"quality_node_sensors must name at least one node, each once (got {list(ids)})"
+        )
+    return ids
+
+
+class SensorSet(_Config):
+    """What the utility measures, in EPyT-Flow's ``SensorConfig`` terms: chlorine analysers at
+    the nodes ``quality_node_sensors`` (at least one, each once; every id must be a node of
+    the network, checked before anything is simulated).
+
+    The simulation records every node and link whatever the set (the labels are chlorine at
+    every node); a model trained on the design reads chlorine only at these nodes (``train``
+    takes the set from the design, :class:`~wdn_explain.features.InputSpec`). Flows, the
+    booster setpoint and the dosing plan stay inputs everywhere: the hydraulic model and the
+    operator know them.
+    """
+
+    quality_node_sensors: tuple[str, ...]
+
+    @field_validator("quality_node_sensors", mode="after")
+    @classmethod
+    def _each_once(cls, sensors: tuple[str, ...]) -> tuple[str, ...]:
+        return checked_sensors(sensors)
+
+
 class SimulationConfig(_Config):
     """A set of scenarios: the template varied by a per-scenario seed and, with a ``design``,
     by seeded draws of where, how strongly and when chlorine enters and of the demands."""
@@ -350,11 +385,27 @@ class SimulationConfig(_Config):
     seed: int = Field(0, ge=0, description="master seed; scenario seeds derive from it")
     scenario: ScenarioConfig = ScenarioConfig()
     design: ScenarioDesign | None = None
+    sensors: SensorSet | None = Field(
+        None, description="what the utility measures (none: chlorine at every node)"
+    )
     scheduler: str | None = Field(
         None,
         exclude=True,  # where it runs changes no output byte: not dumped, not hashed
         description="Dask scheduler address to run on (see wdn_explain.cluster); none: here",
     )
+
+    @model_serializer(mode="wrap")
+    def _hashed_form(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        """For :meth:`config_hash`, without ``sensors``: what a utility measures changes no
+        simulated byte (every node and link is recorded), so the data of a design stay
+        current when its sensors move, and a design without sensors hashes as before they
+        existed. The sensors reach a model's identity through its card instead."""
+        data = handler(self)
+        if info.context and info.context.get(HASH_FORM):
+            data.pop("sensors", None)
+        return data
 
     @model_validator(mode="after")
     def _check_design_range(self) -> SimulationConfig:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -70,7 +70,7 @@ from .progress import ProgressArg
 from .records import ModelCard, WaqManifest
 from .risk import outcomes
 from .risk_model import dataset_risk, load_risk_model, recalibrated_risk, risk_record
-from .scenario import ScenarioConfig
+from .scenario import ScenarioConfig, SimulationConfig, checked_sensors
 
 logger = logging.getLogger(__name__)
 
@@ -126,15 +126,19 @@ class TrainConfig:
     seed: int = 0
     target: Target = "share"
     min_residual_mg_l: float = DEFAULT_MIN_RESIDUAL_MG_L
-    quality_node_sensors: tuple[str, ...] | None = None
+    quality_node_sensors: tuple[str, ...] | Literal["all"] | None = None
+    """The chlorine sensors the model reads: node ids, ``"all"`` (every node) or ``None``
+    (the training data's design decides: its ``sensors``, else every node; see
+    :func:`train`)."""
     edge_features: tuple[str, ...] = recipe.EDGE_FEATURES
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
         object.__setattr__(self, "edge_features", tuple(self.edge_features))
-        if self.quality_node_sensors is not None:  # checked where the inputs are built
-            sensors = tuple(str(node) for node in self.quality_node_sensors)
-            object.__setattr__(self, "quality_node_sensors", sensors)
+        if self.quality_node_sensors not in (None, "all"):
+            object.__setattr__(
+                self, "quality_node_sensors", checked_sensors(self.quality_node_sensors)
+            )
         check_min_residual(self.min_residual_mg_l)
         for name in ("epochs", "batch_size", "patience", "horizon"):
             value = getattr(self, name)
@@ -167,9 +171,22 @@ class TrainConfig:
             threshold=self.threshold,
             target=self.target,
             min_residual_mg_l=self.min_residual_mg_l,
-            quality_node_sensors=self.quality_node_sensors,
+            quality_node_sensors=(
+                None if self.quality_node_sensors == "all" else self.quality_node_sensors
+            ),
             edge_features=self.edge_features,
         )
+
+    def with_design_sensors(self, manifest: WaqManifest) -> TrainConfig:
+        """This config with its sensor set resolved against the training data's
+        ``manifest``: ``None`` takes the design's ``sensors`` (every node when it has
+        none), ``"all"`` reads every node; an explicit set is kept."""
+        if self.quality_node_sensors == "all":
+            return replace(self, quality_node_sensors=None)
+        if self.quality_node_sensors is not None:
+            return self
+        design = SimulationConfig.from_record(manifest.config).sensors
+        return replace(self, quality_node_sensors=design and design.quality_node_sensors)
 
     def for_device(self, device: torch.device) -> TrainConfig:
         """This config with ``batch_size``, ``lr`` and ``warmup_epochs`` resolved for ``device``."""
@@ -379,8 +396,11 @@ def train(
     Returns:
         The model card (also written to ``out_dir/card.json``).
     """
+    from .waq import read_manifest
+
     dev = resolve_device(device)
     cfg = (train_config or TrainConfig()).for_device(dev)
+    cfg = cfg.with_design_sensors(read_manifest(data_dir))  # the inputs' width follows it
     # the input width follows the node features (the plan takes one column per step)
     model_config = replace(
         model_config or ModelConfig(),
@@ -610,7 +630,6 @@ def training_envelope(
     """The design envelope of a WAQ folder's config (what a model trained on it saw);
     ``drawn``: the folder's scenarios (their actual decay rates)."""
     from .network import load_network
-    from .scenario import SimulationConfig
 
     config = SimulationConfig.from_record(manifest.config)
     return DesignEnvelope.of(config, load_network(config.scenario.network), drawn)

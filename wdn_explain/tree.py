@@ -88,12 +88,16 @@ def _tuned_forecast(
 
 
 def tree_forecast(
-    dataset: WaqDataset, fit_on: WaqDataset | None = None, seed: int = 0
+    dataset: WaqDataset,
+    fit_on: WaqDataset | None = None,
+    seed: int = 0,
+    nodes: np.ndarray | None = None,
 ) -> np.ndarray:
     """The strong tree's forecast of every sample of ``dataset`` (its targets' shape): fitted
     on every step of the training scenarios of ``fit_on`` (default: ``dataset``'s folder), its
     iterations chosen on that folder's validation scenarios (see the module docstring); for
-    the node target one tree per node. Clipped to the label's range.
+    the node target one tree per node (only at the node indices ``nodes`` when given: the
+    columns of those nodes, for a cheaper comparison). Clipped to the label's range.
 
     Raises:
         DataError: ``fit_on`` has no training scenarios.
@@ -108,9 +112,8 @@ def tree_forecast(
     )
     y, y_val = fit_on.targets(train), fit_on.targets(val)
     if dataset.inputs.node_level:
-        columns = [
-            _tuned_forecast(x, y[:, i], x_val, y_val[:, i], x_out, seed) for i in range(y.shape[1])
-        ]
+        fitted = range(y.shape[1]) if nodes is None else nodes
+        columns = [_tuned_forecast(x, y[:, i], x_val, y_val[:, i], x_out, seed) for i in fitted]
         forecast = np.stack(columns, axis=1)
     else:
         forecast = _tuned_forecast(x, y, x_val, y_val, x_out, seed)

@@ -120,14 +120,16 @@ def _prepare_folder(
 
 
 def check_config_nodes(config: SimulationConfig, network: Network) -> None:
-    """ConfigError naming the key when the template or design names a node the network lacks,
-    or when the network has nodes no reservoir or tank supplies."""
+    """ConfigError naming the key when the template, design or sensor set names a node the
+    network lacks, or when the network has nodes no reservoir or tank supplies."""
     network.check_connected()
     named = [("scenario.injection_node", config.scenario.injection_node)]
     if config.design is not None:
         named += [
             ("design.injection_nodes", n) for n in config.design.booster_nodes(network.junctions)
         ]
+    if config.sensors is not None:
+        named += [("sensors.quality_node_sensors", n) for n in config.sensors.quality_node_sensors]
     for key, node in named:
         if node is not None:
             try:

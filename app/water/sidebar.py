@@ -15,6 +15,7 @@ from water.config import BUILT, DURATION_HELP, MAX_DURATION_S, VERDICT, cache_di
 from wdn_explain import recipe
 from wdn_explain.design import UNKNOWN_DESIGN, DesignEnvelope, trained_on
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.features import describe_sensors
 from wdn_explain.model_folder import model_hash, read_card
 from wdn_explain.narrative import scenario_text
 from wdn_explain.onboard import (
@@ -234,6 +235,7 @@ def pick_model():
     model_dir = models[name]
     net = network(str(model_dir), model_hash(model_dir))
     st.sidebar.caption(f"network {net.name}: {net.n_nodes} nodes, {net.n_links} links")
+    st.sidebar.caption(describe_sensors(card_of(model_dir).input_spec.quality_node_sensors))
     if "mae" in (metrics := card_of(model_dir).metrics):  # its test scores beside the tree
         st.sidebar.caption(f"test {metrics_line(metrics)}")
     if verdict := st.session_state.pop(VERDICT, None):  # the build's last line, once

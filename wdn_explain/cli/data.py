@@ -65,7 +65,9 @@ def data_stats(
     arrival times."""
     from ..dataset import WaqDataset, arrival_steps, load_waq_arrays
     from ..design import factor_levels
+    from ..features import describe_sensors
     from ..narrative import natural_key
+    from ..scenario import SimulationConfig
 
     try:
         arrays = load_waq_arrays(folder)
@@ -99,6 +101,8 @@ def data_stats(
     )
     typer.echo(f"flow scale     {sets['train'].inputs.flow_scale_lps:.1f} L/s")
     typer.echo(f"hydraulics     {arrays.configs[0].describe_hydraulics()}")
+    sensors = SimulationConfig.from_record(manifest.config).sensors
+    typer.echo(f"sensors        {describe_sensors(sensors and sensors.quality_node_sensors)}")
     for line in arrays.hydraulics.lines:
         typer.echo(f"warning: {line}", err=True)
     _echo_factors(arrays.configs, tuple(manifest.network.reservoirs), factor_levels)

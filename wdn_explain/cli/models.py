@@ -64,7 +64,8 @@ def train(
     sensors: str = typer.Option(
         None,
         help="chlorine sensors (EPyT-Flow's quality_node_sensors), comma-separated node ids: "
-        "the model reads chlorine only there [default: every node]",
+        "the model reads chlorine only there; all: at every node [default: the data design's "
+        "sensors, else every node]",
     ),
     seed: int = typer.Option(0, help="seed of initialisation and shuffling"),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
@@ -82,7 +83,11 @@ def train(
     try:
         node_features = tuple(f.strip() for f in features.split(",") if f.strip())
         quality_node_sensors = (
-            None if sensors is None else tuple(n.strip() for n in sensors.split(",") if n.strip())
+            None
+            if sensors is None
+            else "all"
+            if sensors.strip() == "all"
+            else tuple(n.strip() for n in sensors.split(",") if n.strip())
         )
         edges = tuple(f.strip() for f in edge_features.split(",") if f.strip())
         label = {"node": "node_chlorine_mg_l", "share": "share"}.get(target)
@@ -94,7 +99,7 @@ def train(
             threshold=threshold,
             target=label,
             min_residual_mg_l=min_residual,
-            quality_node_sensors=quality_node_sensors,
+            quality_node_sensors=None if quality_node_sensors == "all" else quality_node_sensors,
             edge_features=edges,
         )
         with warnings.catch_warnings(record=True) as caught:
