@@ -412,18 +412,7 @@ def test_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     case: chlorine is never below 0 mg/L), and a risk asked of a share model's timeline."""
     model = tmp_path / "m"
     shutil.copytree(node_model, model)
-    before = (model / "card.json").read_bytes()
-    for minimum, message in (
-        ("-0.1", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got -0.1)"),
-        ("inf", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got inf)"),
-        ("0", "holds no non-compliant node forecasts (chlorine below 0 mg/L)"),
-    ):
-        result = run(
-            "calibrate", "--model", model, "--data", monitoring_dir, "--min-residual", minimum
-        )
-        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
-        assert message in result.output
-        assert (model / "card.json").read_bytes() == before
+    _refuses_minimums("calibrate", model, monitoring_dir, "inf")
     csv = tmp_path / "risk.csv"
     share = ROOT / "models" / "default" / "default_timeline.npz"
     result = run("export", "--timeline", share, "--risk-csv", csv, "--csv", tmp_path / "v.csv")
@@ -498,19 +487,8 @@ def test_train_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     assert not (share / "risk.pt").exists()
     model = tmp_path / "m"
     shutil.copytree(node_model, model)
-    before = (model / "card.json").read_bytes()
-    for minimum, message in (
-        ("-0.1", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got -0.1)"),
-        ("nan", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got nan)"),
-        ("0", "holds no non-compliant node forecasts (chlorine below 0 mg/L)"),
-    ):
-        result = run(
-            "train-risk", "--model", model, "--data", monitoring_dir, "--min-residual", minimum
-        )
-        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
-        assert message in result.output
-        assert (model / "card.json").read_bytes() == before
-        assert not (model / "risk.pt").exists()
+    _refuses_minimums("train-risk", model, monitoring_dir, "nan")
+    assert not (model / "risk.pt").exists()
     result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
     assert result.exit_code == 0, result.output
     trained = (model / "card.json").read_bytes()
@@ -524,3 +502,22 @@ def test_train_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     assert result.exit_code == 0, result.output
     card = json.loads((model / "card.json").read_text())
     assert card["risk"]["model"] == json.loads(trained)["risk"]["model"]  # kept
+
+
+def _refuses_minimums(command: str, model, data, not_finite: str) -> None:
+    """``command`` refuses a negative minimum residual, a non-finite one and one below every
+    truth (no non-compliant case: chlorine is never below 0 mg/L) in one line each, the
+    card left as it was."""
+    before = (model / "card.json").read_bytes()
+    for minimum, message in (
+        ("-0.1", "min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got -0.1)"),
+        (
+            not_finite,
+            f"min_residual_mg_l must be a finite chlorine residual >= 0 mg/L (got {not_finite})",
+        ),
+        ("0", "holds no non-compliant node forecasts (chlorine below 0 mg/L)"),
+    ):
+        result = run(command, "--model", model, "--data", data, "--min-residual", minimum)
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert message in result.output
+        assert (model / "card.json").read_bytes() == before

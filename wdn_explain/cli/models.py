@@ -222,11 +222,16 @@ def calibrate(
         f"forecasts in {len(c['half_width'])} groups{covered}"
     )
     if r := card.get("risk"):
-        typer.echo(
-            f"risk of non-compliance (chlorine < {r['min_residual_mg_l']:g} mg/L) from "
-            f"{r['n_calibration']} node forecasts: calibration error {r['calibration_error']:.4f}, "
-            f"Brier score {r['brier']:.4f} on the calibration split"
-        )
+        typer.echo(_risk_summary(r))
+
+
+def _risk_summary(r: dict) -> str:
+    """A card's ``risk`` record in one line: its minimum, calibration error and Brier score."""
+    return (
+        f"risk of non-compliance (chlorine < {r['min_residual_mg_l']:g} mg/L) from "
+        f"{r['n_calibration']} node forecasts: calibration error {r['calibration_error']:.4f}, "
+        f"Brier score {r['brier']:.4f} on the calibration split"
+    )
 
 
 @app.command("train-risk")
@@ -266,9 +271,5 @@ def train_risk(
     except WdnExplainError as exc:
         _fail(exc)
     r = card["risk"]
-    typer.echo(
-        f"saved {Path(model) / 'risk.pt'} ({len(r['model']['history'])} epochs): risk of "
-        f"non-compliance (chlorine < {r['min_residual_mg_l']:g} mg/L) from "
-        f"{r['n_calibration']} node forecasts: calibration error {r['calibration_error']:.4f}, "
-        f"Brier score {r['brier']:.4f} on the calibration split"
-    )
+    epochs = len(r["model"]["history"])
+    typer.echo(f"saved {Path(model) / 'risk.pt'} ({epochs} epochs): {_risk_summary(r)}")
