@@ -251,20 +251,17 @@ class ModelCard(Record):
         missing = [k for k in ("horizon", "threshold", "split_seed") if k not in self.train]
         if missing:
             raise ValueError(f"train lacks {', '.join(missing)}")
-        width = self.model.get("in_channels")
-        if width is not None and self.input_spec.in_channels != width:
-            raise ValueError(
-                f"inputs make {self.input_spec.in_channels} input channels "
-                f"({', '.join(self.input_spec.node_features)}), the model takes "
-                f"in_channels={width}"
-            )
-        edges = self.model.get("edge_channels")
-        if edges is not None and self.input_spec.edge_channels != edges:
-            raise ValueError(
-                f"inputs make {self.input_spec.edge_channels} edge channels "
-                f"({', '.join(self.input_spec.edge_features)}), the model takes "
-                f"edge_channels={edges}"
-            )
+        spec = self.input_spec
+        for key, made, kind, features in (
+            ("in_channels", spec.in_channels, "input", spec.node_features),
+            ("edge_channels", spec.edge_channels, "edge", spec.edge_features),
+        ):
+            width = self.model.get(key)
+            if width is not None and made != width:
+                raise ValueError(
+                    f"inputs make {made} {kind} channels ({', '.join(features)}), the model "
+                    f"takes {key}={width}"
+                )
         return self
 
 
