@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import re
+import shutil
 
 import numpy as np
 import pytest
