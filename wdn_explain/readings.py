@@ -249,7 +249,8 @@ def reading_flags(
             or not read).
         expected: The forecasts made for those reports and this one, at each sensor's node,
             aligned with ``recent`` and ``reading`` stacked, shape (R + 1, S) (NaN: none made).
-        lower, upper: Those forecasts' intervals, shape (R + 1, S).
+        lower: The lower bounds of those forecasts' intervals, shape (R + 1, S).
+        upper: Their upper bounds, shape (R + 1, S).
     """
     flags = np.full(reading.shape, OK)
     with np.errstate(invalid="ignore"):
