@@ -578,6 +578,7 @@ def calibrate_model(
     check_output(Path(model_dir, CARD), what="model card")  # a read-only folder: before the work
     arrays = own_data(model_dir, card, data_dir)
     calib_set = WaqDataset.for_card(card, data_dir, "calib", arrays)
+    _check_calibration(calib_set)  # before the risk, whose fit needs forecasts too
     record = card.to_json()
     record["risk"] = recalibrated_risk(model_dir, card, model, calib_set, minimum)
     risk_net = load_risk_model(model_dir, card)  # its risk bands group the intervals
