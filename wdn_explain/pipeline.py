@@ -42,6 +42,7 @@ from .timeline import (
 from .workers import usable_cores
 
 if TYPE_CHECKING:
+    import torch
     from torch_geometric.data import Data
 
     from .explain import GraphSHAPIQ
@@ -263,9 +264,7 @@ def explain_scenario(
         risk = None
         if inputs.node_level and card.risk is not None:  # heads on the risk model, else forecast
             scorer = risk_scorer(model_dir, card, model)  # the risk model, else the forecaster
-            scores = raw_forecast
-            if scorer is not model:
-                scores = node_forecasts(scorer, [graphs[t] for t in steps])
+            scores = risk_scores(scorer, model, [graphs[t] for t in steps], raw_forecast)
             risk = scenario_risk(card, scenario, network, scores)
             node_arrays["node_risk"] = risk.astype(np.float32)
             meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
@@ -374,6 +373,17 @@ def forecast_intervals(
     bins = node_bins(bins, forecast, risk) if inputs.node_level else bins
     limits = scenario_range(inputs.target, scenario.injection_strength_mg_l, initial_mg_l)
     return intervals(card.conformal, forecast, bins, limits, risk)
+
+
+def risk_scores(
+    scorer: torch.nn.Module,
+    forecaster: torch.nn.Module,
+    graphs: list[Data],
+    raw_forecast: np.ndarray,
+) -> np.ndarray:
+    """The node outputs (T, n) the risk heads read for ``graphs``: the forecaster's raw
+    forecasts, already made, when ``scorer`` is the forecaster, else the risk model's."""
+    return raw_forecast if scorer is forecaster else node_forecasts(scorer, graphs)
 
 
 def scenario_risk(

@@ -435,7 +435,7 @@ class _Runner:
     def step(self, t: int, time_s: int, reading: np.ndarray) -> ReplayStep:
         """Flag the readings of report ``t``, forecast, bound, risk and explain it."""
         from .node_targets import node_forecasts
-        from .pipeline import forecast_intervals, scenario_risk, step_graph
+        from .pipeline import forecast_intervals, risk_scores, scenario_risk, step_graph
 
         pad, card, inputs = RECENT, self.card, self.inputs
         expected = self.expected[t : pad + t + 1]
@@ -453,8 +453,8 @@ class _Runner:
         forecast = inputs.physical(raw)
         lower = upper = risk = None
         if card.risk is not None:
-            scores = raw if self.scorer is self.model else node_forecasts(self.scorer, [graph])[0]
-            risk = scenario_risk(card, self.scenario, self.network, scores[None])[0]
+            scores = risk_scores(self.scorer, self.model, [graph], raw[None])
+            risk = scenario_risk(card, self.scenario, self.network, scores)[0]
         if card.conformal is not None:
             bounds = forecast_intervals(
                 card,
