@@ -83,6 +83,24 @@ def _main_module_restored():
     sys.modules["__main__"] = main
 
 
+@pytest.fixture
+def full_disk_under(monkeypatch):
+    """``full_disk_under(folder)``: torch's writer fails under ``folder`` as it does on a full
+    disk -- the very RuntimeError (not OSError) it raises writing to /dev/full, a device
+    that is always full; elsewhere it writes."""
+    save = torch.save
+
+    def under(folder: Path) -> None:
+        def into_a_full_disk(obj, path, *args, **kwargs):
+            if str(path).startswith(str(folder)):
+                return save(obj, "/dev/full", *args, **kwargs)  # raises RuntimeError
+            return save(obj, path, *args, **kwargs)
+
+        monkeypatch.setattr(torch, "save", into_a_full_disk)
+
+    return under
+
+
 @pytest.fixture(scope="session")
 def hanoi():
     from wdn_explain.network import load_network

@@ -187,22 +187,14 @@ def test_shipped_default_model_records_its_weight_hash():
 
 
 def test_full_disk_raising_torchs_runtime_error_keeps_the_trained_model(
-    tmp_path, waq_dir, monkeypatch
+    tmp_path, waq_dir, full_disk_under
 ):
     """torch's zip writer reports a full disk as RuntimeError, not OSError: the very error
     it raises writing to /dev/full (a device that is always full) still ends in the rescue
     folder, in one line."""
-    import torch
 
     out = tmp_path / "m"
-    save = torch.save
-
-    def into_a_full_disk(obj, path, *args, **kwargs):
-        if str(path).startswith(str(out)):
-            return save(obj, "/dev/full", *args, **kwargs)  # raises RuntimeError
-        return save(obj, path, *args, **kwargs)
-
-    monkeypatch.setattr(torch, "save", into_a_full_disk)
+    full_disk_under(out)
     result = run("train", "--data", waq_dir, "--out", out, "--epochs", 1, "--hidden", 4)
     assert result.exit_code == 1
     line = result.output.strip().splitlines()[-1].split("\r")[-1]  # after the progress bar

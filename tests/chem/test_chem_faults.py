@@ -270,21 +270,14 @@ def test_a_valid_400_atom_molecule_is_explained(mutag):
     assert abs(result.prediction - result.empty_prediction) > 0.1
 
 
-def test_train_on_a_full_disk_keeps_the_trained_classifier(chem_root, tmp_path, monkeypatch):
+def test_train_on_a_full_disk_keeps_the_trained_classifier(chem_root, tmp_path, full_disk_under):
     """torch's writer fails as it does on /dev/full: one line naming the temporary folder the
     trained classifier was saved to instead (as water `train` does), and no half folder
     (issue 33 item 9)."""
     from wdn_explain.chem.training import load_classifier
 
     out = tmp_path / "m"
-    save = torch.save
-
-    def into_a_full_disk(obj, path, *args, **kwargs):
-        if str(path).startswith(str(out)):
-            return save(obj, "/dev/full", *args, **kwargs)  # raises RuntimeError
-        return save(obj, path, *args, **kwargs)
-
-    monkeypatch.setattr(torch, "save", into_a_full_disk)
+    full_disk_under(out)
     result = run("train", "--dataset", "MUTAG", "--root", chem_root, "--out", out,
                  "--model", "GCN", "--hidden", "8", "--epochs", "1", "--max-graphs", "40",
                  "--device", "cpu")  # fmt: skip
