@@ -1,7 +1,8 @@
 """wdn-explain app: animated SI-Graphs of the chlorine forecast over a network's map.
 
-Run with ``streamlit run app/main.py``: two pages, "Water network" (this file) and
-"Molecules" (``pages/1_Molecules.py``). The user picks one of the water models (every model
+Run with ``streamlit run app/main.py``: three pages, "Water network" (this file),
+"Molecules" (``pages/1_Molecules.py``) and "Replay" (``pages/2_Replay.py``: sensor readings
+replayed through a sensor model). The user picks one of the water models (every model
 folder under ``models/`` and the user models folder, and ``$WDN_EXPLAIN_MODEL``), or builds
 one from an uploaded .inp (``wdn_explain.onboard``); the network is the one its card names.
 The app only parses input and shows results; the work is done by the library (simulate ->
@@ -139,5 +140,6 @@ st.navigation(
     [
         st.Page(water, title="Water network", url_path="water", default=True),
         st.Page("pages/1_Molecules.py", title="Molecules"),
+        st.Page("pages/2_Replay.py", title="Replay"),
     ]
 ).run()
