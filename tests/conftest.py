@@ -83,6 +83,35 @@ def _main_module_restored():
     sys.modules["__main__"] = main
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _each_tree_fitted_once():
+    """The strong tree's fit (``tree._tuned_forecast``) is a pure function of its arrays and
+    seed; the node model's tests score the same data again and again (train, calibrate,
+    train-risk: 32 trees each, ~20 s). Each distinct fit runs once per session; the tree
+    itself is checked against scikit-learn directly in ``test_tree.py``."""
+    import hashlib
+
+    from wdn_explain import tree
+
+    fit = tree._tuned_forecast
+    fitted: dict[str, np.ndarray] = {}
+
+    def once(*arrays_and_seed):
+        *arrays, seed = arrays_and_seed
+        digest = hashlib.blake2b(repr(seed).encode())
+        for a in arrays:
+            digest.update(repr((a.shape, a.dtype.str)).encode())
+            digest.update(np.ascontiguousarray(a).tobytes())
+        key = digest.hexdigest()
+        if key not in fitted:
+            fitted[key] = fit(*arrays, seed)
+        return fitted[key].copy()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tree, "_tuned_forecast", once)
+        yield
+
+
 @pytest.fixture
 def full_disk_under(monkeypatch):
     """``full_disk_under(folder)``: torch's writer fails under ``folder`` as it does on a full

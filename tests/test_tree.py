@@ -66,8 +66,20 @@ def tuned_tree(x, y, x_val, y_val, x_test):
     return list(tree.staged_predict(x_test))[int(np.argmin(val_mae))]
 
 
-@pytest.mark.parametrize("target", ["share", "node_chlorine_mg_l"])
-def test_tree_recomputed_from_raw_scenario_files(monitoring_dir, target):
+SAMPLED_NODES = [1, 11, 20, 27]
+"""Near the reservoir, on the trunk and two far nodes: every node's tree is fitted the same way,
+so the default run checks these and the slow run every node (``None``)."""
+
+
+@pytest.mark.parametrize(
+    ("target", "nodes"),
+    [
+        ("share", None),
+        ("node_chlorine_mg_l", SAMPLED_NODES),
+        pytest.param("node_chlorine_mg_l", None, marks=pytest.mark.slow),
+    ],
+)
+def test_tree_recomputed_from_raw_scenario_files(monitoring_dir, target, nodes):
     node_level = target != "share"
     ds = WaqDataset(monitoring_dir, "test", target=target)
     splits = split_scenarios(ds.arrays.n_scenarios, 0)
@@ -75,19 +87,20 @@ def test_tree_recomputed_from_raw_scenario_files(monitoring_dir, target):
     x, y = raw_rows(monitoring_dir, splits["train"], scale, node_level)
     x_val, y_val = raw_rows(monitoring_dir, splits["val"], scale, node_level)
     x_test, truth = raw_rows(monitoring_dir, splits["test"], scale, node_level)
+    targets, persistence = ds.targets(), ds.persistence()
     if node_level:
-        want = np.stack(
-            [tuned_tree(x, y[:, i], x_val, y_val[:, i], x_test) for i in range(y.shape[1])],
-            axis=1,
-        )
+        columns = list(range(y.shape[1])) if nodes is None else nodes
+        want = np.stack([tuned_tree(x, y[:, i], x_val, y_val[:, i], x_test) for i in columns], 1)
         want = np.clip(want, 0, None)
+        got = tree_forecast(ds, nodes=None if nodes is None else np.array(nodes))
+        truth, targets, persistence = (a[:, columns] for a in (truth, targets, persistence))
     else:
         want = np.clip(tuned_tree(x, y, x_val, y_val, x_test), 0, 1)
-    got = tree_forecast(ds)
-    np.testing.assert_allclose(ds.targets(), truth, atol=1e-7)
+        got = tree_forecast(ds)
+    np.testing.assert_allclose(targets, truth, atol=1e-7)
     np.testing.assert_allclose(got, want, atol=1e-5)
     # the tree is a real forecast: well ahead of carrying the present forward
-    assert np.abs(got - truth).mean() < 0.6 * np.abs(ds.persistence() - truth).mean()
+    assert np.abs(got - truth).mean() < 0.6 * np.abs(persistence - truth).mean()
 
 
 def test_the_verdict_names_both_maes_and_the_remedy():
