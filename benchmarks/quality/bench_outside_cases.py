@@ -1231,8 +1231,8 @@ def train_risk_cases(tmp: Path) -> None:
 
 
 def train_risk_process_cases(tmp: Path) -> None:
-    """`train-risk --epochs 10^9` stopped by Ctrl-C: exit 130, the folder unchanged or the
-    best epoch saved as interrupted, never half a model."""
+    """`train-risk --epochs 10^9` stopped by Ctrl-C: exit 130 with the folder unchanged, or
+    the best epoch saved and said to be interrupted; never half a model."""
     from wdn_explain.model_folder import load_model
 
     folder = tmp / "risk-ctrl-c"
@@ -1243,8 +1243,9 @@ def train_risk_process_cases(tmp: Path) -> None:
     time.sleep(40)  # data read, the first epoch under way
     child.send_signal(signal.SIGINT)
     output, _ = child.communicate()
-    ok = child.returncode == 130 and "Traceback" not in output
-    record(ok, "train-risk --epochs 10^9, Ctrl-C: exit 130, one line", _last(output))
+    said = child.returncode == 130 or (child.returncode == 0 and "interrupted" in output)
+    ok = said and "Traceback" not in output  # exit 0 when the best epoch was saved, as train
+    record(ok, "train-risk --epochs 10^9, Ctrl-C: says what it kept", _last(output))
     after = {p.name: p.read_bytes() for p in folder.iterdir()}
     try:
         load_model(folder)
