@@ -1252,7 +1252,7 @@ def train_risk_process_cases(tmp: Path) -> None:
         loads = True
     except WdnExplainError:
         loads = False
-    record(loads and (after == before or "interrupted" in _last(output)),
+    record(loads and (after == before or "interrupted" in output),
            "train-risk Ctrl-C: the folder whole", str(sorted(after)))  # fmt: skip
 
 
