@@ -235,24 +235,19 @@ def _check_meta(folder: Path, meta: dict[str, Any]) -> None:
         return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else []
 
     node_ids, sensors = ids("node_ids"), ids("sensors")
+    unknown = [s for s in sensors if s not in node_ids]
     scenario = meta.get("scenario")
     network = scenario.get("network") if isinstance(scenario, dict) else None
     minimum, horizon = meta.get("min_residual_mg_l"), meta.get("horizon")
-    problem = (
-        "no node ids"
-        if not node_ids
-        else "no sensors"
-        if not sensors
-        else f"sensor '{next(s for s in sensors if s not in node_ids)}' is not a node"
-        if not set(sensors) <= set(node_ids)
-        else "no scenario network"
-        if not isinstance(network, str)
-        else "no horizon"
-        if not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 1
-        else "no minimum residual"
-        if not isinstance(minimum, int | float) or not math.isfinite(minimum)
-        else None
-    )
+    checks = [
+        (bool(node_ids), "no node ids"),
+        (bool(sensors), "no sensors"),
+        (not unknown, f"sensor '{unknown[0] if unknown else ''}' is not a node"),
+        (isinstance(network, str), "no scenario network"),
+        (type(horizon) is int and horizon >= 1, "no horizon"),
+        (type(minimum) in (int, float) and math.isfinite(minimum), "no minimum residual"),
+    ]
+    problem = next((problem for ok, problem in checks if not ok), None)
     if problem:
         raise DataError(f"replay record '{folder / META}' is damaged: {problem}")
 
