@@ -7,10 +7,12 @@ Usage: python benchmarks/quality/bench_outside_cases.py [OUT_FOLDER [WAVE ...]]
 
 A case passes when the command ends as expected -- ``refused``: exit 1, one ``error:`` line
 last, no traceback, its output path not created; ``ok``: exit 0, no traceback -- or, for the
-library cases, raises the project's own error (``WdnExplainError``) or none.
-Runs in one process with typer's CliRunner (``OMP_NUM_THREADS=1``), the interrupt, rerun and
-concurrency cases in child processes. Uses models/default, models/hanoi-nodes and the
-monitoring data under data/.
+library cases, raises the project's own error (``WdnExplainError``) or none; for the app
+page, no exception and an error shown (or none, for a good replay).
+Runs in one process with typer's CliRunner (``OMP_NUM_THREADS=1``), the interrupt, rerun,
+follow and cluster cases in child processes. Uses models/default, models/hanoi-nodes,
+models/hanoi-sensors and the monitoring data under data/. The full-disk and read-only cases
+mount small tmpfs folders (root; skipped, and said so, where mounting is not allowed).
 """
 
 from __future__ import annotations
@@ -1276,7 +1278,8 @@ WAVES = {
           replay_process_cases, placement_process_cases, train_risk_process_cases),
 }  # fmt: skip
 """The cases of each wave's code (5: the fourth- and fifth-wave modules; 6: the risk of
-non-compliance, sensors, the onboarding verdict, the new inputs)."""
+non-compliance, sensors, the onboarding verdict, the new inputs; 7: `replay` and its app
+page, `sensors place`, `train-risk`)."""
 
 
 def main() -> None:
