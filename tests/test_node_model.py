@@ -521,3 +521,33 @@ def _refuses_minimums(command: str, model, data, not_finite: str) -> None:
         assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
         assert message in result.output
         assert (model / "card.json").read_bytes() == before
+
+
+def test_train_risk_interrupted_says_what_it_kept(
+    tmp_path, node_model, monitoring_dir, monkeypatch
+):
+    """Ctrl-C before the first epoch ends: nothing saved, exit 130 (was click's "Aborted!",
+    exit 1); during the calibration after the save: the risk model kept, and how to finish."""
+    import wdn_explain.training as training
+
+    model = tmp_path / "m"
+    shutil.copytree(node_model, model)
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "fit", interrupt)
+    result = run("train-risk", "--model", model, "--data", monitoring_dir)
+    assert result.exit_code == 130, result.output
+    assert result.output == "interrupted before the first epoch ended: nothing is saved\n"
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before
+    monkeypatch.undo()
+    monkeypatch.setattr(training, "calibrate_model", interrupt)
+    result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
+    assert result.exit_code == 130, result.output
+    assert result.output.rstrip().endswith(
+        f"interrupted after training: the risk model is saved in {model}, its intervals not yet "
+        f"grouped by it; `wdn-explain calibrate --model {model} --data {monitoring_dir}` does it"
+    )  # after the progress bar
+    assert load_model(model)[1].risk["model"]["weights_sha256"]

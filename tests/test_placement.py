@@ -307,3 +307,43 @@ def test_the_comparison_scores_placements_on_another_folder(
     assert cells[1] == ", ".join(sensors)
     assert float(cells[3]) == pytest.approx(share, abs=5e-4)
     assert cells[4] == "nan" or float(cells[4]) == pytest.approx(delay, abs=0.051)
+
+
+def test_data_of_another_network_is_refused_before_any_chunk(
+    placement_model, monitoring_dir, tmp_path
+):
+    """The model's network is checked against the design's manifest first (a Net1 design
+    gave a numpy broadcast error after the chunks started)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    manifest = json.loads((monitoring_dir / "manifest.json").read_text())
+    manifest["network"]["sha256"] = "0" * 64
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    for path in monitoring_dir.glob("scenario_*.npz"):
+        (other / path.name).symlink_to(path)
+    with pytest.raises(DataError, match=r"data folder '.*other' was simulated on network"):
+        global_importance(placement_model, other, tmp_path / "out", n_scenarios=2)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--compare", "nowhere"], "data folder 'nowhere' does not exist"),
+        (["--random", -1], r"random placements must be >= 0 \(got -1\)"),
+    ],
+)
+def test_a_bad_comparison_is_refused_before_the_placement(
+    placement_model, monitoring_dir, tmp_path, options, message
+):
+    out = tmp_path / "place"
+    if "--compare" not in options:
+        options = [*options, "--compare", monitoring_dir]
+    result = run(
+        "sensors", "place", "--model", placement_model, "--data", monitoring_dir, "--k", 2,
+        "--out", out, "--scenarios", 2, *options,
+    )  # fmt: skip
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and re.match(f"error: {message}", lines[0]), lines
+    assert not out.exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -236,6 +237,96 @@ def test_an_interrupt_keeps_the_steps_written_and_a_rerun_resumes(case, replayed
         )
 
 
+@pytest.mark.parametrize("poll", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_poll_that_is_not_a_positive_number_is_refused_up_front(scenario_file, tmp_path, poll):
+    """--follow --poll -1 or nan crashed in time.sleep once the file ran out; 0 spun."""
+    from wdn_explain.errors import ConfigError
+
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match=r"poll must be a positive number of seconds \(got "):
+        replay(tmp_path / "any.csv", None, MODEL, out, follow=True, poll_s=poll)
+    assert not out.exists()
+
+
+def test_a_file_cut_short_under_follow_ends_in_one_line_keeping_the_steps(
+    case, tmp_path, monkeypatch
+):
+    """A followed file that loses rows already replayed (a log rotated, a logger restarted)
+    is refused, not waited on until the scenario's end; the steps written stay."""
+    import wdn_explain.replay as replay_module
+
+    header, rows = simulated_rows(case)
+    path = write_csv(tmp_path / "growing.csv", header, rows[:4])
+    polls = []
+
+    def sleep(seconds):
+        polls.append(seconds)
+        if len(polls) > 3:
+            raise AssertionError("kept waiting on a file cut short")
+
+    monkeypatch.setattr(replay_module.time, "sleep", sleep)
+
+    def cut(step) -> None:
+        if step.step == 3:
+            write_csv(path, header, rows[:2])
+
+    with pytest.raises(DataError, match=r"no longer holds the reading at 900 s .* 4 steps"):
+        replay(path, case[2], MODEL, tmp_path / "out", follow=True, on_step=cut)
+    assert [s.step for s in load_replay(tmp_path / "out").steps] == [0, 1, 2, 3]
+
+
+def _damaged_step(folder: Path, change) -> None:
+    path = folder / "step_000001.npz"
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    change(arrays)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _damaged_record(folder: Path, change) -> None:
+    record = json.loads((folder / "replay.json").read_text())
+    change(record)
+    (folder / "replay.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda f: (f / "replay.json").write_text("[" * 100_000), "holds no replay"),
+        (lambda f: (f / "replay.json").write_text("[1, 2]"), "has format list, expected 1"),
+        (lambda f: _damaged_record(f, lambda r: r.pop("sensors")), "is damaged: no sensors"),
+        (
+            lambda f: _damaged_record(f, lambda r: r.update(sensors=["999"])),
+            "is damaged: sensor '999' is not a node",
+        ),
+        (
+            lambda f: (f / "step_000001.npz").write_bytes(b"PK\x03\x04 cut short"),
+            "step_000001.npz' is truncated or corrupt",
+        ),
+        (
+            lambda f: _damaged_step(f, lambda a: a.update(forecast=a["forecast"][1:])),
+            r"forecast has shape \(31,\), expected \(32,\)",
+        ),
+        (
+            lambda f: _damaged_step(f, lambda a: a["flags"].__setitem__(0, 99)),
+            "are not all codes 0..4",
+        ),
+    ],
+)
+def test_a_damaged_replay_folder_is_refused_in_one_line(replayed, tmp_path, damage, message):
+    """What the Replay page opens: a record nested too deeply, not a mapping or lacking what a
+    replay writes, a step cut short, of another shape or with an unknown flag. Each crashed
+    the page (RecursionError, AttributeError, KeyError, BadZipFile, a ragged stack) or, for
+    the flag, waited for the step to be shown."""
+    folder = tmp_path / "out"
+    shutil.copytree(replayed[1] / "out", folder)
+    damage(folder)
+    with pytest.raises(DataError, match=message) as raised:
+        load_replay(folder)
+    assert "\n" not in str(raised.value)
+
+
 def test_a_row_still_being_written_is_left_for_the_next_read(tmp_path):
     path = tmp_path / "growing.csv"
     path.write_text("time_s,chlorine_mg_l@3\n0,0.1\n300,0.2\n600,0.")
@@ -297,6 +388,26 @@ def test_the_app_replay_page_shows_the_readings_beside_the_forecast(replayed, mo
     assert series["forecast"][12] == pytest.approx(max(shown.forecast[at], 0.0))
     sv = as_array(charts[-1][0]["y"])
     np.testing.assert_allclose(sv, shown.explanations[at].node_values("SV"), rtol=1e-6)
+
+
+def test_the_app_replay_page_names_a_replay_of_another_network(replayed, tmp_path, monkeypatch):
+    """A replay record naming another network than its nodes' (a folder of another network,
+    or the network file changed since) is an error on the page, not a crash."""
+    import epyt
+    from streamlit.testing.v1 import AppTest
+
+    folder = tmp_path / "out"
+    shutil.copytree(replayed[1] / "out", folder)
+    net1 = Path(epyt.__file__).parent / "networks" / "asce-tf-wdst" / "Net1.inp"
+    _damaged_record(folder, lambda r: r["scenario"].update(network=str(net1)))
+    monkeypatch.setenv("WDN_EXPLAIN_REPLAY", str(folder))
+    page = AppTest.from_file(str(REPO / "app" / "pages" / "2_Replay.py"), default_timeout=120)
+    page.run()
+    assert not page.exception
+    assert [e.value for e in page.error] == [
+        "the replay's nodes are not those of its network 'net1' (32 nodes recorded, 11 in the "
+        "network)"
+    ]
 
 
 def test_an_epyt_flow_scada_data_file_gives_its_quality_sensors_readings(tmp_path):

@@ -92,7 +92,14 @@ def test_unmeasured_chlorine_changes_no_input_of_the_model_or_the_tree(waq_dir):
     assert not np.array_equal(ours.targets(), theirs.targets())  # the labels still see it
 
 
-def test_train_refuses_a_sensor_the_network_lacks_in_one_line(waq_dir, tmp_path):
+def test_train_refuses_a_sensor_the_network_lacks_in_one_line(waq_dir, tmp_path, monkeypatch):
+    """Refused from the design's manifest, before its scenarios are read."""
+    import wdn_explain.training as training
+
+    def never(*args, **kwargs):
+        raise AssertionError("the design's scenarios were read")
+
+    monkeypatch.setattr(training, "load_waq_arrays", never)
     out = tmp_path / "model"
     result = CliRunner().invoke(
         app,

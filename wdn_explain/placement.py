@@ -279,8 +279,10 @@ def global_importance(
 
     Raises:
         ConfigError: a model that is not full-state node-level, bad counts, an unreachable
-            scheduler. DataError: a folder holding another run; failed chunks.
+            scheduler. DataError: data of another network than the model's; a folder
+            holding another run; failed chunks.
     """
+    from .evaluation import check_data_matches
     from .files import atomic_write, check_output, claimed
     from .model_folder import model_hash, read_card
     from .waq import read_manifest
@@ -288,6 +290,7 @@ def global_importance(
     card = read_card(model_dir)
     check_placement_model(card, model_dir)
     manifest = read_manifest(data_dir)
+    check_data_matches(card, manifest, data_dir)
     total = manifest.n_scenarios if n_scenarios is None else n_scenarios
     if not 1 <= total <= manifest.n_scenarios:
         raise ConfigError(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -201,6 +202,19 @@ def comparison_table(scores: Sequence[PlacementScore], random: Sequence[Placemen
     return "\n".join(lines) + "\n"
 
 
+def check_comparison(model_dir: str | Path, compare_dir: str | Path, n_random: int) -> None:
+    """Refuse a comparison before any placement work: ConfigError for a negative ``n_random``,
+    DataError for a ``compare_dir`` that holds no WAQ design or one simulated on another
+    network than the model's."""
+    from .evaluation import check_data_matches
+    from .model_folder import read_card
+    from .waq import read_manifest
+
+    if n_random < 0:
+        raise ConfigError(f"random placements must be >= 0 (got {n_random})")
+    check_data_matches(read_card(model_dir), read_manifest(compare_dir), compare_dir)
+
+
 def compare(
     importance_sensors: Sequence[str],
     model_dir: str,
@@ -216,11 +230,13 @@ def compare(
     same k on every scenario of ``evaluate_dir``; (named scores, random scores).
 
     Raises:
-        ConfigError: ``with_chama`` without chama or its solver.
+        ConfigError: ``with_chama`` without chama or its solver; see :func:`check_comparison`.
+        DataError: see :func:`check_comparison`.
     """
     from .dataset import load_waq_arrays
     from .model_folder import read_card
 
+    check_comparison(model_dir, evaluate_dir, n_random)
     card = read_card(model_dir)
     inputs, seed = card.input_spec, card.train["split_seed"]
     fit = (fit_dir, load_waq_arrays(fit_dir))

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,7 +41,7 @@ from .errors import ConfigError, DataError
 from .explain.explanation import ENGINE_VERSION, Explanation
 from .explain_settings import DEFAULT_REFERENCE, ExplainSettings
 from .features import scenario_range
-from .files import atomic_write, load_npz
+from .files import atomic_write, load_npz, read_json
 from .readings import (
     DRIFT_REPORTS,
     FLAGS,
@@ -113,17 +115,25 @@ class ReplayStep:
         return arrays | _packed(self.explanations)
 
     @classmethod
-    def from_arrays(cls, data: Any) -> ReplayStep:
+    def from_arrays(cls, data: Any, n_sensors: int, n_nodes: int) -> ReplayStep:
+        """The step in ``data`` (:meth:`to_arrays`) of a replay of ``n_sensors`` sensors on
+        ``n_nodes`` nodes; ValueError naming an array of another shape or a flag code
+        :data:`~.readings.FLAGS` lacks."""
         optional = {k: data[k] if k in data else None for k in ("lower", "upper", "risk")}
+        arrays = {k: data[k] for k in ("readings", "flags", "used", "forecast", "raw_forecast")}
+        for name, array in (arrays | optional).items():
+            want = n_sensors if name in ("readings", "flags", "used") else n_nodes
+            if array is not None and np.shape(array) != (want,):
+                raise ValueError(f"{name} has shape {np.shape(array)}, expected ({want},)")
+        if not np.isin(arrays["flags"], range(len(FLAGS))).all():
+            raise ValueError(
+                f"flags {arrays['flags'].tolist()} are not all codes 0..{len(FLAGS) - 1}"
+            )
         return cls(
             step=int(data["step"]),
             time_s=int(data["time_s"]),
-            readings=data["readings"],
-            flags=data["flags"],
-            used=data["used"],
-            forecast=data["forecast"],
-            raw_forecast=data["raw_forecast"],
             explanations=_unpacked(data, int(data["n_explained"])),
+            **arrays,
             **optional,
         )
 
@@ -194,22 +204,66 @@ def step_path(folder: Path, step: int) -> Path:
 
 def load_replay(folder: str | Path) -> Replay:
     """The replay in ``folder`` (steps written so far; a folder still being written is read
-    as it stands). DataError when it holds no replay or a corrupt step."""
+    as it stands). DataError when it holds no replay, a damaged record or a corrupt step."""
     folder = Path(folder)
     try:
-        meta = json.loads((folder / META).read_text())
+        meta = read_json(folder / META, "replay record")
     except (OSError, ValueError):
         raise DataError(f"'{folder}' holds no replay (no readable {META})") from None
-    if meta.get("format") != FORMAT:
-        raise DataError(f"replay '{folder}' has format {meta.get('format')}, expected {FORMAT}")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise DataError(f"replay '{folder}' has format {found}, expected {FORMAT}")
+    _check_meta(folder, meta)
+    n_sensors, n_nodes = len(meta["sensors"]), len(meta["node_ids"])
     steps = []
     for path in sorted(folder.glob("step_*.npz")):
         try:
             with load_npz(path) as data:
-                steps.append(ReplayStep.from_arrays(data))
-        except (OSError, ValueError, KeyError, EOFError) as exc:
+                steps.append(ReplayStep.from_arrays(data, n_sensors, n_nodes))
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise DataError(f"replay step '{path}' is truncated or corrupt ({exc})") from None
     return Replay(meta, steps)
+
+
+def _check_meta(folder: Path, meta: dict[str, Any]) -> None:
+    """DataError unless the replay record holds what :func:`replay` writes: node ids and
+    sensors among them as lists of strings, the scenario's network, a horizon and a minimum
+    residual."""
+
+    def ids(key: str) -> list:
+        value = meta.get(key)
+        return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else []
+
+    node_ids, sensors = ids("node_ids"), ids("sensors")
+    unknown = [s for s in sensors if s not in node_ids]
+    scenario = meta.get("scenario")
+    network = scenario.get("network") if isinstance(scenario, dict) else None
+    minimum, horizon = meta.get("min_residual_mg_l"), meta.get("horizon")
+    checks = [
+        (bool(node_ids), "no node ids"),
+        (bool(sensors), "no sensors"),
+        (not unknown, f"sensor '{unknown[0] if unknown else ''}' is not a node"),
+        (isinstance(network, str), "no scenario network"),
+        (type(horizon) is int and horizon >= 1, "no horizon"),
+        (type(minimum) in (int, float) and math.isfinite(minimum), "no minimum residual"),
+    ]
+    problem = next((problem for ok, problem in checks if not ok), None)
+    if problem:
+        raise DataError(f"replay record '{folder / META}' is damaged: {problem}")
+
+
+def replay_network(replay: Replay) -> Network:
+    """The network the replay ran on (its scenario's); DataError when that network's nodes are
+    not the replay's (a record of another network, or the network file changed since)."""
+    from .network import load_network
+
+    network = load_network(replay.meta["scenario"]["network"])
+    if list(network.node_ids) != replay.node_ids:
+        raise DataError(
+            f"the replay's nodes are not those of its network '{network.name}' "
+            f"({len(replay.node_ids)} nodes recorded, {network.n_nodes} in the network)"
+        )
+    return network
 
 
 def replay(
@@ -233,16 +287,21 @@ def replay(
         (the replay, how many of its steps were kept from an earlier run).
 
     Raises:
-        ConfigError: a model without chlorine sensors or not forecasting every node.
+        ConfigError: a model without chlorine sensors or not forecasting every node; a
+            ``poll_s`` that is not a positive number.
         DataError: a bad readings file (one line, see :mod:`.readings`), readings off the
             scenario's report grid, a model of another network, or ``out`` holding another
-            replay (without ``overwrite``). Nothing is written then.
+            replay (without ``overwrite``). Nothing is written then. Also, while replaying,
+            a file that no longer holds a reading it gave (cut short or rewritten under
+            ``follow``): the steps written are kept.
     """
     from .model_folder import load_model, model_hash
     from .network import load_network
     from .risk_model import risk_scorer
     from .simulation import simulate
 
+    if not (math.isfinite(poll_s) and poll_s > 0):
+        raise ConfigError(f"poll must be a positive number of seconds (got {poll_s})")
     model, card = load_model(model_dir)
     inputs = card.input_spec
     if inputs.quality_node_sensors is None or not inputs.node_level:
@@ -290,8 +349,15 @@ def replay(
     with atomic_write(folder / META) as tmp:
         tmp.write_text(json.dumps(meta, indent=1))
     last = done[-1].step if done else -1
-    for rows in _arriving(readings_path, sensors, scenario, follow, poll_s):
-        for step, time_s, row in rows:
+    for readings in _arriving(readings_path, sensors, scenario, follow, poll_s):
+        if done and not _same_readings(done[-1], readings):
+            raise DataError(
+                f"readings file '{readings_path}' no longer holds the reading at "
+                f"{done[-1].time_s} s it gave before (cut short or rewritten); the "
+                f"{len(done)} steps replayed are kept in '{folder}'"
+            )
+        for time_s, row in zip(readings.times_s, readings.chlorine_mg_l):
+            step, time_s = int(time_s) // scenario.reporting_step_s, int(time_s)
             if step <= last:
                 continue
             result = runner.step(step, time_s, row)
@@ -325,15 +391,11 @@ def _arriving(
     scenario: ScenarioConfig,
     follow: bool,
     poll_s: float,
-) -> Iterator[list[tuple[int, int, np.ndarray]]]:
-    """(report index, time, readings) of every row of the file; with ``follow``, the rows
-    again every ``poll_s`` seconds as the file grows."""
+) -> Iterator[Readings]:
+    """The readings of the file; with ``follow``, read again every ``poll_s`` seconds as the
+    file grows."""
     while True:
-        readings = on_grid(load_readings(path, sensors), scenario)
-        yield [
-            (int(t) // scenario.reporting_step_s, int(t), row)
-            for t, row in zip(readings.times_s, readings.chlorine_mg_l)
-        ]
+        yield on_grid(load_readings(path, sensors), scenario)
         if not follow:
             return
         time.sleep(poll_s)

@@ -32,6 +32,11 @@ def train_risk_model(
     not finite (default: the card's), a folder that already has a risk model (unless
     ``overwrite``), data of another design, or splits without non-compliant node forecasts.
 
+    An interruption (Ctrl-C) before the first epoch ends saves nothing (KeyboardInterrupt);
+    after it, the best epoch so far is saved (``"interrupted": true`` in the risk record);
+    during the calibration after the save, :class:`~.training.Unscored` is raised (the risk
+    model is saved, ``calibrate`` groups the intervals by it).
+
     Returns:
         The updated card.
     """
@@ -42,7 +47,7 @@ def train_risk_model(
     from .model_folder import CARD, file_sha256, load_model, resolve_device
     from .records import ModelCard
     from .risk import outcomes
-    from .training import TrainConfig, calibrate_model, fit, own_data
+    from .training import TrainConfig, Unscored, calibrate_model, fit, own_data
 
     forecaster, card = load_model(model_dir)
     if not card.input_spec.node_level:
@@ -101,4 +106,7 @@ def train_risk_model(
             record = card.to_json() | {"risk": heads | {"model": trained}}
             text = json.dumps(ModelCard.parse(record, folder / CARD).to_json(), indent=2)
             card_tmp.write_text(text)
-    return calibrate_model(model_dir, data_dir, minimum)  # intervals grouped by the risk
+    try:
+        return calibrate_model(model_dir, data_dir, minimum)  # intervals grouped by the risk
+    except KeyboardInterrupt:  # the risk model is saved; `calibrate` groups the intervals
+        raise Unscored(folder) from None

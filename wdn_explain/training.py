@@ -400,7 +400,9 @@ def train(
 
     dev = resolve_device(device)
     cfg = (train_config or TrainConfig()).for_device(dev)
-    cfg = cfg.with_design_sensors(read_manifest(data_dir))  # the inputs' width follows it
+    manifest = read_manifest(data_dir)
+    cfg = cfg.with_design_sensors(manifest)  # the inputs' width follows it
+    cfg.inputs.measured(manifest.network.node_ids)  # a sensor off the network: before the data
     # the input width follows the node features (the plan takes one column per step)
     model_config = replace(
         model_config or ModelConfig(),

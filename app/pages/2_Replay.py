@@ -18,12 +18,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from wdn_explain.errors import WdnExplainError
-from wdn_explain.network import load_network
 from wdn_explain.plot.charts import node_chlorine_figure
 from wdn_explain.plot.maps import risk_figure
 from wdn_explain.plot.style import NEGATIVE, POSITIVE, chart_title
 from wdn_explain.readings import FLAGS, OK
-from wdn_explain.replay import load_replay, replay_timeline
+from wdn_explain.replay import load_replay, replay_network, replay_timeline
 
 PLAY_S = 0.5  # seconds per step while playing
 FOLLOW_S = 1.0  # seconds between reads of a folder being written
@@ -43,6 +42,7 @@ if not folder:
     st.stop()
 try:
     run = load_replay(folder)
+    network = replay_network(run) if run.steps else None
 except WdnExplainError as exc:
     st.error(str(exc))
     st.stop()
@@ -54,7 +54,6 @@ if not run.steps:
         st.rerun()
     st.stop()
 
-network = load_network(run.meta["scenario"]["network"])
 node = st.sidebar.selectbox(
     "node", run.node_ids, index=run.node_ids.index(run.sensors[0]), key="replay_node"
 )

@@ -3,14 +3,16 @@ files, interrupts, reruns and concurrent runs. One line per case (PASS/FAIL, the
 last line of its output), then the counts.
 
 Usage: python benchmarks/quality/bench_outside_cases.py [OUT_FOLDER [WAVE ...]]
-(waves: 5, 6; default both)
+(waves: 5, 6, 7; default all)
 
 A case passes when the command ends as expected -- ``refused``: exit 1, one ``error:`` line
 last, no traceback, its output path not created; ``ok``: exit 0, no traceback -- or, for the
-library cases, raises the project's own error (``WdnExplainError``) or none.
-Runs in one process with typer's CliRunner (``OMP_NUM_THREADS=1``), the interrupt, rerun and
-concurrency cases in child processes. Uses models/default, models/hanoi-nodes and the
-monitoring data under data/.
+library cases, raises the project's own error (``WdnExplainError``) or none; for the app
+page, no exception and an error shown (or none, for a good replay).
+Runs in one process with typer's CliRunner (``OMP_NUM_THREADS=1``), the interrupt, rerun,
+follow and cluster cases in child processes. Uses models/default, models/hanoi-nodes,
+models/hanoi-sensors and the monitoring data under data/. The full-disk and read-only cases
+mount small tmpfs folders (root; skipped, and said so, where mounting is not allowed).
 """
 
 from __future__ import annotations
@@ -632,14 +634,652 @@ def process_cases(tmp: Path) -> None:
             print(f"{'PASS' if ok else 'FAIL'} {name}: {shown}", flush=True)
 
 
+def _mounted(tmp: Path, name: str, options: str) -> Path | None:
+    """A tmpfs mounted at ``tmp/name`` with ``options`` (a full disk: ``size=...``; a
+    read-only folder, which root can write into unless its file system is read-only: ``ro``),
+    unmounted at exit; None where this process may not mount."""
+    import atexit
+
+    folder = tmp / name
+    folder.mkdir(exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                          capture_output=True)  # fmt: skip
+    if done.returncode != 0:
+        print(f"SKIP {name}: cannot mount a tmpfs here", flush=True)
+        return None
+    atexit.register(subprocess.run, ["umount", "-l", str(folder)], capture_output=True)
+    return folder
+
+
+def _sensor_rows(duration_s: int) -> tuple[list[str], list[list[str]]]:
+    """The header and rows (exact float text) of hanoi-sensors' readings of the scenario
+    ``{duration_s, reporting_step_s: 300}``, as simulated."""
+    from wdn_explain.model_folder import read_card
+    from wdn_explain.network import load_network
+    from wdn_explain.scenario import ScenarioConfig
+    from wdn_explain.simulation import simulate
+
+    sensors = read_card(SENSORS).input_spec.quality_node_sensors
+    net = load_network("hanoi")
+    result = simulate(ScenarioConfig(duration_s=duration_s, reporting_step_s=300), net)
+    index = [net.node_index(s) for s in sensors]
+    header = ["time_s", *(f"chlorine_mg_l@{s}" for s in sensors)]
+    rows = [[str(int(t)), *(repr(float(v)) for v in result.node_chlorine_mg_l[k, index])]
+            for k, t in enumerate(result.times_s)]  # fmt: skip
+    return header, rows
+
+
+def _csv(path: Path, header: list[str], rows: list[list[str]], end: str = "\n") -> Path:
+    path.write_text(end.join(",".join(row) for row in [header, *rows]) + end)
+    return path
+
+
+def replay_cases(tmp: Path) -> None:
+    """`wdn-explain replay`: bad readings files (CSV and EPyT-Flow ScadaData), bad values,
+    bad options, models and outputs. A bad file is refused in one line, nothing written; a
+    bad reading is marked and replayed."""
+    header, rows = _sensor_rows(1800)
+    sensors = [h.split("@")[1] for h in header[1:]]
+
+    def replay(name: str, path: Path, expect: str, *options) -> Path:
+        out = tmp / f"rp{len(RESULTS)}"
+        args = ["replay", path, "--scenario", SHORT, "--model", SENSORS, "--out", out, *options]
+        cli(f"replay {name}", args, expect, out if expect == "refused" else None)
+        return out
+
+    def bad(name: str, make: Callable[[list, list], tuple[list, list]]) -> None:
+        h, r = make(list(header), [list(row) for row in rows])
+        replay(name, _csv(tmp / f"bad{len(RESULTS)}.csv", h, r), "refused")
+
+    def value(name: str, cell: str, expect: str = "ok") -> None:
+        r = [list(row) for row in rows]
+        r[3][1] = cell
+        replay(f"a reading {name}", _csv(tmp / f"v{len(RESULTS)}.csv", header, r), expect)
+
+    good = _csv(tmp / "good.csv", header, rows)
+    first = replay("simulated readings of a short scenario", good, "ok")
+    shutil.copytree(first, tmp / "replay-good")  # the app page's cases read it
+    cli("replay the same again (resumed)", ["replay", good, "--scenario", SHORT, "--model",
+        SENSORS, "--out", first], "ok")  # fmt: skip
+    bad("an unknown sensor column", lambda h, r: (h[:-1] + ["chlorine_mg_l@999"], r))
+    bad("a column of a sensor the model lacks", lambda h, r: (h[:-1] + ["chlorine_mg_l@3"], r))
+    bad("a sensor column missing", lambda h, r: (h[:-1], [row[:-1] for row in r]))
+    bad("a sensor column twice", lambda h, r: (h + [h[1]], [row + [row[1]] for row in r]))
+    bad("readings in ug/L", lambda h, r: (h[:1] + [c.replace("mg_l", "ug_l") for c in h[1:]], r))
+    bad("a column without a node", lambda h, r: (h[:-1] + ["chlorine_mg_l"], r))
+    bad("time in minutes", lambda h, r: (["time_min"] + h[1:], r))
+    bad("no time column", lambda h, r: (h[1:], [row[1:] for row in r]))
+    bad("times going back", lambda h, r: (h, [r[0], r[2], r[1], *r[3:]]))
+    bad("a time repeated", lambda h, r: (h, [r[0], r[1], r[1], *r[2:]]))
+    bad("a time off the report grid", lambda h, r: (h, [r[0], ["150", *r[1][1:]], *r[2:]]))
+    bad("a negative time", lambda h, r: (h, [["-300", *r[0][1:]], *r]))
+    bad("a time after the scenario", lambda h, r: (h, [*r, ["99900", *r[0][1:]]]))
+    bad("a time inf", lambda h, r: (h, [*r, ["inf", *r[0][1:]]]))
+    bad("a time nan", lambda h, r: (h, [*r, ["nan", *r[0][1:]]]))
+    bad("a time that is text", lambda h, r: (h, [["noon", *r[0][1:]], *r[1:]]))
+    bad("a row one cell short", lambda h, r: (h, [r[0], r[1][:-1], *r[2:]]))
+    bad("a row one cell long", lambda h, r: (h, [r[0], r[1] + ["0.1"], *r[2:]]))
+    bad("100 000 unknown sensor columns", lambda h, r: (h + [f"chlorine_mg_l@x{i}" for i in range(100_000)], r))  # fmt: skip
+    value("NaN", "nan")
+    value("inf", "inf")
+    value("-inf", "-inf")
+    value("negative", "-0.5")
+    value("1e308", "1e308")
+    value("1e999 (overflows)", "1e999")
+    value("that is text", "high")
+    value("empty", "")
+    value("of 100 000 digits", "1" * 100_000)
+    r = [list(row) for row in rows]
+    for row in r:
+        row[1] = "nan"
+    replay("every reading of one sensor missing", _csv(tmp / "nan1.csv", header, r), "ok")
+    r = [[row[0]] + ["nan"] * len(sensors) for row in rows]
+    replay("every reading missing", _csv(tmp / "nan-all.csv", header, r), "ok")
+    replay("header only", _csv(tmp / "header.csv", header, []), "ok")
+    (tmp / "empty.csv").write_text("")
+    replay("an empty file", tmp / "empty.csv", "refused")
+    (tmp / "blank.csv").write_text("\n\n  \n")
+    replay("blank lines only", tmp / "blank.csv", "refused")
+    (tmp / "bom.csv").write_bytes(b"\xef\xbb\xbf" + good.read_bytes())
+    replay("a UTF-8 BOM", tmp / "bom.csv", "ok")
+    replay("CRLF line ends", _csv(tmp / "crlf.csv", header, rows, "\r\n"), "ok")
+    (tmp / "utf16.csv").write_text(good.read_text(), encoding="utf-16")
+    replay("UTF-16 text", tmp / "utf16.csv", "refused")
+    (tmp / "junk.csv").write_bytes(os.urandom(200_000))
+    replay("binary junk", tmp / "junk.csv", "refused")
+    (tmp / "junk.epytflow_scada_data").write_bytes(os.urandom(200_000))
+    replay("binary junk named as ScadaData", tmp / "junk.epytflow_scada_data", "refused")
+    big = tmp / "million.csv"
+    with open(big, "w") as handle:
+        handle.write(",".join(header) + "\n")
+        tail = "," + ",".join(rows[1][1:]) + "\n"
+        handle.writelines(f"{300 * i}{tail}" for i in range(1_000_000))
+    replay("a million rows (beyond the scenario)", big, "refused")
+    (tmp / "longline.csv").write_text("time_s," + "9" * 10_000_000)
+    replay("one 10 MB line without its end", tmp / "longline.csv", "refused")
+    replay("a missing file", tmp / "none.csv", "refused")
+    replay("a folder", tmp, "refused")
+    _scada_cases(tmp, replay)
+    for model, name in [(NODES, "a full-state node model"), (MODEL, "a share model"),
+                        (tmp / "nope", "a missing model")]:  # fmt: skip
+        out = tmp / f"rp{len(RESULTS)}"
+        cli(f"replay with {name}", ["replay", good, "--scenario", SHORT, "--model", model,
+            "--out", out], "refused", out)  # fmt: skip
+    import epyt
+
+    net1 = Path(epyt.__file__).parent / "networks" / "asce-tf-wdst" / "Net1.inp"
+    spec = f"{{network: '{net1}', duration_s: 1800, reporting_step_s: 300}}"
+    out = tmp / f"rp{len(RESULTS)}"
+    cli("replay a scenario on another network", ["replay", good, "--scenario", spec, "--model",
+        SENSORS, "--out", out], "refused", out)  # fmt: skip
+    part = _csv(tmp / "part.csv", header, rows[:3])
+    for poll in ["0", "-1", "nan", "inf"]:  # in a child: a busy or endless wait is a failure
+        out = tmp / f"rp{len(RESULTS)}"
+        child = _child(["replay", str(part), "--scenario", SHORT, "--model", str(SENSORS),
+                        "--out", str(out), "--follow", "--poll", poll])  # fmt: skip
+        output = _ended(child, 30)
+        ok = child.returncode == 1 and _last(output).startswith("error:") and not out.exists()
+        record(ok and "Traceback" not in output, f"replay --follow --poll {poll}", _last(output))
+    replay("--index 3 with an inline scenario", good, "refused", "--index", "3")
+    file_out = tmp / "a-file"
+    file_out.write_text("x")
+    cli("replay --out an existing file", ["replay", good, "--scenario", SHORT, "--model",
+        SENSORS, "--out", file_out], "refused")  # fmt: skip
+    record(file_out.read_text() == "x", "replay --out an existing file: the file kept")
+    cli("replay --out below a file", ["replay", good, "--scenario", SHORT, "--model", SENSORS,
+        "--out", file_out / "r"], "refused")  # fmt: skip
+    mine = tmp / "my-folder"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    cli("replay --out a folder of the user's files", ["replay", good, "--scenario", SHORT,
+        "--model", SENSORS, "--out", mine], "refused")  # fmt: skip
+    record(sorted(p.name for p in mine.iterdir()) == ["notes.txt"],
+           "replay --out a user's folder: nothing written into it")  # fmt: skip
+    other = "{duration_s: 2100, reporting_step_s: 300}"
+    cli("replay another scenario into a replay", ["replay", good, "--scenario", other, "--model",
+        SENSORS, "--out", first], "refused")  # fmt: skip
+    changed = [list(row) for row in rows]
+    changed[4][2] = "0.123"
+    again = tmp / "replay-changed"
+    shutil.copytree(tmp / "replay-good", again)
+    cli("replay after a reading changed (recomputed from it)", ["replay", _csv(tmp / "ch.csv",
+        header, changed), "--scenario", SHORT, "--model", SENSORS, "--out", again], "ok")  # fmt: skip
+    ro = _mounted(tmp, "ro-replay", "ro,size=1m")
+    if ro is not None:
+        cli("replay --out on a read-only file system", ["replay", good, "--scenario", SHORT,
+            "--model", SENSORS, "--out", ro / "r"], "refused")  # fmt: skip
+    full = _mounted(tmp, "full-replay", "size=120k")
+    if full is not None:
+        cli("replay --out on a disk that fills", ["replay", good, "--scenario", SHORT,
+            "--model", SENSORS, "--out", full / "r"], "refused")  # fmt: skip
+        _steps_intact(full / "r", "replay on a full disk: the steps written are whole")
+
+
+def _steps_intact(folder: Path, name: str) -> None:
+    """A case: the replay in ``folder`` loads, and no temporary file is left."""
+    from wdn_explain.replay import load_replay
+
+    try:
+        n = len(load_replay(folder).steps)
+        left = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+        record(not left, name, f"{n} steps, temporaries: {left}")
+    except WdnExplainError as exc:
+        record(False, name, str(exc))
+
+
+def _scada_cases(tmp: Path, replay: Callable[..., Path]) -> None:
+    """EPyT-Flow ScadaData files: a planted pickle, foreign MessagePack, object arrays,
+    another sensor set, a decompression bomb."""
+    import gzip
+    import pickle
+
+    import umsgpack
+    from epyt_flow.serialization import NUMPY_ARRAY_ID
+
+    marker = tmp / "payload-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (exec, (f"open({str(marker)!r}, 'w').write('x')",))
+
+    for name, raw in [("a pickle", pickle.dumps(Payload())),
+                      ("a gzipped pickle", gzip.compress(pickle.dumps(Payload())))]:  # fmt: skip
+        path = tmp / f"planted{len(RESULTS)}.epytflow_scada_data"
+        path.write_bytes(raw)
+        replay(f"ScadaData that is {name}", path, "refused")
+        record(not marker.exists(), f"ScadaData that is {name}: the payload never ran")
+    for name, data in [("a dict", {"a": 1}), ("a list", [1, 2]), ("a number", 3)]:
+        path = tmp / f"foreign{len(RESULTS)}.epytflow_scada_data"
+        path.write_bytes(gzip.compress(umsgpack.packb(data)))
+        replay(f"ScadaData holding {name}", path, "refused")
+    ext = umsgpack.Ext(NUMPY_ARRAY_ID, umsgpack.packb(("|O", [2], b"\0" * 16)))
+    path = tmp / "object.epytflow_scada_data"
+    path.write_bytes(gzip.compress(umsgpack.packb(ext)))
+    replay("ScadaData holding an object array", path, "refused")
+    bomb = tmp / "bomb.epytflow_scada_data"
+    with gzip.open(bomb, "wb", compresslevel=1) as handle:
+        chunk = bytes(64 << 20)
+        for _ in range(32):  # 2 GiB of zeros
+            handle.write(chunk)
+    replay("ScadaData: a gzip of 2 GiB of zeros", bomb, "refused")
+    scada = _scada_file(tmp, ["3", "10", "16", "30"])
+    replay("ScadaData of another sensor set", scada, "refused")
+    scada = _scada_file(tmp, [])
+    replay("ScadaData without chlorine sensors", scada, "refused")
+
+
+def _scada_file(tmp: Path, sensors: list[str]) -> Path:
+    """EPyT-Flow's ScadaData of a half-hour Hanoi run with chlorine analysers at ``sensors``."""
+    from epanet_plus import EpanetConstants
+    from epyt_flow.simulation import ScenarioSimulator
+
+    from wdn_explain.network import load_network
+
+    with ScenarioSimulator(f_inp_in=str(load_network("hanoi").inp_path)) as sim:
+        sim.set_general_parameters(simulation_duration=1800, hydraulic_time_step=300,
+                                   reporting_time_step=300, quality_time_step=60)  # fmt: skip
+        sim.enable_chemical_analysis()
+        sim.add_quality_source("2", EpanetConstants.EN_SETPOINT, np.ones(1), source_strength=1.5)
+        config = sim.sensor_config
+        config.quality_node_sensors = sensors
+        sim.sensor_config = config
+        scada = sim.run_simulation()
+    stem = tmp / f"scada{len(RESULTS)}"
+    scada.save_to_file(str(stem))
+    return stem.with_name(stem.name + ".epytflow_scada_data")
+
+
+def replay_process_cases(tmp: Path) -> None:
+    """`replay --follow` on a file that grows, then one that is cut short; Ctrl-C mid replay
+    and a rerun."""
+    header, rows = _sensor_rows(1800)
+    growing = _csv(tmp / "growing.csv", header, rows[:3])
+    out = tmp / "follow"
+    args = ["replay", str(growing), "--scenario", SHORT, "--model", str(SENSORS), "--out",
+            str(out), "--follow", "--poll", "0.2"]  # fmt: skip
+    child = _child(args)
+    _wait_for(out / "step_000002.npz", child)
+    with open(growing, "a") as handle:
+        handle.write("\n".join(",".join(row) for row in rows[3:]) + "\n")
+    output = _ended(child, 120)
+    ok = child.returncode == 0 and "Traceback" not in output and "replayed 7 steps" in output
+    record(ok, "replay --follow of a growing file ends at the scenario's last report",
+           _last(output))  # fmt: skip
+    cut = _csv(tmp / "cut.csv", header, rows[:4])
+    out = tmp / "follow-cut"
+    child = _child([*args[:1], str(cut), *args[2:7], str(out), *args[8:]])
+    _wait_for(out / "step_000003.npz", child)
+    _csv(cut, header, rows[:2])  # truncated: a log rotated, a logger restarted
+    output = _ended(child, 30)
+    ok = child.returncode == 1 and "Traceback" not in output and _last(output).startswith("error:")
+    record(ok, "replay --follow of a file cut short: one line, not a wait", _last(output))
+    _steps_intact(out, "replay --follow cut short: the steps replayed are kept")
+    header, rows = _sensor_rows(10800)
+    long = _csv(tmp / "long.csv", header, rows)
+    out = tmp / "cut-replay"
+    args = ["replay", str(long), "--scenario", "{duration_s: 10800, reporting_step_s: 300}",
+            "--model", str(SENSORS), "--out", str(out)]  # fmt: skip
+    child = _child(args)
+    _wait_for(out / "step_000002.npz", child)
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate()
+    ok = child.returncode == 130 and "Traceback" not in output
+    record(ok, "replay Ctrl-C: exit 130, one line", _last(output))
+    _steps_intact(out, "replay Ctrl-C: every step written is whole")
+    again = _child(args)
+    output, _ = again.communicate()
+    ok = (
+        again.returncode == 0 and "kept from an earlier run" in output and "Traceback" not in output
+    )
+    record(ok, "replay rerun after Ctrl-C resumes", _last(output))
+
+
+def _wait_for(path: Path, child: subprocess.Popen, limit_s: float = 300) -> None:
+    """Wait until ``path`` exists (or the child ended, or ``limit_s`` passed)."""
+    start = time.monotonic()
+    while not path.exists() and child.poll() is None and time.monotonic() - start < limit_s:
+        time.sleep(0.1)
+
+
+def _ended(child: subprocess.Popen, limit_s: float) -> str:
+    """The child's output once it ends; interrupted (and said so) after ``limit_s``."""
+    try:
+        return child.communicate(timeout=limit_s)[0]
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGINT)
+        return child.communicate()[0] + f"\n(still running after {limit_s} s: interrupted)"
+
+
+def replay_page_cases(tmp: Path) -> None:
+    """The app's Replay page (AppTest) on folders that are not replays, planted or damaged
+    replays, a replay of another network and a good one."""
+    import pickle
+
+    from streamlit.testing.v1 import AppTest
+
+    good = tmp / "replay-good"
+
+    def page(name: str, folder: str | Path, expect: str) -> None:
+        at = AppTest.from_file(str(ROOT / "app" / "pages" / "2_Replay.py"), default_timeout=120)
+        try:
+            at.run()
+            at.sidebar.text_input[0].set_value(str(folder)).run()
+            crashed = [e.value for e in at.exception]
+        except Exception as exc:  # counted, not raised
+            crashed = [f"{type(exc).__name__}: {exc}"]
+        errors = [e.value for e in at.error] if not crashed else []
+        ok = not crashed and (bool(errors) if expect == "error" else not errors)
+        shown = (crashed or errors or [""])[0]
+        record(ok, f"Replay page: {name}", str(shown).splitlines()[0][:160] if shown else "")
+
+    def planted(name: str, change: Callable[[Path], object]) -> Path:
+        folder = tmp / f"page-{name}"
+        shutil.copytree(good, folder)
+        change(folder)
+        return folder
+
+    def meta(change: Callable[[dict], object]) -> Callable[[Path], object]:
+        def edit(folder: Path) -> None:
+            record_ = json.loads((folder / "replay.json").read_text())
+            change(record_)
+            (folder / "replay.json").write_text(json.dumps(record_))
+
+        return edit
+
+    def step(change: Callable[[dict], object]) -> Callable[[Path], object]:
+        def edit(folder: Path) -> None:
+            path = folder / "step_000001.npz"
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+            change(arrays)
+            with open(path, "wb") as handle:
+                np.savez(handle, **arrays)
+
+        return edit
+
+    import epyt
+
+    net1 = str(Path(epyt.__file__).parent / "networks" / "asce-tf-wdst" / "Net1.inp")
+    page("a good replay", good, "ok")
+    (tmp / "page-empty").mkdir(exist_ok=True)
+    page("an empty folder", tmp / "page-empty", "error")
+    page("a missing folder", tmp / "nowhere", "error")
+    page("a file", tmp / "good.csv", "error")
+    page("a path with a NUL byte", "a\x00b", "error")
+    cases = {
+        "replay.json deeply nested": lambda f: (f / "replay.json").write_text("[" * 100_000),
+        "replay.json a list": lambda f: (f / "replay.json").write_text("[1, 2]"),
+        "replay.json binary": lambda f: (f / "replay.json").write_bytes(os.urandom(5000)),
+        "replay.json without sensors": meta(lambda m: m.pop("sensors")),
+        "replay.json without node ids": meta(lambda m: m.pop("node_ids")),
+        "sensors not in the network": meta(lambda m: m.update(sensors=["999"] * 4)),
+        "a replay of another network": meta(lambda m: m["scenario"].update(network=net1)),
+        "another network's node ids": meta(lambda m: m.update(node_ids=[str(i) for i in range(11)])),
+        "the network a missing file": meta(lambda m: m["scenario"].update(network="/nowhere.inp")),
+        "a step truncated": lambda f: (f / "step_000001.npz").write_bytes(
+            (f / "step_000001.npz").read_bytes()[:3000]),
+        "a step that is a pickle": lambda f: (f / "step_000001.npz").write_bytes(
+            pickle.dumps({"a": 1})),
+        "a step a decompression bomb": lambda f: _bomb(f / "step_000001.npz"),
+        "a step's forecast one node short": step(lambda a: a.update(forecast=a["forecast"][1:])),
+        "a step's readings of 3 sensors": step(lambda a: a.update(readings=a["readings"][1:])),
+        "a step's flag 99": step(lambda a: a["flags"].__setitem__(0, 99)),
+        "a step without its forecast": step(lambda a: a.pop("forecast")),
+        "a step's explanation count 99": step(lambda a: a.update(n_explained=np.array(99))),
+        "a step NaN forecast": step(lambda a: a["forecast"].__setitem__(0, np.nan)),
+    }  # fmt: skip
+    for name, change in cases.items():
+        expect = "ok" if name == "a step NaN forecast" else "error"
+        page(name, planted(name.replace(" ", "-").replace("'", ""), change), expect)
+
+
+def placement_cases(tmp: Path) -> None:
+    """`sensors place`: bad counts, models and folders, outputs, a design without the
+    pressure-driven flag, chama without glpsol, rerun."""
+    one = ["--scenarios", "1", "--chunk", "1"]
+
+    def place(name: str, options: list, expect: str, out: Path | None = None) -> Path:
+        """A case; a given ``out`` (the user's or an earlier run's) may exist after it."""
+        given, out = out is not None, out or tmp / f"pl{len(RESULTS)}"
+        args = ["sensors", "place", *options, "--out", out]
+        if "--model" not in options:
+            args += ["--model", NODES]
+        if "--data" not in options:
+            args += ["--data", DATA]
+        if "--k" not in options:
+            args += ["--k", "4"]
+        cli(
+            f"sensors place {name}",
+            args,
+            expect,
+            out if expect == "refused" and not given else None,
+        )
+        return out
+
+    for k in ["0", "-1", "33", "1000000"]:
+        place(f"--k {k}", ["--k", k, *one], "refused")
+    place("--k x", ["--k", "x", *one], "usage")
+    for n in ["0", "-1", "1001", "1000000000"]:
+        place(f"--scenarios {n}", ["--scenarios", n, "--chunk", "1"], "refused")
+    place("--chunk 0", ["--scenarios", "1", "--chunk", "0"], "refused")
+    place("--workers 0", [*one, "--workers", "0"], "refused")
+    place("--rule nearest", [*one, "--rule", "nearest"], "refused")
+    place("--random -1", [*one, "--random", "-1", "--compare", DATA], "refused")
+    place("--compare a missing folder", [*one, "--compare", tmp / "nowhere"], "refused")
+    place("--model hanoi-sensors (reads sensors only)", ["--model", SENSORS, *one], "refused")
+    place("--model a share model", ["--model", MODEL, *one], "refused")
+    place("--model missing", ["--model", tmp / "nope", *one], "refused")
+    place("--data missing", ["--data", tmp / "nope", *one], "refused")
+    net1 = ROOT / "data" / "onboard" / "net1" / "data"
+    place("--data of another network", ["--data", net1, *one], "refused")
+    place("--scheduler unreachable", [*one, "--scheduler", "tcp://127.0.0.1:1"], "refused")
+    file_out = tmp / "a-file"
+    place("--out an existing file", one, "refused", file_out)
+    record(file_out.read_text() == "x", "sensors place --out an existing file: the file kept")
+    out = place("k 4 on one scenario", one, "ok")
+    place("the same again (resumed)", one, "ok", out)
+    place("another --scenarios into that folder", ["--scenarios", "2", "--chunk", "1"],
+          "refused", out)  # fmt: skip
+    old = tmp / "no-pda-flag"
+    old.mkdir()
+    manifest = json.loads((DATA / "manifest.json").read_text())
+    for name in ("demand_model", "pressure_min_m", "pressure_required_m", "pressure_exponent"):
+        manifest["config"]["scenario"].pop(name)
+    (old / "manifest.json").write_text(json.dumps(manifest | {"n_scenarios": 3}))
+    for path in sorted(DATA.glob("scenario_*.npz"))[:3]:
+        (old / path.name).symlink_to(path)
+    out = tmp / f"pl{len(RESULTS)}"
+    result = CliRunner().invoke(app, ["sensors", "place", "--model", NODES, "--data", old, "--k",
+                                      "4", *one, "--out", out])  # fmt: skip
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    ok = not crashed and "Traceback" not in result.output and result.exit_code in (0, 1)
+    ok = ok and (result.exit_code == 0 or not out.exists())
+    record(ok, "sensors place on a design without the pressure-driven flag", _last(result.output))
+    ro = _mounted(tmp, "ro-place", "ro,size=1m")
+    if ro is not None:
+        place("--out on a read-only file system", one, "refused", ro / "p")
+    full = _mounted(tmp, "full-place", "size=8k")
+    if full is not None:
+        place("--out on a full disk", one, "refused", full / "p")  # resumable: it may stay
+        left = [p.name for p in (full / "p").rglob("*.tmp*")]
+        record(not left, "sensors place on a full disk: no temporaries left", str(left))
+    no_glpk = tmp / "bin-without-glpsol"
+    no_glpk.mkdir()
+    (no_glpk / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PATH": str(no_glpk)}
+    out = tmp / "place-no-glpk"
+    done = subprocess.run([sys.executable, "-m", "wdn_explain", "sensors", "place", "--model",
+                           str(NODES), "--data", str(DATA), "--k", "4", *one, "--out", str(out),
+                           "--compare", str(ROOT / "data" / "monitoring-fresh"), "--random", "2"],
+                          env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    text = done.stdout + done.stderr
+    ok = "Traceback" not in text and (
+        done.returncode == 0 or (done.returncode == 1 and _last(text).startswith("error:"))
+    )
+    record(ok, "sensors place --compare, chama without glpsol", _last(text))
+
+
+def placement_process_cases(tmp: Path) -> None:
+    """`sensors place`: Ctrl-C and a rerun (the same table as one run), a scheduler with no
+    workers, a worker killed, the scheduler killed."""
+    base = ["sensors", "place", "--model", str(NODES), "--data", str(DATA), "--k", "4",
+            "--scenarios", "3", "--chunk", "1"]  # fmt: skip
+    whole, cut = tmp / "place-whole", tmp / "place-cut"
+    _child([*base, "--out", str(whole)]).wait()
+    child = _child([*base, "--out", str(cut)])
+    _wait_for(cut / "chunks" / "chunk_00000.npy", child)
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate()
+    ok = child.returncode == 130 and "Traceback" not in output
+    record(ok, "sensors place Ctrl-C: exit 130, one line", _last(output))
+    _child([*base, "--out", str(cut)]).wait()
+    same = (cut / "importance.csv").exists() and (cut / "importance.csv").read_bytes() == (
+        whole / "importance.csv"
+    ).read_bytes()
+    record(same, "sensors place rerun after Ctrl-C: the same importance table")
+    for name, kill in [("no workers", None), ("its worker killed", "worker"),
+                       ("the scheduler killed", "scheduler")]:  # fmt: skip
+        _cluster_case(tmp, base, name, kill)
+
+
+def _cluster_case(tmp: Path, base: list[str], name: str, kill: str | None) -> None:
+    """`sensors place --scheduler` on a scheduler of its own: with no worker, or with one
+    that is killed (or the scheduler killed) once the run started. One line, exit 1, within
+    the cluster's limits (30 s without workers, 10 s without a scheduler)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    quiet = dict(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], **quiet)  # fmt: skip
+    worker = None
+    time.sleep(4)
+    if kill is not None:
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                   "--nthreads", "1", "--nworkers", "1", "--no-nanny"],
+                                  **quiet)  # fmt: skip
+        time.sleep(6)
+    out = tmp / f"pc{len(RESULTS)}"
+    start = time.monotonic()
+    child = _child([*base, "--scenarios", "40", "--out", str(out), "--scheduler", address])
+    if kill is not None:
+        time.sleep(12)  # the run reached the cluster
+        (worker if kill == "worker" else scheduler).kill()
+    output = _ended(child, 150)
+    took = time.monotonic() - start
+    ok = child.returncode == 1 and "Traceback" not in output and _last(output).startswith("error:")
+    record(ok, f"sensors place --scheduler, {name}", f"{took:.0f} s: {_last(output)}")
+    for process in (scheduler, worker):
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def train_risk_cases(tmp: Path) -> None:
+    """`train-risk`: models without a node target or with a risk model, data of another
+    design, bad epochs and minimum residuals; the card and weights never touched by a
+    refusal."""
+
+    def copy(name: str) -> Path:
+        folder = tmp / f"risk-{name}"
+        shutil.copytree(NODES, folder)
+        return folder
+
+    def refused(name: str, model: Path, options: list, data: Path = DATA) -> None:
+        before = {p.name: p.read_bytes() for p in model.iterdir() if p.is_file()}
+        cli(f"train-risk {name}", ["train-risk", "--model", model, "--data", data, *options],
+            "refused")  # fmt: skip
+        after = (
+            {p.name: p.read_bytes() for p in model.iterdir() if p.is_file()}
+            if model.is_dir()
+            else {}
+        )
+        record(after == before, f"train-risk {name}: the model folder unchanged")
+
+    share = tmp / "risk-share"
+    shutil.copytree(MODEL, share)
+    refused("on a share model", share, [])
+    refused("on a sensor model's data of another design", copy("fresh"), ["--overwrite"],
+            ROOT / "data" / "monitoring-fresh")  # fmt: skip
+    refused("on data of another network", copy("net1"), ["--overwrite"],
+            ROOT / "data" / "onboard" / "net1" / "data")  # fmt: skip
+    refused("over an existing risk model", copy("again"), ["--epochs", "1"])
+    for epochs in ["0", "-1"]:
+        refused(f"--epochs {epochs}", copy(f"e{epochs}"), ["--epochs", epochs, "--overwrite"])
+    for value in ["-1", "nan", "inf"]:
+        refused(f"--min-residual {value}", copy(f"m{value}"), ["--min-residual", value,
+                "--overwrite"])  # fmt: skip
+    cli("train-risk --model missing", ["train-risk", "--model", tmp / "nope", "--data", DATA],
+        "refused")  # fmt: skip
+    cli("train-risk --data missing", ["train-risk", "--model", tmp / "risk-again", "--data", tmp / "nope",
+        "--overwrite"], "refused")  # fmt: skip
+    cli("train-risk --epochs x", ["train-risk", "--model", NODES, "--data", DATA, "--epochs",
+        "x"], "usage")  # fmt: skip
+    ro = _mounted(tmp, "ro-risk", "size=2m")
+    if ro is not None:
+        shutil.copytree(NODES, ro / "m")
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        refused("on a read-only model folder", ro / "m", ["--overwrite", "--epochs", "1"])
+    full = _mounted(tmp, "full-risk", "size=1300k")
+    if full is not None:
+        shutil.copytree(NODES, full / "m", ignore=shutil.ignore_patterns("*.npz"))
+        (full / "fill").write_bytes(bytes(max(0, shutil.disk_usage(full).free - 40_000)))
+        refused("on a full disk", full / "m", ["--overwrite", "--epochs", "1"])
+
+
+def train_risk_process_cases(tmp: Path) -> None:
+    """`train-risk --epochs 10^9` stopped by Ctrl-C: exit 130 with the folder unchanged, or
+    the best epoch saved and said to be interrupted; never half a model."""
+    from wdn_explain.model_folder import load_model
+
+    folder = tmp / "risk-ctrl-c"
+    shutil.copytree(NODES, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    child = _child(["train-risk", "--model", str(folder), "--data", str(DATA), "--epochs",
+                    "1000000000", "--overwrite"])  # fmt: skip
+    time.sleep(40)  # data read, the first epoch under way
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate()
+    said = child.returncode == 130 or (child.returncode == 0 and "interrupted" in output)
+    ok = said and "Traceback" not in output  # exit 0 when the best epoch was saved, as train
+    record(ok, "train-risk --epochs 10^9, Ctrl-C: says what it kept", _last(output))
+    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    try:
+        load_model(folder)
+        loads = True
+    except WdnExplainError:
+        loads = False
+    record(loads and (after == before or "interrupted" in output),
+           "train-risk Ctrl-C: the folder whole", str(sorted(after)))  # fmt: skip
+
+
+def _bomb(path: Path) -> None:
+    """An .npz whose one member inflates to 800 MB of zeros."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("forecast.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(
+                member, {"descr": "<f8", "fortran_order": False, "shape": (100_000_000,)}
+            )
+            for _ in range(50):
+                member.write(bytes(16 << 20))
+
+
 WAVES = {
     "5": (scenario_cases, config_cases, onboard_cases, explain_cases, model_cases, output_cases,
           process_cases, lambda tmp: library_cases()),
     "6": (risk_cases, sensor_cases, lambda tmp: engine_cases(), input_cases, verdict_cases,
           wave6_process_cases),
+    "7": (replay_cases, replay_page_cases, placement_cases, train_risk_cases,
+          replay_process_cases, placement_process_cases, train_risk_process_cases),
 }  # fmt: skip
 """The cases of each wave's code (5: the fourth- and fifth-wave modules; 6: the risk of
-non-compliance, sensors, the onboarding verdict, the new inputs)."""
+non-compliance, sensors, the onboarding verdict, the new inputs; 7: `replay` and its app
+page, `sensors place`, `train-risk`)."""
 
 
 def main() -> None:

@@ -256,6 +256,7 @@ def train_risk(
     from ..explain.threads import numeric_threads
     from ..risk_training import train_risk_model
     from ..shipped import shipped
+    from ..training import Unscored
 
     try:
         with numeric_threads():
@@ -270,6 +271,17 @@ def train_risk(
             )
     except WdnExplainError as exc:
         _fail(exc)
+    except Unscored:
+        typer.echo(
+            f"interrupted after training: the risk model is saved in {model}, its intervals not "
+            f"yet grouped by it; `wdn-explain calibrate --model {model} --data {data}` does it"
+        )
+        raise typer.Exit(130) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted before the first epoch ended: nothing is saved")
+        raise typer.Exit(130) from None
     r = card["risk"]
     epochs = len(r["model"]["history"])
+    if r["model"]["interrupted"]:
+        typer.echo("interrupted: saved the best epoch so far")
     typer.echo(f"saved {Path(model) / 'risk.pt'} ({epochs} epochs): {_risk_summary(r)}")

@@ -44,8 +44,11 @@ def place(
     node MAE, drop detection and time to detect beside random and chama placements.
     Ctrl-C keeps the finished chunks: run again to resume."""
     from ..placement import place as run_place
+    from ..placement_scores import check_comparison
 
     with _resumable(f"finished chunks are kept in '{out}'; run again to resume"):
+        if compare is not None:  # refused before the placement's work
+            check_comparison(model, compare, n_random)
         importance, sensors = run_place(
             model,
             data,
