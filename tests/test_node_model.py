@@ -171,6 +171,52 @@ def test_node_calibration_refuses_an_empty_split(tmp_path, node_model, monitorin
     )
 
 
+def test_calibrate_carries_the_trees_scores_and_fits_them_where_the_card_lacks_them(
+    tmp_path, node_model, monitoring_dir, monkeypatch
+):
+    """The tree baselines do not depend on the weights or the intervals: ``calibrate`` keeps
+    the card's scores without fitting a tree; a card without them gets them fitted again,
+    equal to the trees' errors computed here from their forecasts."""
+    from wdn_explain import evaluation
+    from wdn_explain.dataset import WaqDataset
+    from wdn_explain.tree import tree_forecast
+
+    model = tmp_path / "m"
+    shutil.copytree(node_model, model)
+    card = json.loads((model / "card.json").read_text())
+    test_set = WaqDataset.for_inputs(monitoring_dir, "test", load_model(model)[1].input_spec)
+    tree = tree_forecast(test_set)
+    error = np.abs(tree - test_set.targets())
+    injection = test_set.factor_levels()["injection"]
+    want = {
+        row["level"]: float(error[injection == row["level"]].mean())
+        for row in card["metrics"]["per_factor"]["injection"]
+    }
+    assert card["metrics"]["tree_mae"] == pytest.approx(error.mean(), rel=1e-5)
+
+    def tree_scores(metrics: dict) -> tuple:
+        rows = metrics["per_factor"]["injection"]
+        return (
+            metrics["tree_mae"],
+            metrics["compliance_tree_mae"],
+            {r["level"]: r["tree_mae"] for r in rows},
+        )
+
+    with monkeypatch.context() as patch:
+        patch.setattr(evaluation, "tree_forecast", lambda *a, **k: pytest.fail("tree fitted"))
+        assert run("calibrate", "--model", model, "--data", monitoring_dir).exit_code == 0
+    carried = json.loads((model / "card.json").read_text())["metrics"]
+    assert tree_scores(carried) == tree_scores(card["metrics"])
+    for metrics in (card["metrics"], *card["metrics"]["per_factor"]["injection"]):
+        for key in [k for k in metrics if "tree_" in k]:
+            del metrics[key]
+    (model / "card.json").write_text(json.dumps(card))
+    assert run("calibrate", "--model", model, "--data", monitoring_dir).exit_code == 0
+    fitted = json.loads((model / "card.json").read_text())["metrics"]
+    assert fitted["tree_mae"] == pytest.approx(error.mean(), rel=1e-5)
+    assert tree_scores(fitted)[2] == pytest.approx(want, rel=1e-5)
+
+
 def test_node_explanation_matches_masked_brute_force():
     """The Shapley values of one node's forecast against all 2^7 masked graphs, enumerated
     here (features outside a coalition at the graph's mean, the engine's default)."""

@@ -118,6 +118,7 @@ def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
 BASELINES = ("persistence", "climatology", "tree", "flat_tree")
 NODE_BASELINES = ("persistence", "climatology", "tree")
 """The node target's baselines: the tree is one per node; the flat tree is the share's only."""
+TREES = ("tree", "flat_tree")
 
 
 def evaluate(
@@ -127,6 +128,7 @@ def evaluate(
     conformal: dict[str, Any] | None = None,
     tree_data: WaqDataset | None = None,
     node_risk: np.ndarray | None = None,
+    trees: bool = True,
 ) -> dict[str, Any]:
     """Test MAE, RMSE and R² of the model beside its baselines, overall, per time step and
     per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
@@ -149,7 +151,9 @@ def evaluate(
     also the empirical coverage of its intervals and
     their mean half-width, overall and per factor level (``coverage``, ``half_width``);
     ``node_risk``: each forecast's risk of non-compliance (the risk model's, which intervals
-    calibrated with risk bands need, :func:`~.conformal.interval_risk`).
+    calibrated with risk bands need, :func:`~.conformal.interval_risk`). ``trees=False``
+    leaves the tree baselines out (minutes of fitting on a full design) where a card already
+    holds their scores on the same test split (:func:`with_tree_scores`).
     ``forecast_warning`` flags forecasts outside the label's range (see
     :meth:`~.features.InputSpec.range_warning`).
 
@@ -170,16 +174,18 @@ def evaluate(
     forecasts = {"model": pred, "persistence": dataset.persistence()}
     forecasts["climatology"] = dataset.climatology()
     baselines = NODE_BASELINES if inputs.node_level else BASELINES
-    forecasts["tree"] = tree_forecast(dataset, tree_data)
+    if not trees:
+        baselines = tuple(b for b in baselines if b not in TREES)
+    if "tree" in baselines:
+        forecasts["tree"] = tree_forecast(dataset, tree_data)
     if "flat_tree" in baselines:
         forecasts["flat_tree"] = flat_tree_forecast(dataset, tree_data)
     scored = {"": (forecasts, true)}
     if inputs.node_level:
         share = dataset.compliance_forecasts()
-        share_forecasts = {
-            "model": inputs.compliance(pred),
-            "tree": inputs.compliance(forecasts["tree"]),
-        }
+        share_forecasts = {"model": inputs.compliance(pred)}
+        if trees:
+            share_forecasts["tree"] = inputs.compliance(forecasts["tree"])
         share_forecasts |= {b: share[b] for b in ("persistence", "climatology")}
         scored["compliance_"] = (share_forecasts, share["truth"])
 
@@ -236,6 +242,26 @@ def evaluate(
             "confidence": conformal["confidence"],
         }
     return {**out, "n_samples": len(true), "per_step": per_step, "per_factor": per_factor}
+
+
+def with_tree_scores(results: dict[str, Any], scored: dict[str, Any]) -> dict[str, Any] | None:
+    """``results`` (:func:`evaluate` with ``trees=False``) completed with the tree baselines'
+    scores of ``scored`` (a card's ``metrics``): the trees depend on the data, its split and
+    the model's inputs, not on the weights or the intervals, so ``calibrate`` need not fit
+    them again. None where ``scored`` has no tree scores or scored another test split (other
+    sample counts or factor levels)."""
+    carried = {k: v for k, v in scored.items() if "tree_" in k}
+    if not carried or scored.get("n_samples") != results["n_samples"]:
+        return None
+    per_factor = {}
+    for factor, rows in results["per_factor"].items():
+        old = {row["level"]: row for row in scored.get("per_factor", {}).get(factor, [])}
+        if any(old.get(row["level"], {}).get("n_samples") != row["n_samples"] for row in rows):
+            return None
+        per_factor[factor] = [
+            row | {k: v for k, v in old[row["level"]].items() if "tree_" in k} for row in rows
+        ]
+    return results | carried | {"per_factor": per_factor}
 
 
 def check_data_matches(card: ModelCard, manifest: WaqManifest, data_dir: str | Path) -> None:

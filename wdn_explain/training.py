@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +45,7 @@ from .evaluation import (
     model_outputs,
     place,
     predict,
+    with_tree_scores,
 )
 from .features import (
     DEFAULT_HORIZON,
@@ -567,7 +569,8 @@ def calibrate_model(
     another design than the model was trained on, an empty calibration split, a minimum
     residual that is negative or not finite, a calibration split without non-compliant node
     forecasts or a card that cannot be rewritten. Without a test split the card keeps no
-    coverage (it measured the replaced intervals).
+    coverage (it measured the replaced intervals). The tree baselines' scores are the card's
+    (:func:`~.evaluation.with_tree_scores`: minutes of fitting saved), else fitted again.
 
     Returns:
         The updated card.
@@ -592,7 +595,10 @@ def calibrate_model(
     metrics = {k: v for k, v in record.get("metrics", {}).items() if k != "coverage"}
     if len(test_set):
         test_risk = dataset_risk(risk_net, record["risk"], test_set)
-        results = evaluate(model, test_set, conformal=record["conformal"], node_risk=test_risk)
+        scored = partial(
+            evaluate, model, test_set, conformal=record["conformal"], node_risk=test_risk
+        )
+        results = with_tree_scores(scored(trees=False), metrics) or scored()
         metrics = card_metrics(results)
     record["metrics"] = metrics
     record["unscored"] = False
