@@ -215,6 +215,34 @@ def test_a_bad_readings_file_gives_one_line_and_writes_nothing(
     assert not out.exists()
 
 
+def test_a_readings_file_above_the_limit_is_refused_before_it_is_read(
+    scenario_file, tmp_path, monkeypatch
+):
+    """A 1.1 GB file (sparse: no disk used) is refused in one line; reading it would hold it
+    whole in memory."""
+    from pathlib import Path
+
+    readings = tmp_path / "year.csv"
+    with readings.open("wb") as f:
+        f.truncate(1_100_000_000)
+    read_text = Path.read_text
+
+    def unless_the_readings(self, *args, **kwargs):
+        assert self != readings, "the readings file was read"
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", unless_the_readings)
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["replay", str(readings), "--model", str(MODEL), "--out", str(out)]
+        + ["--scenario", str(scenario_file)],
+    )
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1 and "holds 1.1 GB, more than the 1 GB" in result.output
+    assert not out.exists()
+
+
 def test_an_interrupt_keeps_the_steps_written_and_a_rerun_resumes(case, replayed, tmp_path):
     full, folder = replayed
     out = tmp_path / "out"

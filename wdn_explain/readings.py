@@ -101,16 +101,28 @@ class Readings:
         return len(self.times_s)
 
 
+MAX_READINGS_BYTES = 1_000_000_000
+"""The largest readings file read (1 GB; it is read whole): a year of 1-minute reports of 24
+sensors is about 0.1 GB as CSV."""
+
+
 def load_readings(path: str | Path, sensors: Sequence[str]) -> Readings:
     """The readings in ``path`` (a CSV, or an EPyT-Flow ScadaData file by its suffix
     :data:`SCADA_SUFFIX`), columns in the order of the model's ``sensors``.
 
     Raises:
-        DataError: in one line naming the file and what is wrong (see the module docstring).
+        DataError: in one line naming the file and what is wrong (see the module docstring),
+            or a file above :data:`MAX_READINGS_BYTES`, before it is read.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"readings file '{path}' does not exist")
+    size = path.stat().st_size
+    if size > MAX_READINGS_BYTES:
+        raise DataError(
+            f"readings file '{path}' holds {size / 1e9:.1f} GB, more than the "
+            f"{MAX_READINGS_BYTES / 1e9:.0f} GB a replay reads: export a shorter period"
+        )
     if path.name.endswith(SCADA_SUFFIX):
         times, found, values = _scada_columns(path)
     else:
