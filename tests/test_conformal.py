@@ -67,11 +67,13 @@ def test_coverage_matches_the_nominal_level_in_every_group():
 
 
 def test_node_levels_by_hand():
-    forecast = np.array([-0.3, 0.0, 0.049, 0.05, 0.19, 0.2, 0.49, 0.5, 2.0])
+    forecast = np.array([-0.3, 0.0, 0.0049, 0.005, 0.049, 0.05, 0.19, 0.2, 0.49, 0.5, 2.0])
     assert node_level(forecast).tolist() == [
-        "dry",
-        "dry",
-        "dry",
+        "dry/< 0.005",
+        "dry/< 0.005",
+        "dry/< 0.005",
+        "dry/0.005-0.05",
+        "dry/0.005-0.05",
         "chlorinated/0.05-0.2",
         "chlorinated/0.05-0.2",
         "chlorinated/0.2-0.5",
@@ -83,8 +85,8 @@ def test_node_levels_by_hand():
         np.array(["booster/constant/steady", "reservoir/failure/steady"]), [[0, 1]] * 2
     )
     assert bins.tolist() == [
-        ["booster/constant/steady/dry", "booster/constant/steady/chlorinated/>= 0.5"],
-        ["reservoir/failure/steady/dry", "reservoir/failure/steady/chlorinated/>= 0.5"],
+        ["booster/constant/steady/dry/< 0.005", "booster/constant/steady/chlorinated/>= 0.5"],
+        ["reservoir/failure/steady/dry/< 0.005", "reservoir/failure/steady/chlorinated/>= 0.5"],
     ]
 
 
@@ -136,7 +138,9 @@ def test_node_design_covers_the_nominal_level_in_every_forecast_level():
         scale = np.array([[spread.get(v.split("/")[-1], 0.0) for v in row] for row in level])
         scale *= np.where(samples == "booster/constant/steady", 1.0, 2.0)[:, None]
         truth = np.where(
-            level == "dry", 0.0, np.abs(forecast + gen.normal(0, 1, scale.shape) * scale)
+            np.char.startswith(level, "dry"),
+            0.0,
+            np.abs(forecast + gen.normal(0, 1, scale.shape) * scale),
         )
         return forecast, truth, node_bins(samples, forecast), samples
 
@@ -149,6 +153,37 @@ def test_node_design_covers_the_nominal_level_in_every_forecast_level():
         for group in np.unique(groups):
             sel = covered[groups == group]
             assert abs(sel.mean() - CONFIDENCE) < 4 * math.sqrt(0.09 / len(sel)) + 0.01, group
+
+
+def test_trace_forecasts_of_a_dry_node_get_their_known_conditional_quantile():
+    """Dry node forecasts: 90 % sure ones (0.001 mg/L, truth 0) and 10 % traces (0.02 mg/L)
+    where chlorine arrives in 3 of 10 cases (truth 0.02 + U(0, 0.2)), else the truth is 0.
+    The traces' 90 % quantile of |error| solves 0.7 + 0.3 q / 0.2 = 0.9: q = 0.4 / 3 mg/L.
+    Split by trace, their half-width is that quantile and a fresh draw of traces is covered
+    at the nominal level; one dry group gives them the sure ones' half-width (0.02 at most),
+    and the arrivals go uncovered."""
+    gen = np.random.default_rng(5)
+
+    def draw(n: int) -> tuple[np.ndarray, ...]:
+        trace = gen.random((n, 4)) < 0.1
+        forecast = np.where(trace, 0.02, 0.001)
+        arrives = trace & (gen.random(trace.shape) < 0.3)
+        truth = np.where(arrives, 0.02 + gen.uniform(0, 0.2, trace.shape), 0.0)
+        return forecast, truth, trace, arrives, np.repeat("booster/constant/steady", n)
+
+    forecast, truth, _, _, samples = draw(20000)
+    errors = absolute_errors(truth, forecast, (0.0, np.inf))
+    split = calibrate(errors, node_bins(samples, forecast))
+    one = calibrate(errors, np.full(forecast.shape, "dry"))
+    forecast, truth, trace, arrives, samples = draw(20000)
+    bins = node_bins(samples, forecast)
+    assert half_widths(split, bins)[trace] == pytest.approx(0.4 / 3, rel=0.05)
+    lower, upper = intervals(split, forecast, bins, (0.0, np.inf))
+    covered = (truth >= lower) & (truth <= upper)
+    assert abs(covered[trace].mean() - CONFIDENCE) < 0.02
+    assert covered[arrives].mean() == pytest.approx(2 / 3, abs=0.03)
+    lower, upper = intervals(one, forecast, np.full(bins.shape, "dry"), (0.0, np.inf))
+    assert ((truth >= lower) & (truth <= upper))[arrives].mean() < 0.1
 
 
 def test_risk_bands_give_each_band_its_known_conditional_quantile_and_the_lower_tail_rule():

@@ -33,6 +33,11 @@ WIDE_INTERVAL = 0.1
 DRY_MG_L = 0.05
 """A node forecast below this (mg/L) is in the ``dry`` group of a node model's intervals:
 a node chlorine has not reached errs far less than one at the front."""
+TRACE_MG_L = 0.005
+"""Where a dry node forecast's group changes (mg/L): a forecast of a trace (0.005-0.05) is the
+model half-seeing a front arrive, one below it a node the model is sure stays dry. Among dry
+forecasts the traces hold most of those where chlorine then arrives at 0.05-0.2 mg/L, so one
+dry group would give them the sure ones' near-zero half-width."""
 CHLORINATED_EDGES_MG_L = (0.2, 0.5)
 """Where a chlorinated node forecast's level group changes (mg/L): 0.2 is the common minimum
 residual (the compliance line), 0.5 a well-dosed node. A forecast near the front (0.05-0.2)
@@ -44,7 +49,8 @@ the line errs unlike one of the same level it places far from it, so the risk sp
 level groups (Mondrian groups known at forecast time, like the level)."""
 SHARE_GROUPS = "injection/pattern/timing"
 NODE_GROUPS = (
-    "injection/pattern/timing/node forecast (dry, chlorinated/0.05-0.2, 0.2-0.5, >= 0.5 mg/L)"
+    "injection/pattern/timing/node forecast (dry/< 0.005, 0.005-0.05, "
+    "chlorinated/0.05-0.2, 0.2-0.5, >= 0.5 mg/L)"
 )
 RISK_GROUPS = f"{NODE_GROUPS}/risk of non-compliance (< {RISK_BANDS[0]:g}, {RISK_BANDS[0]:g}-"
 RISK_GROUPS += f"{RISK_BANDS[1]:g}, >= {RISK_BANDS[1]:g})"
@@ -75,14 +81,15 @@ def mondrian_bins(
 
 
 def node_level(node_forecast: np.ndarray) -> np.ndarray:
-    """The level group of each node forecast (mg/L): ``dry`` below :data:`DRY_MG_L`, else
+    """The level group of each node forecast (mg/L): below :data:`DRY_MG_L` ``dry/`` and
+    whether it reaches :data:`TRACE_MG_L` (``< 0.005``, ``0.005-0.05``), else
     ``chlorinated/`` and its band between :data:`CHLORINATED_EDGES_MG_L` (``0.05-0.2``,
-    ``0.2-0.5``, ``>= 0.5``); a path, so ``chlorinated`` is the coarser group."""
+    ``0.2-0.5``, ``>= 0.5``); paths, so ``dry`` and ``chlorinated`` are the coarser groups."""
     low, high = CHLORINATED_EDGES_MG_L
-    bands = np.array([f"{DRY_MG_L:g}-{low:g}", f"{low:g}-{high:g}", f">= {high:g}"])
-    forecast = np.asarray(node_forecast)
-    band = np.char.add("chlorinated/", bands[np.digitize(forecast, CHLORINATED_EDGES_MG_L)])
-    return np.where(forecast < DRY_MG_L, "dry", band)
+    edges = (TRACE_MG_L, DRY_MG_L, *CHLORINATED_EDGES_MG_L)
+    names = [f"dry/< {TRACE_MG_L:g}", f"dry/{TRACE_MG_L:g}-{DRY_MG_L:g}"]
+    names += [f"chlorinated/{DRY_MG_L:g}-{low:g}", f"chlorinated/{low:g}-{high:g}"]
+    return np.array(names + [f"chlorinated/>= {high:g}"])[np.digitize(node_forecast, edges)]
 
 
 def risk_band(node_risk: np.ndarray) -> np.ndarray:

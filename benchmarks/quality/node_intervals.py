@@ -5,7 +5,7 @@ Usage: python benchmarks/quality/node_intervals.py FRESH_DATA [MODEL]
 Calibrates the 90 % intervals of a node-level model (default models/hanoi-nodes) on the
 calibration split of its training data four ways and prints, on every scenario of
 FRESH_DATA, the coverage and mean half-width of each, overall and per node-forecast level
-(dry below 0.05 mg/L, then 0.05-0.2, 0.2-0.5, >= 0.5 mg/L), and the range of the coverage
+(dry below 0.005 and 0.005-0.05 mg/L, then 0.05-0.2, 0.2-0.5, >= 0.5 mg/L), and the range of the coverage
 over the factor levels of ``evaluate`` (all node forecasts, and chlorinated ones only):
 
 - ``sample groups``: every node of a forecast in its sample's group (injection, schedule,
@@ -15,7 +15,7 @@ over the factor levels of ``evaluate`` (all node forecasts, and chlorinated ones
   an error in calibration, but its served interval, clipped to [0, 0], covers it);
 - ``dry/chlorinated``: the same groups around the forecast clipped to [0, inf);
 - ``node forecast level`` (shipped, :func:`wdn_explain.conformal.node_bins`): the
-  chlorinated group split in three bands; a band too rare for the level takes the
+  dry group split in two, the chlorinated group in three bands; a band too rare for the level takes the
   chlorinated group's half-width;
 - ``node forecast level, front nearby``: those groups, each split by whether chlorine now
   reaches :data:`~wdn_explain.conformal.DRY_MG_L` at the node or within two pipes of it
@@ -49,9 +49,9 @@ from wdn_explain.training import predict
 
 
 def dry_or_chlorinated(bins: np.ndarray) -> np.ndarray:
-    """Node groups without the chlorinated band: ``.../chlorinated/0.2-0.5`` to
-    ``.../chlorinated``."""
-    coarse = [b.rsplit("/", 1)[0] if "/chlorinated/" in b else b for b in bins.ravel()]
+    """Node groups without the level's band: ``.../chlorinated/0.2-0.5`` to
+    ``.../chlorinated``, ``.../dry/< 0.005`` to ``.../dry``."""
+    coarse = [b.rsplit("/", 1)[0] for b in bins.ravel()]
     return np.array(coarse).reshape(bins.shape)
 
 
