@@ -79,6 +79,42 @@ def test_a_star_without_readings_has_no_importance():
     assert not step_importance(explainer, data, known=np.array([False, True])).any()
 
 
+class TwoHops(FromNeighbours):
+    """Declares one layer, reads two hops: its values cannot add back up to its output."""
+
+    def forward(self, x, edge_index):
+        once = super().forward(x, edge_index)
+        return super().forward(torch.cat([once, x[:, 1:]], dim=1), edge_index)
+
+
+@pytest.mark.parametrize("model", [FromNeighbours(), TwoHops()])
+def test_a_chunk_checks_the_readout_once_and_refuses_a_model_that_fails_it(model, monkeypatch):
+    """The workers' explainer skips the readout check; each chunk runs it on its first step
+    with importance, so a model whose values do not add up is refused, not summed."""
+    from types import SimpleNamespace
+
+    from wdn_explain import placement
+    from wdn_explain.errors import ExplainError
+
+    readings = [1.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    steps = [star([0.0] * 6, source_at=5), star(readings, source_at=5), star(readings, 5)]
+    dataset = SimpleNamespace(
+        arrays=SimpleNamespace(chlorine_mg_l=np.zeros((1, 3, 6))),
+        n_times=3,
+        graph=lambda s, t: steps[t],
+    )
+    explainer = GraphSHAPIQ(model, baseline="zeros", readout_check="off")
+    loaded = (explainer, dataset, np.array([False, True]))
+    monkeypatch.setattr(placement, "_loaded", lambda *args: loaded)
+    if isinstance(model, TwoHops):
+        with pytest.raises(ExplainError, match="not a function of its 1-hop receptive field"):
+            placement.chunk_importance("m", "d", [0])
+        return
+    total = placement.chunk_importance("m", "d", [0])
+    assert np.allclose(total.sum(axis=0), 2 * np.array([5.0, 0.1, 0.2, 0.3, 0.4, 0.0]))
+    assert explainer.readout_check == "off"  # after the checked step
+
+
 def test_coverage_passes_over_a_reading_that_serves_the_same_targets():
     # n0 and n1 carry targets 0-3 (n0 more of each); n2 alone carries target 4
     per_target = np.array([[0.6, 0.4, 0.0]] * 4 + [[0.0, 0.0, 1.0]])
