@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -23,11 +24,38 @@ from wdn_explain.plot.charts import node_chlorine_figure
 from wdn_explain.plot.maps import risk_figure
 from wdn_explain.plot.style import NEGATIVE, POSITIVE, chart_title
 from wdn_explain.readings import FLAGS, OK
-from wdn_explain.replay import load_replay, replay_timeline
+from wdn_explain.replay import META, Replay, load_replay, replay_timeline
 
 PLAY_S = 0.5  # seconds per step while playing
 FOLLOW_S = 1.0  # seconds between reads of a folder being written
 MODES = ("browse", "play", "follow the folder as it grows")
+
+
+def version_of(folder: str) -> tuple:
+    """What the cached replay of ``folder`` is keyed by: its record's and its steps' names
+    and write times (a step added or rewritten is a new version)."""
+    files = [Path(folder) / META, *sorted(Path(folder).glob("step_*.npz"))]
+    return tuple((f.name, f.stat().st_mtime_ns) for f in files if f.exists())
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def replay_of(folder: str, version: tuple) -> Replay:
+    """The replay in ``folder`` as of ``version``, read once: every step of play or follow
+    reruns the page, which would read every step file again."""
+    return load_replay(folder)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def network_of(name: str):
+    """The replay's network, read once (EPANET opens the file)."""
+    return load_network(name)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def timeline_of(folder: str, version: tuple, node: str):
+    """The replay as a timeline following ``node``, built once per version."""
+    return replay_timeline(replay_of(folder, version), node)
+
 
 st.subheader("Replay: forecasts from the readings")
 folder = st.sidebar.text_input(
@@ -42,7 +70,8 @@ if not folder:
     )
     st.stop()
 try:
-    run = load_replay(folder)
+    version = version_of(folder)
+    run = replay_of(folder, version)
 except WdnExplainError as exc:
     st.error(str(exc))
     st.stop()
@@ -54,11 +83,11 @@ if not run.steps:
         st.rerun()
     st.stop()
 
-network = load_network(run.meta["scenario"]["network"])
+network = network_of(run.meta["scenario"]["network"])
 node = st.sidebar.selectbox(
     "node", run.node_ids, index=run.node_ids.index(run.sensors[0]), key="replay_node"
 )
-timeline = replay_timeline(run, node)
+timeline = timeline_of(folder, version, node)
 last = len(run.steps) - 1
 if mode == MODES[2]:
     st.session_state["replay_step"] = last
