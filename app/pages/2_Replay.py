@@ -89,17 +89,11 @@ node = st.sidebar.selectbox(
 )
 timeline = timeline_of(folder, version, node)
 last = len(run.steps) - 1
-if mode == MODES[2]:
-    st.session_state["replay_step"] = last
-step = st.slider(
-    "step",
-    0,
-    max(last, 1),
-    value=min(st.session_state.get("replay_step", 0), last),
-    disabled=last == 0,
-    format="%d",
-)
-st.session_state["replay_step"] = step
+# the slider keeps its key (and a keyboard user's focus) from step to step; its value is set
+# here, before it is drawn: the newest step when following, the next one when playing
+wanted = st.session_state.pop("replay_next", st.session_state.get("replay_step", 0))
+st.session_state["replay_step"] = last if mode == MODES[2] else min(wanted, last)
+step = st.slider("step", 0, max(last, 1), key="replay_step", disabled=last == 0, format="%d")
 shown = run.steps[step]
 sensors = run.sensors
 at = run.node_ids.index(node)
@@ -169,7 +163,7 @@ if bad:
 
 if mode == MODES[1] and step < last:
     time.sleep(PLAY_S)
-    st.session_state["replay_step"] = step + 1
+    st.session_state["replay_next"] = step + 1
     st.rerun()
 if mode == MODES[2]:
     time.sleep(FOLLOW_S)
