@@ -28,7 +28,7 @@ from water.cache import (
 )
 from water.config import COMPACT, INDICES, PLAY_S, keyed, logger
 from water.panels import View, design_notice, downloads, page, time_cursor
-from water.sidebar import new_scenario_form, pick_model, target_picker
+from water.sidebar import new_scenario_form, pick_model, pick_new_scenario, target_picker
 
 from wdn_explain.errors import WdnExplainError
 from wdn_explain.explain.blocks import preload_shapiq
@@ -42,8 +42,8 @@ def main() -> None:
     st.subheader("Why does the model expect chlorine there?")
     model_dir, net = pick_model()
     default = opening_timeline(model_dir, net)
-    controls = st.sidebar.container()  # drawn above the form, filled after it ran
-    new_scenario_form(net, card_of(model_dir).design, model_dir)
+    controls = st.sidebar.container()  # above the new-scenario form, which runs last
+    pick_new_scenario()
     timelines = available_timelines(default, model_dir)
     choice = controls.selectbox("scenario", list(timelines), key=keyed("scenario"))
     controls.caption(choice)  # the whole name, which the box may cut
@@ -113,6 +113,8 @@ def main() -> None:
         str(path), mtime, reference, index, order, top_k, focus, other, float(minimum), target
     )
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
+    # the form's widgets after the page: a fresh browser gets the first chart before them
+    new_scenario_form(net, card_of(model_dir).design, model_dir)
     preload_shapiq()  # exports and new explanations need shapiq: load it after the first page
     warm_up()
     downloads(view, net)

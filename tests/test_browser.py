@@ -694,3 +694,91 @@ def check_drivers_table_shows_its_numbers(driver, wait) -> None:
 def click_label(driver, text: str) -> None:
     """Click the radio option labelled ``text``."""
     click_text(driver, "label", text)
+
+
+# The Replay page's step, read from the page: its caption ("report at M min (step k of n)")
+# and the minute of the "now" marker in its first chart (Plotly's own data).
+REPLAY_JS = """
+const caption = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+  .map(e => e.innerText).find(t => t.startsWith('report at')) || '';
+const p = document.querySelector('.js-plotly-plot');
+const now = p && p._fullData ? p._fullData.find(t => t.name === 'now') : null;
+return [caption, now ? Array.from(now.x)[0] : null];
+"""
+
+
+def sensor_rows(tmp_path):
+    """The simulated chlorine at the shipped sensor model's sensors over the default
+    scenario's first 90 min (19 reports), as CSV rows under their header; the scenario and
+    the model folder."""
+    import yaml
+
+    from wdn_explain.model_folder import load_model
+    from wdn_explain.scenario import load_config
+    from wdn_explain.simulation import simulate
+
+    model = ROOT / "models" / "hanoi-sensors"
+    config = yaml.safe_load((ROOT / "simulations" / "default_scenario.yaml").read_text())
+    config["scenario"]["duration_s"] = 5400
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(config))
+    scenario = load_config(tmp_path / "scenario.yaml").scenario_config(0)
+    result = simulate(scenario)
+    sensors = load_model(model)[1].input_spec.quality_node_sensors
+    index = [list(result.node_ids).index(s) for s in sensors]
+    header = "time_s," + ",".join(f"chlorine_mg_l@{s}" for s in sensors)
+    rows = [
+        ",".join([str(int(t)), *(repr(float(v)) for v in result.node_chlorine_mg_l[k, index])])
+        for k, t in enumerate(result.times_s)
+    ]
+    return [header, *rows], scenario, model
+
+
+@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian chromium and chromium-driver")
+def test_replay_page_plays_and_follows_a_growing_folder(server, tmp_path):
+    """The Replay page plays a replay step after step (each step's marker at its report's
+    minute) and, following the folder, shows the steps a resumed replay adds."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from wdn_explain.replay import replay
+
+    lines, scenario, model = sensor_rows(tmp_path)
+    readings, out = tmp_path / "readings.csv", tmp_path / "out"
+    readings.write_text("\n".join(lines[:7]) + "\n")  # the first 6 reports
+    replay(readings, scenario, model, out)
+    driver = chromium()
+    try:
+        driver.get(f"{server}/Replay")
+        wait = WebDriverWait(driver, 120, poll_frequency=0.2)
+        box = wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="replay folder"]')
+        )
+        box.send_keys(str(out), Keys.ENTER)
+        wait.until(lambda d: "(step 1 of 6)" in d.execute_script(REPLAY_JS)[0])
+        click_label(driver, "play")
+        seen, start = {}, time.perf_counter()
+        while 6 not in seen and time.perf_counter() - start < 120:  # the steps drawn
+            caption, now = wait.until(
+                lambda d: (
+                    (r := d.execute_script(REPLAY_JS))[1] is not None
+                    and re.search(r"step (\d+) of 6", r[0])
+                    and r
+                )
+            )
+            minute = float(re.match(r"report at ([\d.]+) min", caption).group(1))
+            step = int(re.search(r"step (\d+) of 6", caption).group(1))
+            if now == minute:
+                seen[step] = minute
+        # drawn in order up to the last, at their reports' minutes (a busy browser may
+        # draw a step after the next has arrived: that one is skipped, not drawn late)
+        assert list(seen) == sorted(seen) and len(seen) >= 3 and 6 in seen, seen
+        assert all(minute == 5.0 * (k - 1) for k, minute in seen.items()), seen
+        click_label(driver, "follow the folder as it grows")
+        readings.write_text("\n".join(lines) + "\n")
+        assert replay(readings, scenario, model, out)[1] == 6  # resumed: 6 steps kept
+        wait.until(lambda d: "(step 19 of 19)" in d.execute_script(REPLAY_JS)[0])
+        wait.until(lambda d: d.execute_script(REPLAY_JS)[1] == 90.0)
+        driver.save_screenshot(str(SHOTS / "app_replay_follow.png"))
+    finally:
+        driver.quit()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,11 +23,39 @@ from wdn_explain.plot.charts import node_chlorine_figure
 from wdn_explain.plot.maps import risk_figure
 from wdn_explain.plot.style import NEGATIVE, POSITIVE, chart_title
 from wdn_explain.readings import FLAGS, OK
-from wdn_explain.replay import load_replay, replay_network, replay_timeline
+from wdn_explain.replay import META, Replay, load_replay, replay_network, replay_timeline
 
 PLAY_S = 0.5  # seconds per step while playing
 FOLLOW_S = 1.0  # seconds between reads of a folder being written
 MODES = ("browse", "play", "follow the folder as it grows")
+
+
+def version_of(folder: str) -> tuple:
+    """What the cached replay of ``folder`` is keyed by: its record's and its steps' names
+    and write times (a step added or rewritten is a new version)."""
+    files = [Path(folder) / META, *sorted(Path(folder).glob("step_*.npz"))]
+    return tuple((f.name, f.stat().st_mtime_ns) for f in files if f.exists())
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def replay_of(folder: str, version: tuple) -> Replay:
+    """The replay in ``folder`` as of ``version``, read once: every step of play or follow
+    reruns the page, which would read every step file again."""
+    return load_replay(folder)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def network_of(folder: str, record: tuple):
+    """The replay's network checked against its nodes, read once per version of its record
+    (EPANET opens the file)."""
+    return replay_network(replay_of(folder, version_of(folder)))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def timeline_of(folder: str, version: tuple, node: str):
+    """The replay as a timeline following ``node``, built once per version."""
+    return replay_timeline(replay_of(folder, version), node)
+
 
 st.subheader("Replay: forecasts from the readings")
 folder = st.sidebar.text_input(
@@ -41,8 +70,9 @@ if not folder:
     )
     st.stop()
 try:
-    run = load_replay(folder)
-    network = replay_network(run) if run.steps else None
+    version = version_of(folder)
+    run = replay_of(folder, version)
+    network = network_of(folder, version[:1]) if run.steps else None
 except WdnExplainError as exc:
     st.error(str(exc))
     st.stop()
@@ -57,19 +87,13 @@ if not run.steps:
 node = st.sidebar.selectbox(
     "node", run.node_ids, index=run.node_ids.index(run.sensors[0]), key="replay_node"
 )
-timeline = replay_timeline(run, node)
+timeline = timeline_of(folder, version, node)
 last = len(run.steps) - 1
-if mode == MODES[2]:
-    st.session_state["replay_step"] = last
-step = st.slider(
-    "step",
-    0,
-    max(last, 1),
-    value=min(st.session_state.get("replay_step", 0), last),
-    disabled=last == 0,
-    format="%d",
-)
-st.session_state["replay_step"] = step
+# the slider keeps its key (and a keyboard user's focus) from step to step; its value is set
+# here, before it is drawn: the newest step when following, the next one when playing
+wanted = st.session_state.pop("replay_next", st.session_state.get("replay_step", 0))
+st.session_state["replay_step"] = last if mode == MODES[2] else min(wanted, last)
+step = st.slider("step", 0, max(last, 1), key="replay_step", disabled=last == 0, format="%d")
 shown = run.steps[step]
 sensors = run.sensors
 at = run.node_ids.index(node)
@@ -139,7 +163,7 @@ if bad:
 
 if mode == MODES[1] and step < last:
     time.sleep(PLAY_S)
-    st.session_state["replay_step"] = step + 1
+    st.session_state["replay_next"] = step + 1
     st.rerun()
 if mode == MODES[2]:
     time.sleep(FOLLOW_S)

@@ -141,6 +141,8 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
                 "with the lowest mean forecast)",
             )
         submitted = st.form_submit_button("simulate, forecast, explain")
+    if DONE in st.session_state:
+        st.sidebar.progress(1.0, text=f"done ({st.session_state.pop(DONE)})")
     if not submitted:
         return
     horizon = card_of(model_dir).input_spec.horizon
@@ -189,8 +191,24 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
         st.sidebar.error(str(exc))
         return
     JUST_MADE[str(out)] = made
-    bar.progress(1.0, text=f"done ({status})")
-    st.session_state[keyed("scenario")] = scenario_name(out)
+    # the form runs after the page (so the first chart is sent first): the scenario box is
+    # already drawn, so the new scenario is picked at the top of the next run
+    st.session_state[NEW_SCENARIO] = (scenario_name(out), status)
+    st.rerun()
+
+
+# The scenario the form just made and how (computed or read), picked in the scenario box at
+# the start of the next run; the form then shows its finished bar once more.
+NEW_SCENARIO = "new_scenario_made"
+DONE = "new_scenario_done"
+
+
+def pick_new_scenario() -> None:
+    """Select the scenario the form made in the last run (before the scenario box is drawn,
+    the only moment its value can be set)."""
+    made = st.session_state.pop(NEW_SCENARIO, None)
+    if made is not None:
+        st.session_state[keyed("scenario")], st.session_state[DONE] = made
 
 
 # The time and play state, forgotten when another model is chosen (the model's widgets

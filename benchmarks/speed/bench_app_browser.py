@@ -312,16 +312,14 @@ def _pick(driver, label: str, option: str) -> None:
     raise LookupError(f"no option {option!r} in {label!r}")
 
 
-def _step_right(driver, key: str = "\ue014") -> None:
-    """Press ``key`` (default: arrow right) on the time slider: its ``input`` is a 1-px
-    clipped element that Selenium cannot type into, so it gets the focus and the key goes
-    to the focused element, as a keyboard user's would."""
+def _step_right(driver, key: str = "\ue014", slider: str = "forecast made at (min)") -> None:
+    """Press ``key`` (default: arrow right) on the slider labelled ``slider`` (default: the
+    time slider): its ``input`` is a 1-px clipped element that Selenium cannot type into, so
+    it gets the focus and the key goes to the focused element, as a keyboard user's would."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    thumb = driver.find_element(
-        By.CSS_SELECTOR, 'input[type="range"][aria-label="forecast made at (min)"]'
-    )
+    thumb = driver.find_element(By.CSS_SELECTOR, f'input[type="range"][aria-label="{slider}"]')
     driver.execute_script("arguments[0].focus()", thumb)
     ActionChains(driver).send_keys(key).perform()
 
@@ -353,14 +351,100 @@ def _nodes(driver):
     return driver.execute_script(NODES_JS)
 
 
-def sequence(root: Path, first_views_only: bool = False) -> dict[str, float]:
+# The Replay page's step as drawn: its caption's "step k of n" and the minute of the "now"
+# marker in its first chart (Plotly's own data).
+REPLAY_JS = """
+const caption = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+  .map(e => e.innerText).find(t => t.startsWith('report at')) || '';
+const p = document.querySelector('.js-plotly-plot');
+const now = p && p._fullData ? p._fullData.find(t => t.name === 'now') : null;
+return [caption, now ? Array.from(now.x)[0] : null];
+"""
+
+
+def replay_folder(folder: Path) -> Path:
+    """A replay written by the library (``wdn-explain replay``'s function) from a CSV of the
+    simulated chlorine at the shipped sensor model's sensors over the default scenario's
+    first 90 min (19 reports): the folder the Replay page opens."""
+    import yaml
+
+    from wdn_explain.model_folder import load_model
+    from wdn_explain.replay import replay
+    from wdn_explain.scenario import load_config
+    from wdn_explain.simulation import simulate
+
+    model = ROOT / "models" / "hanoi-sensors"
+    config = yaml.safe_load((ROOT / "simulations" / "default_scenario.yaml").read_text())
+    config["scenario"]["duration_s"] = 5400
+    (folder / "scenario.yaml").write_text(yaml.safe_dump(config))
+    scenario = load_config(folder / "scenario.yaml").scenario_config(0)
+    result = simulate(scenario)
+    sensors = load_model(model)[1].input_spec.quality_node_sensors
+    index = [list(result.node_ids).index(s) for s in sensors]
+    lines = ["time_s," + ",".join(f"chlorine_mg_l@{s}" for s in sensors)] + [
+        ",".join([str(int(t)), *(repr(float(v)) for v in result.node_chlorine_mg_l[k, index])])
+        for k, t in enumerate(result.times_s)
+    ]
+    (folder / "readings.csv").write_text("\n".join(lines) + "\n")
+    replay(folder / "readings.csv", scenario, model, folder / "out")
+    return folder / "out"
+
+
+def _replay_step(driver) -> tuple[int, bool]:
+    """The Replay page's step (1-based) and whether its chart has drawn it."""
+    caption, now = driver.execute_script(REPLAY_JS)
+    found = re.search(r"report at ([\d.]+) min \(step (\d+) of", caption)
+    return (int(found.group(2)), now == float(found.group(1))) if found else (0, False)
+
+
+def replay_views(driver, url: str, folder: Path, out: dict[str, float]) -> None:
+    """Add to ``out`` the seconds on the Replay page with ``folder`` opened: a step (arrow key
+    on its slider, until the chart's marker stands at the step's report; mean of 3) and
+    play's pace (seconds per step until a step at least five on is drawn: a busy browser
+    skips a step whose successor arrived before it was drawn)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.get(f"{url}/Replay")
+    _until(driver, lambda d: d.find_element(By.CSS_SELECTOR, 'input[aria-label="replay folder"]'))
+    box = driver.find_element(By.CSS_SELECTOR, 'input[aria-label="replay folder"]')
+    box.send_keys(str(folder), Keys.ENTER)
+    _until(driver, lambda d: _replay_step(d) == (1, True))
+    steps = []
+    for k in (2, 3, 4):
+        time.sleep(1)
+        _step_right(driver, slider="step")
+        steps.append(_until(driver, lambda d, k=k: _replay_step(d) == (k, True)))
+    out["Replay: a step (arrow key, drawn; mean of 3)"] = sum(steps) / len(steps)
+    time.sleep(1)
+    driver.execute_script(
+        "[...document.querySelectorAll('label')].find(e => e.innerText.trim() === 'play').click()"
+    )
+    start, drawn = time.perf_counter(), [0]
+
+    def past_nine(d) -> bool:
+        step, shown = _replay_step(d)
+        drawn[0] = step if shown else 0
+        return drawn[0] >= 9
+
+    _until(driver, past_nine)
+    out["Replay: play, per step (drawn)"] = (time.perf_counter() - start) / (drawn[0] - 4)
+
+
+def sequence(
+    root: Path, replayed: Path, first_views_only: bool = False, replay_only: bool = False
+) -> dict[str, float]:
     """Seconds of every measured view on the app of checkout ``root`` (a server of its own,
-    an empty scenario cache); only the first views with ``first_views_only``."""
+    an empty scenario cache; ``replayed``: the replay folder its Replay page opens); only
+    the first views with ``first_views_only``, only the Replay page with ``replay_only``."""
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as cache:
         proc, url = _server(root, cache)
         driver = _driver()
         try:
+            if replay_only:
+                replay_views(driver, url, replayed, out)
+                return out
             views = {
                 "first view, fresh server, fresh browser": [_first_view(driver, url, proc.pid)]
             }
@@ -467,6 +551,7 @@ def sequence(root: Path, first_views_only: bool = False) -> dict[str, float]:
                 ),
             )
             out["Molecules page, first view"] = time.perf_counter() - start
+            replay_views(driver, url, replayed, out)
         except TimeoutError:  # a busy machine: keep what was measured, say where it stopped
             print(f"  {root}: stopped after {list(out)[-1:]}: a view took over 120 s")
         finally:
@@ -491,6 +576,7 @@ GOALS = {
     f"hanoi-nodes: node {OTHER_NODE} explained on demand and drawn": 2.0,
     "L-Town play, per step": 0.6,
     "Molecules page, first view": 3.0,
+    "Replay: a step (arrow key, drawn; mean of 3)": 0.5,
 }
 
 
@@ -505,15 +591,17 @@ def main() -> None:
     parser.add_argument("--old", type=Path, help="another checkout to compare with")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--first-views", action="store_true", help="measure the first views only")
+    parser.add_argument("--replay", action="store_true", help="measure the Replay page only")
     args = parser.parse_args()
     apps = [("old", args.old.resolve()), ("new", ROOT)] if args.old else [("new", ROOT)]
     print(f"machine: {os.cpu_count()} cores; uptime: {_uptime()}")
     for label, root in apps:
         print(f"{label}: {root} ({_commit(root)})")
     figures: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    replayed = replay_folder(Path(tempfile.mkdtemp(prefix="bench-replay-")))
     for _ in range(args.repeats):
         for label, root in apps:
-            for name, seconds in sequence(root, args.first_views).items():
+            for name, seconds in sequence(root, replayed, args.first_views, args.replay).items():
                 figures[name][label].append(seconds)
                 print(f"  ({label}) {name}: {seconds:.2f}")  # kept if a later run fails
             print(f"  ({label} run done, load {os.getloadavg()[0]:.2f})")
