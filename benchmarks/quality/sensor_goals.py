@@ -1,10 +1,12 @@
 """The sensor model's goals of issue 32 measured on fresh scenarios, one figure per line.
 
 Usage: python benchmarks/quality/sensor_goals.py FRESH_DATA TRAINING_DATA [SENSOR_MODEL ...]
-       [--full models/hanoi-nodes] [--tree-every K]
+       [--full models/hanoi-nodes | --full ''] [--tree-every K]
 
 Every scenario of FRESH_DATA is scored (split ``all``). Prints the per-node MAE (mg/L, the
-raw forecast as ``evaluate`` scores it) of the full-state node model ``--full`` and of each
+raw forecast as ``evaluate`` scores it) of persistence (chlorine now at every node: the full
+state, which a sensor model does not read), the time-step climatology, the full-state node
+model ``--full`` (``--full ''``: none, as on L-Town) and of each
 model on chlorine sensors (default ``models/hanoi-sensors``), the ratio of the two, and the
 MAE of one tree per node given the same sensors and plan (:func:`wdn_explain.tree.tree_forecast`
 fitted on TRAINING_DATA's training split, its iterations chosen on its validation split),
@@ -43,7 +45,7 @@ def main() -> None:
         ds = WaqDataset.for_card(card, args.fresh, "all", fresh)
         return np.abs(predict(model, ds) - ds.targets()), ds, card
 
-    full_error, ds, _ = scored(args.full)
+    full_error, ds, _ = scored(args.full or args.models[0])
     reservoir = ds.factor_levels()["injection"] == "reservoir"
     print(f"fresh scenarios: {fresh.n_scenarios}, forecasts: {len(ds)} x {full_error.shape[1]}")
     print(f"threads: {torch.get_num_threads()}")
@@ -52,15 +54,19 @@ def main() -> None:
         parts = (error.mean(), error[reservoir].mean(), error[~reservoir].mean())
         return f"{name}: node MAE {parts[0]:.4f} mg/L (reservoir {parts[1]:.4f}, booster {parts[2]:.4f})"
 
-    print(line(f"full state ({args.full})", full_error))
+    print(line("persistence (every node now)", np.abs(ds.persistence() - ds.targets())))
+    print(line("time-step climatology", np.abs(ds.climatology() - ds.targets())))
+    if args.full:
+        print(line(f"full state ({args.full})", full_error))
     scored_models = []
     for model_dir in args.models:  # the models first: the trees take CPU-minutes
         error, ds, card = scored(model_dir)
         sensors = card.input_spec.quality_node_sensors
         layers = card.model["num_layers"]
         print(line(f"{model_dir} ({layers} layers, sensors {list(sensors)})", error))
-        ratio = error.mean() / full_error.mean()
-        print(f"{model_dir}: ratio to full state {ratio:.2f}x (goal <= 1.5x)", flush=True)
+        if args.full:
+            ratio = error.mean() / full_error.mean()
+            print(f"{model_dir}: ratio to full state {ratio:.2f}x (goal <= 1.5x)", flush=True)
         scored_models.append((model_dir, error, ds, card))
     nodes = np.arange(0, full_error.shape[1], args.tree_every)
     ids = ds.arrays.manifest.network.node_ids

@@ -3,6 +3,7 @@
 
 Usage: python benchmarks/quality/sensor_sets.py proxy DATA [K]
        python benchmarks/quality/sensor_sets.py rank DATA SENSORS HIDDEN LAYERS EPOCHS
+       python benchmarks/quality/sensor_sets.py chama DATA K
 
 ``proxy``: greedy forward selection of K sensors (default 4) by a ridge regression (the same
 inputs as the model on sensors, flattened: chlorine now and its history at the sensors, the
@@ -12,6 +13,11 @@ validation split; also scores the 4-median of hop distances (3, 10, 16, 30) and 
 ``rank``: the GNN on SENSORS (comma-separated) trained as ``train --target node`` trains it
 (the recipe's inputs and optimisation, cosine over EPOCHS, seed 0), without the test split's
 baselines; prints the validation node MAE after every epoch.
+``chama``: the K nodes chama's ``ImpactFormulation`` picks to see the training split's drops
+below the minimum residual soonest (:func:`wdn_explain.placement_scores.chama_placement`; no
+model needed, so it scales to L-Town's 785 nodes where ``sensors place`` would first need a
+full-state node model), their drop detection on the validation split, and the ``sensors:``
+block for the design.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import torch
 from wdn_explain import recipe
 from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.model import ModelConfig, forecaster
+from wdn_explain.placement_scores import chama_placement, detection, first_drops
 from wdn_explain.training import TrainConfig, fit
 
 HOP_MEDIAN = ("3", "10", "16", "30")
@@ -102,10 +109,37 @@ def rank(folder: str, sensors: str, hidden: int, layers: int, epochs: int) -> No
     )
 
 
+def chama(folder: str, k: int) -> None:
+    arrays = load_waq_arrays(folder)
+    train, val = (
+        WaqDataset(folder, split, arrays=arrays, target="node_chlorine_mg_l")
+        for split in ("train", "val")
+    )
+    residual = train.inputs.min_residual_mg_l
+    n_reports = arrays.chlorine_mg_l.shape[1]
+    step_s = float(arrays.times_s[1] - arrays.times_s[0])
+    ids = arrays.manifest.network.node_ids
+
+    def drops(ds: WaqDataset) -> np.ndarray:
+        return first_drops(arrays.chlorine_mg_l[ds.scenarios], residual)
+
+    start = time.perf_counter()
+    sensors = chama_placement(drops(train), k, n_reports)
+    seconds = time.perf_counter() - start
+    share, delay, impact = detection(drops(val), sensors, step_s, n_reports)
+    print(f"chama, {k} sensors of {len(ids)} nodes, {seconds:.0f} s (threads: 1)")
+    print(
+        f"validation: drops seen {share:.3f}, time to detect {delay:.1f} min, impact {impact:.1f} min"
+    )
+    print("sensors:\n  quality_node_sensors: [" + ", ".join(ids[j] for j in sensors) + "]")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     mode, *rest = sys.argv[1:]
     if mode == "proxy":
         proxy(rest[0], int(rest[1]) if len(rest) > 1 else 4)
+    elif mode == "chama":
+        chama(rest[0], int(rest[1]))
     else:
         rank(rest[0], rest[1], int(rest[2]), int(rest[3]), int(rest[4]))
