@@ -348,16 +348,22 @@ def pick(driver, label: str, option: str, attempts: int = 4) -> None:
             box.send_keys(Keys.ESCAPE)
 
 
-def click_text(driver, tag: str, text: str) -> None:
-    """Click the ``tag`` element whose text is ``text`` (in one script: the page may redraw
-    meanwhile)."""
-    clicked = driver.execute_script(
+def click_text(driver, tag: str, text: str, timeout_s: float = 60) -> None:
+    """Click the ``tag`` element whose text is ``text`` once the page shows it (find and click
+    in one script: the page may redraw meanwhile; a rerun may not have drawn it yet)."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    script = (
         "const e = [...document.querySelectorAll(arguments[0])]"
-        ".find(e => e.innerText.trim() === arguments[1]); if (e) { e.click(); } return !!e;",
-        tag,
-        text,
+        ".find(e => e.innerText.trim() === arguments[1]); if (e) { e.click(); } return !!e;"
     )
-    assert clicked, f"no {tag} {text!r}"
+    try:
+        WebDriverWait(driver, timeout_s, poll_frequency=0.2).until(
+            lambda d: d.execute_script(script, tag, text)
+        )
+    except TimeoutException:
+        raise AssertionError(f"no {tag} {text!r} within {timeout_s:g} s") from None
 
 
 def click_button(driver, text: str) -> None:
