@@ -21,7 +21,7 @@ import networkx as nx
 
 STAGES = [
     # shared helpers: import nothing of the package but each other
-    ["errors", "lazy", "files", "progress", "workers", "recipe", "map_labels"],
+    ["errors", "lazy", "files", "progress", "workers", "recipe", "map_labels", "network_snapshot"],
     ["network"],
     ["scenario", "design", "sizes"],
     ["features", "conformal", "records", "readings"],

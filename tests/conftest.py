@@ -84,6 +84,16 @@ def _main_module_restored():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _user_cache_of_the_session(tmp_path_factory):
+    """One user cache for the whole session (its processes and their children), never the
+    user's own ``~/.cache/wdn-explain``: what a test reads was written in this session (the
+    networks as read, the app's timelines); a test that needs an empty one sets its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path_factory.mktemp("user-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _each_tree_fitted_once():
     """The strong tree's fit (``tree._tuned_forecast``) is a pure function of its arrays and
     seed; the node model's tests score the same data again and again (train, calibrate,

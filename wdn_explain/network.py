@@ -29,10 +29,14 @@ if TYPE_CHECKING:
 
 
 def builtin_root() -> Path:
-    """The folder of the networks that ship inside the ``epyt`` package."""
-    import epyt
+    """The folder of the networks that ship inside the ``epyt`` package (found without
+    importing it: ``import epyt`` takes 1-2 s)."""
+    from importlib.util import find_spec
 
-    return Path(epyt.__file__).parent / "networks"
+    spec = find_spec("epyt")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("the 'epyt' package, whose networks wdn-explain reads, is not installed")
+    return Path(spec.submodule_search_locations[0]) / "networks"
 
 
 def builtin_networks() -> dict[str, Path]:
@@ -216,7 +220,8 @@ class Network:
     @cached_property
     def properties(self) -> NetworkProperties:
         """Elevations, base demands, diameters, lengths and initial quality of the original
-        .inp, read once by WNTR (which converts the file's units to SI)."""
+        .inp, read once by WNTR (which converts the file's units to SI) and kept with the
+        network for the next process (:mod:`~wdn_explain.network_snapshot`)."""
         import pandas as pd
         import wntr
 
@@ -225,7 +230,7 @@ class Network:
         def per(names, *series: pd.Series) -> np.ndarray:
             return pd.concat(series).reindex(list(names)).to_numpy(dtype=float)
 
-        return NetworkProperties(
+        properties = NetworkProperties(
             node_elevation_m=per(
                 self.node_ids,
                 wn.query_node_attribute("elevation"),
@@ -237,6 +242,8 @@ class Network:
             node_initial_quality_mg_l=per(self.node_ids, wn.query_node_attribute("initial_quality"))
             * (1000 if wn.options.quality.parameter.upper() == "CHEMICAL" else 1),
         )
+        _keep(self, properties)
+        return properties
 
     @cached_property
     def link_volume_l(self) -> np.ndarray:
@@ -369,12 +376,59 @@ def check_epanet_opens(path: str | Path) -> None:
 
 def load_network(network: str | Path = "hanoi") -> Network:
     """Read a network by built-in name (``hanoi``) or from an EPANET .inp path (checked in
-    a child process first: :func:`check_epanet_opens`).
+    a child process first: :func:`check_epanet_opens`), or from the snapshot an earlier read
+    of the same content left in the user cache (:mod:`~wdn_explain.network_snapshot`).
 
     Raises:
         ConfigError: unknown name, missing file, or a file EPANET cannot read.
     """
+    from .network_snapshot import read_snapshot
+
     path = resolve_network_path(network)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ConfigError(f"cannot read network file '{path}' ({exc.strerror or exc})") from None
+    name = path.stem.lower()
+    kept = read_snapshot(digest, _TABLES + _PROPERTIES)
+    if kept is not None:
+        return _kept_network(kept, path, name, digest)
+    read = _read_network(path, name)
+    read.__dict__["file_sha256"] = digest  # the bytes just read (cached property)
+    return read
+
+
+_TABLES = ("node_ids", "node_roles", "link_ids", "link_nodes", "link_types", "coordinates")
+_PROPERTIES = tuple(NetworkProperties.__dataclass_fields__)
+
+
+def _keep(network: Network, properties: NetworkProperties) -> None:
+    """Keep ``network`` with its ``properties`` (just read by WNTR) for the next process."""
+    from .network_snapshot import write_snapshot
+
+    arrays = {name: np.asarray(getattr(network, name)) for name in _TABLES}
+    arrays |= {name: getattr(properties, name) for name in _PROPERTIES}
+    write_snapshot(network.file_sha256, arrays)
+
+
+def _kept_network(arrays: dict[str, np.ndarray], path: Path, name: str, digest: str) -> Network:
+    """The network ``name`` of ``path`` (content ``digest``) from what :func:`_keep` kept,
+    its properties with it."""
+    network = Network(
+        name=name,
+        inp_path=path,
+        **{key: tuple(arrays[key].tolist()) for key in ("node_ids", "node_roles", "link_ids")},
+        link_nodes=arrays["link_nodes"].astype(np.int64),
+        link_types=tuple(arrays["link_types"].tolist()),
+        coordinates=arrays["coordinates"].astype(float),
+    )
+    properties = NetworkProperties(**{key: arrays[key].astype(float) for key in _PROPERTIES})
+    network.__dict__.update(properties=properties, file_sha256=digest)  # cached properties
+    return network
+
+
+def _read_network(path: Path, name: str) -> Network:
+    """The network ``name`` of the .inp ``path`` as EPyT-Flow reads it."""
     check_epanet_opens(path)
     try:
         with warnings.catch_warnings():
@@ -392,7 +446,7 @@ def load_network(network: str | Path = "hanoi") -> Network:
     links = topo.get_all_links()
     pumps, valves = set(topo.get_all_pumps()), set(topo.get_all_valves())
     return Network(
-        name=path.stem.lower(),
+        name=name,
         inp_path=path,
         node_ids=node_ids,
         node_roles=tuple(roles[n] for n in node_ids),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import streamlit as st
 from live_chart import live_chart
+
+from wdn_explain.files import cache_root
 
 logger = logging.getLogger("wdn_explain.app")
 INDICES = ["SV", "k-SII", "STII", "FSII", "Moebius"]
@@ -70,9 +71,9 @@ VERDICT = "built_verdict"  # the session key of a new model's verdict against th
 
 
 def cache_dir() -> Path:
-    """The user cache of computed timelines and the charts' assets: ``$WDN_EXPLAIN_CACHE``,
-    else ``~/.cache/wdn-explain`` (read on every script run, as the page's settings are)."""
-    return Path(os.environ.get("WDN_EXPLAIN_CACHE", Path.home() / ".cache" / "wdn-explain"))
+    """The user cache of computed timelines and the charts' assets (:func:`cache_root`: read
+    on every script run, as the page's settings are)."""
+    return cache_root()
 
 
 def chart(fig, *, key: str, config: dict) -> None:
