@@ -31,7 +31,6 @@ from water.panels import View, design_notice, downloads, page, time_cursor
 from water.sidebar import new_scenario_form, pick_model, pick_new_scenario, target_picker
 
 from wdn_explain.errors import WdnExplainError
-from wdn_explain.explain.blocks import preload_shapiq
 from wdn_explain.narrative import HOW_TO_READ, NO_COORDINATES, index_name, reference_label
 from wdn_explain.plot import MINIMUM_RESIDUAL_MG_L
 from wdn_explain.timeline import DEFAULT_REFERENCE, REFERENCES
@@ -115,8 +114,7 @@ def main() -> None:
     st.fragment(run_every=PLAY_S if st.session_state.get("playing") else None)(page)(view, net)
     # the form's widgets after the page: a fresh browser gets the first chart before them
     new_scenario_form(net, card_of(model_dir).design, model_dir)
-    preload_shapiq()  # exports and new explanations need shapiq: load it after the first page
-    warm_up()
+    warm_up()  # after the first page: the libraries and models a later request needs
     downloads(view, net)
 
 

@@ -9,6 +9,7 @@ import gc
 import importlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -17,6 +18,7 @@ import streamlit as st
 
 from water.config import INDICES, cache_dir, logger
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.explain.blocks import preload_shapiq
 from wdn_explain.model_folder import CARD, model_hash, read_card
 from wdn_explain.narrative import (
     timeline_label,
@@ -162,13 +164,18 @@ WARM_MODULES = (
     "matplotlib.pyplot",
 )
 WARM_UP = "wdn-explain-warm-up"  # the thread's name
+WARM_UP_DELAY_S = 3.0
+"""Seconds the warm-up waits after the first page: meanwhile the browser fetches the page's
+element scripts and Plotly.js from this same process, whose event loop an import in another
+thread holds up (an import holds the GIL), and compiles them on the same 2 cores."""
 CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 
 
 @st.cache_resource(show_spinner=False)
 def warm_up() -> threading.Thread:
-    """Start, once per server process, a daemon thread that loads what a later request
-    would otherwise wait for: every shipped water model's network, current timeline and
+    """Start, once per server process, a daemon thread that loads, :data:`WARM_UP_DELAY_S`
+    after the first page, what a later request would otherwise wait for: shapiq, every
+    shipped water model's network, current timeline and
     colour scale (a model switch then only draws), a node-level one's model inputs (a node
     explained on demand, :func:`with_target`, then skips the simulation) and the libraries of a new scenario and
     of the molecule page (:data:`WARM_MODULES`); then it freezes what is loaded
@@ -184,6 +191,8 @@ def warm_up() -> threading.Thread:
 
 
 def _warm() -> None:
+    time.sleep(WARM_UP_DELAY_S)
+    preload_shapiq()  # exports and new explanations need shapiq
     try:
         for model_dir in water_models().values():
             network(str(model_dir), model_hash(model_dir))
