@@ -15,6 +15,7 @@ loads that bundle instead (:func:`basic_script`, a fifth of the size).
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import tempfile
 import zlib
@@ -121,7 +122,7 @@ def live_chart(fig: go.Figure, *, key: str, config: dict, cache_dir: Path) -> No
     component = components.declare_component("live_chart", path=str(_assets(cache_dir)))
     component(
         spec=fig.to_json(),
-        config=config,
+        config=json.dumps(config),  # text: Streamlit imports pandas to inspect a dict argument
         script=_static(STATIC_DIR),
         basic=_basic(STATIC_DIR),
         basic_types=BASIC_TYPES,

@@ -1,6 +1,7 @@
 """The Streamlit app, driven with AppTest (and once in a real browser, see test_browser.py)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -619,3 +620,43 @@ def test_every_shipped_model_opens_where_chlorine_has_left_its_source_as_its_car
             wet = (data["chlorine"] > 0).sum(axis=1) >= 2
             opening = data["times_s"][int(np.argmax(wet))] // 60
         assert cursor(app) == opening, folder.name
+
+
+FIRST_PAGE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from water import cache
+cache.WARM_UP_DELAY_S = 3600  # what the first page itself imports, not the warm-up
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[2], default_timeout=180).run()
+heavy = ("epyt", "epyt_flow", "wntr", "pandas", "torch")
+print(json.dumps({"errors": [str(e.value) for e in at.exception],
+                  "imported": sorted(m for m in heavy if m in sys.modules)}))
+"""
+
+
+def test_a_restarted_servers_first_page_imports_no_network_reader_pandas_or_torch(tmp_path):
+    """The first page of a server started again (its user cache kept) draws the shipped
+    model from the network as read before and the timeline file: neither EPyT-Flow, WNTR
+    (the network), pandas (Streamlit inspects a chart argument that is not text) nor torch
+    is imported for it. The server's very first start reads the network (EPyT-Flow)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WDN_EXPLAIN_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    env.pop("WDN_EXPLAIN_MODEL", None)
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", FIRST_PAGE, str(ROOT / "app"), APP],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            check=True,
+            timeout=600,
+        )
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert runs[0]["errors"] == runs[1]["errors"] == []
+    assert "epyt_flow" in runs[0]["imported"]  # the first start reads the network
+    assert runs[1]["imported"] == []

@@ -155,7 +155,7 @@ window.Plotly = { react: (el, data, layout) => new Promise((done, fail) => windo
     window.drawn.push([data[0].name, layout.width]);
     done();
   })) };
-window.figure = name => ({ spec: JSON.stringify({ data: [{ name }], layout: {} }), config: {} });
+window.figure = name => ({ spec: JSON.stringify({ data: [{ name }], layout: {} }), config: "{}" });
 """
 
 
@@ -292,7 +292,7 @@ def test_the_first_frame_is_a_sketch_of_the_map_drawn_before_plotly_js_is_ready(
     driver = unloaded_chart
     fig = si_graph_figure(Timeline.load(DEFAULT_TIMELINE), hanoi, 12)
     fig.layout.template = None
-    driver.execute_script("show({spec: arguments[0], config: {}}, {})", fig.to_json())
+    driver.execute_script("show({spec: arguments[0], config: '{}'}, {})", fig.to_json())
     sketched = driver.execute_script(SKETCHED_NODES_JS)
     nodes = next(t for t in fig.data if t.name == "nodes")
     assert len(sketched) == hanoi.n_nodes
@@ -354,7 +354,7 @@ def test_a_frame_loads_the_basic_bundle_and_the_full_one_when_a_figure_needs_it(
     # the full bundle stands in for the basic one (scripts/plotly_basic.py writes the real one
     # only where npm is): what is checked is which file the frame loads for which figure
     full, basic = static_script(static), basic_script(static, PLOTLY_JS)
-    args = dict(config={}, script=full, basic=basic, basic_types=list(BASIC_TYPES))
+    args = dict(config="{}", script=full, basic=basic, basic_types=list(BASIC_TYPES))
     with framed_chart(tmp_path, "component/live_chart", 500, 400) as (driver, _):
         driver.execute_script("fonts = Promise.resolve();")
         for traces, types, scripts in (
