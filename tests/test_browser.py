@@ -720,6 +720,7 @@ def sensor_rows(tmp_path):
     import yaml
 
     from wdn_explain.model_folder import load_model
+    from wdn_explain.readings import Readings, readings_csv
     from wdn_explain.scenario import load_config
     from wdn_explain.simulation import simulate
 
@@ -729,14 +730,10 @@ def sensor_rows(tmp_path):
     (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(config))
     scenario = load_config(tmp_path / "scenario.yaml").scenario_config(0)
     result = simulate(scenario)
-    sensors = load_model(model)[1].input_spec.quality_node_sensors
+    sensors = tuple(load_model(model)[1].input_spec.quality_node_sensors)
     index = [list(result.node_ids).index(s) for s in sensors]
-    header = "time_s," + ",".join(f"chlorine_mg_l@{s}" for s in sensors)
-    rows = [
-        ",".join([str(int(t)), *(repr(float(v)) for v in result.node_chlorine_mg_l[k, index])])
-        for k, t in enumerate(result.times_s)
-    ]
-    return [header, *rows], scenario, model
+    readings = Readings(result.times_s, sensors, result.node_chlorine_mg_l[:, index])
+    return readings_csv(readings), scenario, model
 
 
 @pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian chromium and chromium-driver")

@@ -25,8 +25,10 @@ from wdn_explain.readings import (
     OK,
     OUT_OF_RANGE,
     STUCK,
+    Readings,
     load_readings,
     reading_flags,
+    readings_csv,
 )
 from wdn_explain.replay import load_replay, replay
 
@@ -469,3 +471,18 @@ def test_an_epyt_flow_scada_data_file_gives_its_quality_sensors_readings(tmp_pat
     np.testing.assert_array_equal(readings.chlorine_mg_l, measured[:, [1, 3, 2, 0]])
     with pytest.raises(DataError, match="unknown sensor '30'"):
         load_readings(path, ["3", "10", "16"])
+
+
+def test_readings_written_as_csv_read_back_exactly(tmp_path):
+    """readings_csv is the CSV load_readings reads: times, sensors in the model's order and
+    every value (a missing one stays missing) come back bit for bit, columns reordered by
+    the model's sensor list."""
+    values = np.array([[0.0, 0.1 + 0.2], [np.nan, 1 / 3], [2.5e-7, 0.7]])
+    written = Readings(np.array([0.0, 300.0, 600.0]), ("12", "3"), values)
+    path = tmp_path / "readings.csv"
+    path.write_text("\n".join(readings_csv(written)) + "\n")
+    assert path.read_text().splitlines()[0] == "time_s,chlorine_mg_l@12,chlorine_mg_l@3"
+    read = load_readings(path, ["3", "12"])
+    np.testing.assert_array_equal(read.times_s, written.times_s)
+    assert read.sensors == ("3", "12")
+    np.testing.assert_array_equal(read.chlorine_mg_l, values[:, ::-1])  # NaN where missing

@@ -130,6 +130,18 @@ def load_readings(path: str | Path, sensors: Sequence[str]) -> Readings:
     return _checked(path, times, found, values, [str(s) for s in sensors])
 
 
+def readings_csv(readings: Readings) -> list[str]:
+    """The lines of ``readings`` as the CSV :func:`load_readings` reads (header first, each
+    value as its exact float text, an empty cell where missing): e.g. the readings a sensor
+    set gives in a simulated scenario, to replay or to play in the app."""
+    header = ",".join([TIME_COLUMN, *(f"{CHLORINE_UNIT}@{s}" for s in readings.sensors)])
+    rows = [
+        ",".join([repr(float(t)), *("" if np.isnan(v) else repr(float(v)) for v in values)])
+        for t, values in zip(readings.times_s, readings.chlorine_mg_l)
+    ]
+    return [header, *rows]
+
+
 def _csv_columns(path: Path) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(times, sensor ids, values (T, S)) of a readings CSV (see the module docstring)."""
     try:

@@ -370,6 +370,7 @@ def replay_folder(folder: Path) -> Path:
     import yaml
 
     from wdn_explain.model_folder import load_model
+    from wdn_explain.readings import Readings, readings_csv
     from wdn_explain.replay import replay
     from wdn_explain.scenario import load_config
     from wdn_explain.simulation import simulate
@@ -380,13 +381,10 @@ def replay_folder(folder: Path) -> Path:
     (folder / "scenario.yaml").write_text(yaml.safe_dump(config))
     scenario = load_config(folder / "scenario.yaml").scenario_config(0)
     result = simulate(scenario)
-    sensors = load_model(model)[1].input_spec.quality_node_sensors
+    sensors = tuple(load_model(model)[1].input_spec.quality_node_sensors)
     index = [list(result.node_ids).index(s) for s in sensors]
-    lines = ["time_s," + ",".join(f"chlorine_mg_l@{s}" for s in sensors)] + [
-        ",".join([str(int(t)), *(repr(float(v)) for v in result.node_chlorine_mg_l[k, index])])
-        for k, t in enumerate(result.times_s)
-    ]
-    (folder / "readings.csv").write_text("\n".join(lines) + "\n")
+    readings = Readings(result.times_s, sensors, result.node_chlorine_mg_l[:, index])
+    (folder / "readings.csv").write_text("\n".join(readings_csv(readings)) + "\n")
     replay(folder / "readings.csv", scenario, model, folder / "out")
     return folder / "out"
 

@@ -17,7 +17,6 @@ a readings CSV; then, on one torch thread:
 from __future__ import annotations
 
 import argparse
-import csv
 import shutil
 import tempfile
 import time
@@ -44,6 +43,7 @@ def main() -> None:
     from wdn_explain.network import load_network
     from wdn_explain.node_targets import node_forecasts
     from wdn_explain.pipeline import forecast_intervals, scenario_graphs, scenario_risk
+    from wdn_explain.readings import Readings, readings_csv
     from wdn_explain.replay import replay
     from wdn_explain.scenario import load_config
     from wdn_explain.simulation import simulate
@@ -52,15 +52,12 @@ def main() -> None:
     model, card = load_model(args.model)
     network = load_network(scenario.network)
     result = simulate(scenario, network)
-    sensors = card.input_spec.quality_node_sensors
+    sensors = tuple(card.input_spec.quality_node_sensors)
     index = [network.node_index(s) for s in sensors]
     folder = Path(tempfile.mkdtemp(prefix="bench-replay-"))
     readings = folder / "readings.csv"
-    with open(readings, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["time_s", *(f"chlorine_mg_l@{s}" for s in sensors)])
-        for t, row in zip(result.times_s, result.node_chlorine_mg_l[:, index]):
-            writer.writerow([int(t), *(repr(float(v)) for v in row)])
+    simulated = Readings(result.times_s, sensors, result.node_chlorine_mg_l[:, index])
+    readings.write_text("\n".join(readings_csv(simulated)) + "\n")
 
     stamps: list[float] = []
     start = time.perf_counter()
