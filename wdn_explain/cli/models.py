@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -12,6 +14,25 @@ from .. import recipe
 from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
 from ..features import DEFAULT_HORIZON, DEFAULT_THRESHOLD
 from .common import _auto, _fail, _optional, app
+
+
+@contextmanager
+def _training(saved: str) -> Iterator[None]:
+    """A training command's run: a project error exits 1 (:func:`_fail`); Ctrl-C exits 130,
+    before the first epoch ended saying nothing is saved, after training
+    (:class:`~wdn_explain.training.Unscored`) with ``saved``: what is kept and how to finish."""
+    from ..training import Unscored
+
+    try:
+        yield
+    except WdnExplainError as exc:
+        _fail(exc)
+    except Unscored:
+        typer.echo(f"interrupted after training: {saved}")
+        raise typer.Exit(130) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted before the first epoch ended: nothing is saved")
+        raise typer.Exit(130) from None
 
 
 @app.command()
@@ -77,10 +98,14 @@ def train(
     from ..features import InputSpec
     from ..model import ModelConfig
     from ..scoring import metrics_line
-    from ..training import TrainConfig, Unscored
+    from ..training import TrainConfig
     from ..training import train as run_training
 
-    try:
+    saved = (
+        f"the model is saved in {out} without its intervals and test scores; "
+        f"`wdn-explain calibrate --model {out} --data {data}` adds them"
+    )
+    with _training(saved):
         node_features = tuple(f.strip() for f in features.split(",") if f.strip())
         quality_node_sensors = (
             None
@@ -135,17 +160,6 @@ def train(
                     overwrite=overwrite,
                     progress=True,
                 )
-    except WdnExplainError as exc:
-        _fail(exc)
-    except Unscored:
-        typer.echo(
-            f"interrupted after training: the model is saved in {out} without its intervals "
-            f"and test scores; `wdn-explain calibrate --model {out} --data {data}` adds them"
-        )
-        raise typer.Exit(130) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted before the first epoch ended: nothing is saved")
-        raise typer.Exit(130) from None
     for warning in caught:
         if issubclass(warning.category, WdnExplainWarning):
             typer.echo(f"warning: {warning.message}", err=True)
@@ -256,9 +270,12 @@ def train_risk(
     from ..explain.threads import numeric_threads
     from ..risk_training import train_risk_model
     from ..shipped import shipped
-    from ..training import Unscored
 
-    try:
+    saved = (
+        f"the risk model is saved in {model}, its intervals not yet grouped by it; "
+        f"`wdn-explain calibrate --model {model} --data {data}` does it"
+    )
+    with _training(saved):
         with numeric_threads():
             card = train_risk_model(
                 shipped(model),
@@ -269,17 +286,6 @@ def train_risk(
                 overwrite=overwrite,
                 progress=True,
             )
-    except WdnExplainError as exc:
-        _fail(exc)
-    except Unscored:
-        typer.echo(
-            f"interrupted after training: the risk model is saved in {model}, its intervals not "
-            f"yet grouped by it; `wdn-explain calibrate --model {model} --data {data}` does it"
-        )
-        raise typer.Exit(130) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted before the first epoch ended: nothing is saved")
-        raise typer.Exit(130) from None
     r = card["risk"]
     epochs = len(r["model"]["history"])
     if r["model"]["interrupted"]:
