@@ -397,8 +397,8 @@ def test_cpu_and_gpu_training_agree(waq_dir, monkeypatch, stream):
         (
             ["--features", "chlorine_mg_l,chlorine_mg_l"],
             "node features must be a non-empty list of chlorine_mg_l, source_mg_l, "
-            "chlorine_fraction, source_plan_mg_l, chlorine_history_mg_l, each once (got "
-            "['chlorine_mg_l', 'chlorine_mg_l'])",
+            "chlorine_fraction, source_plan_mg_l, chlorine_history_mg_l, source_arrival_mg_l, "
+            "each once (got ['chlorine_mg_l', 'chlorine_mg_l'])",
         ),
     ],
 )
@@ -430,16 +430,20 @@ def test_cli_trains_with_auto_batch_size_on_cpu(tmp_path, waq_dir):
     assert card["train"]["warmup_epochs"] == (2 if AUTO_BATCH_SIZE["cpu"] > 64 else 0)
 
 
-def test_history_and_pipe_flush_model_is_served_what_it_trained_on(tmp_path, waq_dir, hanoi):
-    """A model on chlorine history and pipe flushes: its card keeps the link volumes and the
-    report step, and a scenario's graphs built for serving from the card alone equal the
-    dataset's samples (same inputs at every step)."""
+@pytest.mark.parametrize("arrival", [False, True])
+def test_history_and_pipe_flush_model_is_served_what_it_trained_on(
+    tmp_path, waq_dir, hanoi, arrival
+):
+    """A model on chlorine history and pipe flushes (and the source's arrival): its card
+    keeps the link volumes and the report step, and a scenario's graphs built for serving
+    from the card alone equal the dataset's samples (same inputs at every step)."""
     from wdn_explain.model_folder import load_model
     from wdn_explain.pipeline import scenario_graphs
     from wdn_explain.simulation import SimulationResult
     from wdn_explain.waq import scenario_path
 
     features = ("chlorine_mg_l", "source_mg_l", "source_plan_mg_l", "chlorine_history_mg_l")
+    features += ("source_arrival_mg_l",) * arrival
     card = train(
         waq_dir,
         tmp_path / "m",
@@ -449,7 +453,8 @@ def test_history_and_pipe_flush_model_is_served_what_it_trained_on(tmp_path, waq
         ),
         device="cpu",
     )
-    assert card["model"] == {**SMALL.to_dict(), "in_channels": 10, "edge_channels": 2}
+    in_channels = 10 + 2 * arrival
+    assert card["model"] == {**SMALL.to_dict(), "in_channels": in_channels, "edge_channels": 2}
     _, loaded = load_model(tmp_path / "m")
     spec = loaded.input_spec
     assert spec.edge_features == ("flow", "pipe_flushes") and spec.report_step_s == 300

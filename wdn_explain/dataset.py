@@ -20,7 +20,7 @@ Splits are by scenario (no scenario in two splits), drawn with ``split_seed``: t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, NamedTuple, get_args
 
@@ -246,13 +246,7 @@ class WaqDataset(Dataset):
         if flow_scale_lps is None:
             train_flow = a.flow_lps[self.train_scenarios]
             flow_scale_lps = float(train_flow.std()) if len(self.train_scenarios) else 1.0
-        if "pipe_flushes" in edge_features:
-            from .network import load_network
-
-            if link_volume_l is None:
-                link_volume_l = tuple(load_network(a.configs[0].network).link_volume_l)
-            report_step_s = report_step_s or float(a.configs[0].reporting_step_s)
-        self.inputs = InputSpec(
+        inputs = InputSpec(
             node_features=node_features,
             flow_scale_lps=flow_scale_lps or 1.0,
             horizon=horizon,
@@ -261,9 +255,15 @@ class WaqDataset(Dataset):
             min_residual_mg_l=min_residual_mg_l,
             quality_node_sensors=quality_node_sensors,
             edge_features=edge_features,
-            link_volume_l=link_volume_l,
-            report_step_s=report_step_s,
         )
+        if inputs.uses_travel_times:
+            from .network import load_network
+
+            if link_volume_l is None:
+                link_volume_l = tuple(load_network(a.configs[0].network).link_volume_l)
+            report_step_s = report_step_s or float(a.configs[0].reporting_step_s)
+            inputs = replace(inputs, link_volume_l=link_volume_l, report_step_s=report_step_s)
+        self.inputs = inputs
         self.measured = self.inputs.measured(a.manifest.network.node_ids)
         super().__init__(root=None)
         self.folder, self.split, self.split_seed = Path(folder), split, split_seed
@@ -279,6 +279,8 @@ class WaqDataset(Dataset):
                 a.strength_mg_l[:, None],
                 plan,
                 node_ids=a.manifest.network.node_ids,
+                flow_lps=a.flow_lps,
+                link_nodes=np.asarray(a.manifest.network.link_nodes),
             )
         )
         self._switch_ahead = switch_ahead(a.source_mg_l, horizon)

@@ -17,6 +17,13 @@ Node features (one column each, in the order of ``InputSpec.node_features``):
   first (``horizon`` columns; before the first report, the first report's value): when a
   front reached a node, so how far it has travelled into the pipes beyond
   (:func:`chlorine_history`).
+* ``source_arrival_mg_l``: the source's setpoint that reaches each node now and ``horizon``
+  reports ahead if it travelled by plug flow along the flows now (2 columns, mg/L): the
+  setpoint at t - tau_i and at t + horizon - tau_i, tau_i the travel time from the source
+  (:func:`travel_times_s`); 0 where nothing reaches the node or before the first report. The
+  past setpoint is the recorded source, the future one the plan (:func:`source_arrival`): where
+  the fronts stand between sensors, which 4 readings of 32 cannot tell a model whose
+  messages travel a few hops. Dilution and decay are left to the model.
 
 Chlorine sensors (``InputSpec.quality_node_sensors``, EPyT-Flow's ``SensorConfig`` name for
 chlorine analysers at nodes): ``None`` reads chlorine at every node. A tuple of node ids reads it
@@ -70,9 +77,11 @@ NODE_FEATURES = (
     "chlorine_fraction",
     "source_plan_mg_l",
     "chlorine_history_mg_l",
+    "source_arrival_mg_l",
 )
 HORIZON_WIDE_FEATURES = ("source_plan_mg_l", "chlorine_history_mg_l")
 """Node features that take ``horizon`` columns."""
+ARRIVAL_COLUMNS = 2  # source_arrival_mg_l: now and ``horizon`` reports ahead
 EDGE_FEATURES = ("flow", "pipe_flushes")
 DEFAULT_EDGE_FEATURES = ("flow",)
 """The edge features of a spec that names none (every card before ``edge_features``)."""
@@ -137,9 +146,10 @@ class InputSpec:
     quality_node_sensors: tuple[str, ...] | None = None
     edge_features: tuple[str, ...] = DEFAULT_EDGE_FEATURES
     link_volume_l: tuple[float, ...] | None = None
-    """Each link's volume in litres (0 for a pump or valve), for ``pipe_flushes``."""
+    """Each link's volume in litres (0 for a pump or valve), for ``pipe_flushes`` and
+    ``source_arrival_mg_l``."""
     report_step_s: float | None = None
-    """The report step in seconds, for ``pipe_flushes``."""
+    """The report step in seconds, for ``pipe_flushes`` and ``source_arrival_mg_l``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_features", tuple(self.node_features))
@@ -193,10 +203,9 @@ class InputSpec:
         """Input columns per node (the plan and the history take ``horizon`` each, a sensor
         set adds the ``measured`` flag)."""
         flag = self.quality_node_sensors is not None
-        return (
-            sum(self.horizon if f in HORIZON_WIDE_FEATURES else 1 for f in self.node_features)
-            + flag
-        )
+        widths = {f: self.horizon for f in HORIZON_WIDE_FEATURES}
+        widths["source_arrival_mg_l"] = ARRIVAL_COLUMNS
+        return sum(widths.get(f, 1) for f in self.node_features) + flag
 
     @property
     def edge_channels(self) -> int:
@@ -205,7 +214,18 @@ class InputSpec:
 
     @property
     def uses_plan(self) -> bool:
-        return "source_plan_mg_l" in self.node_features
+        """Whether the inputs need the dosing plan (the plan itself or the arrival)."""
+        return bool({"source_plan_mg_l", "source_arrival_mg_l"} & set(self.node_features))
+
+    @property
+    def uses_travel_times(self) -> bool:
+        """Whether the inputs need the links' volumes and the report step."""
+        return "pipe_flushes" in self.edge_features or self.uses_flows
+
+    @property
+    def uses_flows(self) -> bool:
+        """Whether the node features need the flows and the links (``source_arrival_mg_l``)."""
+        return "source_arrival_mg_l" in self.node_features
 
     @property
     def node_level(self) -> bool:
@@ -251,11 +271,15 @@ class InputSpec:
         strength_mg_l: np.ndarray,
         plan_mg_l: np.ndarray | None = None,
         node_ids: Sequence[str] | None = None,
+        flow_lps: np.ndarray | None = None,
+        link_nodes: np.ndarray | None = None,
     ) -> np.ndarray:
         """Node features, shape (..., n, :attr:`in_channels`) float32 from (..., n) arrays,
         (...,) strengths and, for ``source_plan_mg_l``, the (..., n, horizon) plan
-        (:func:`source_plan`); a sensor set needs the ``node_ids`` (:meth:`measured`). For
-        ``chlorine_history_mg_l`` the arrays' axis -2 holds consecutive reports of one scenario
+        (:func:`source_plan`); a sensor set needs the ``node_ids`` (:meth:`measured`),
+        ``source_arrival_mg_l`` the (..., E) signed link flows (L/s) and the (E, 2) start and
+        end node index of every link. For ``chlorine_history_mg_l`` and
+        ``source_arrival_mg_l`` the arrays' axis -2 holds consecutive reports of one scenario
         (a (T, n) or (S, T, n) chlorine)."""
         if self.quality_node_sensors is not None and node_ids is None:
             raise ConfigError("quality_node_sensors need the node ids to place the sensors")
@@ -268,6 +292,8 @@ class InputSpec:
                 f"source_plan_mg_l needs the plan over the horizon of {self.horizon} steps "
                 f"(got {got})"
             )
+        if self.uses_flows and (flow_lps is None or link_nodes is None):
+            raise ConfigError("source_arrival_mg_l needs the link flows and the links' nodes")
         columns = {
             "chlorine_mg_l": lambda: chlorine_mg_l[..., None],
             "source_mg_l": lambda: source_mg_l[..., None],
@@ -276,6 +302,9 @@ class InputSpec:
             ],
             "source_plan_mg_l": lambda: plan_mg_l,
             "chlorine_history_mg_l": lambda: chlorine_history(chlorine_mg_l, self.horizon),
+            "source_arrival_mg_l": lambda: self.source_arrival(
+                source_mg_l, plan_mg_l, flow_lps, link_nodes
+            ),
         }
         parts = [np.asarray(columns[f](), dtype=np.float32) for f in self.node_features]
         if self.quality_node_sensors is not None:
@@ -303,6 +332,39 @@ class InputSpec:
         with np.errstate(divide="ignore", invalid="ignore"):
             flushes = np.minimum(np.abs(flow) * self.report_step_s / volume, self.horizon)
         return np.sign(flow) * np.where(flow == 0, 0.0, flushes)
+
+    def source_arrival(
+        self,
+        source_mg_l: np.ndarray,
+        plan_mg_l: np.ndarray,
+        flow_lps: np.ndarray,
+        link_nodes: np.ndarray,
+    ) -> np.ndarray:
+        """The ``source_arrival_mg_l`` columns (see the module docstring), shape
+        (..., T, n, 2) from the (..., T, n) recorded source, the (..., T, n, horizon) plan and
+        the (..., T, E) flows of consecutive reports."""
+        if self.link_volume_l is None or self.report_step_s is None:
+            raise ConfigError("source_arrival_mg_l needs the links' volumes and the report step")
+        source_mg_l = np.asarray(source_mg_l)
+        n = source_mg_l.shape[-1]
+        dosed = np.maximum(np.abs(source_mg_l).max(axis=-2), np.abs(plan_mg_l).max(axis=(-3, -1)))
+        at = dosed.argmax(axis=-1)  # (...,): the injection node of each scenario
+        tau = travel_times_s(flow_lps, link_nodes, self.link_volume_l, at[..., None], n)
+        # the report whose setpoint is on its way: t - ceil(tau / step) reports back
+        back = np.ceil(np.where(np.isfinite(tau), tau, 0) / self.report_step_s).astype(np.int64)
+        setpoint = np.take_along_axis(source_mg_l, at[..., None, None], axis=-1)[..., 0]
+        plan = np.take_along_axis(plan_mg_l, at[..., None, None, None], axis=-2)[..., 0, :]
+        n_t = source_mg_l.shape[-2]
+        now = np.arange(n_t)[:, None]
+        columns = []
+        for ahead in (0, self.horizon):
+            step = now + ahead - back  # the report of the setpoint that arrives
+            past = np.take_along_axis(setpoint[..., None], np.clip(step, 0, n_t - 1), -2)
+            k = np.clip(step - now - 1, 0, self.horizon - 1)
+            future = np.take_along_axis(plan, k, axis=-1)
+            value = np.where(step > now, future, past)
+            columns.append(np.where(np.isfinite(tau) & (step >= 0), value, 0.0))
+        return np.stack(columns, axis=-1)
 
     def physical(self, forecast: np.ndarray) -> np.ndarray:
         """``forecast`` with the values that leave :data:`LABEL_RANGE` by at most
@@ -363,6 +425,40 @@ def chlorine_history(chlorine_mg_l: np.ndarray, steps: int) -> np.ndarray:
     n_t = chlorine_mg_l.shape[-2]
     before = np.clip(np.arange(n_t)[:, None] - np.arange(1, steps + 1)[None, :], 0, None)
     return np.moveaxis(np.asarray(chlorine_mg_l)[..., before, :], -2, -1)
+
+
+def travel_times_s(
+    flow_lps: np.ndarray,
+    link_nodes: np.ndarray,
+    link_volume_l: Sequence[float],
+    source: np.ndarray,
+    n_nodes: int,
+) -> np.ndarray:
+    """Plug-flow travel time (s) from ``source`` to every node along the flows of each
+    report, shape (..., n_nodes) from (..., E) signed flows (L/s) and (...,) source node
+    indices: the shortest path over links followed in their flow direction, each taking
+    volume / |flow| (a pump or valve, volume 0, passes at once); inf where no flow leads.
+    One scipy Dijkstra over all reports at once, each report its own block of the graph."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    flow = np.asarray(flow_lps, dtype=float)
+    shape = flow.shape[:-1]
+    flow = flow.reshape(-1, flow.shape[-1])
+    volume = np.asarray(link_volume_l, dtype=float)
+    links = np.asarray(link_nodes, dtype=np.int64)
+    forward = flow >= 0
+    offset = (np.arange(len(flow)) * n_nodes)[:, None]
+    start = np.where(forward, links[:, 0], links[:, 1]) + offset
+    end = np.where(forward, links[:, 1], links[:, 0]) + offset
+    moving = flow != 0
+    with np.errstate(divide="ignore"):
+        seconds = np.maximum(volume / np.abs(flow), 1e-6)  # 0 is no edge to scipy
+    size = len(flow) * n_nodes
+    graph = csr_matrix((seconds[moving], (start[moving], end[moving])), shape=(size, size))
+    sources = np.broadcast_to(np.asarray(source), shape).reshape(-1) + offset[:, 0]
+    tau = dijkstra(graph, indices=sources, min_only=True)  # each block reaches only itself
+    return tau.reshape(*shape, n_nodes)
 
 
 def check_min_residual(value: float) -> float:

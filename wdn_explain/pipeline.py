@@ -70,6 +70,8 @@ def scenario_node_inputs(
         strength,
         plan,
         node_ids=network.node_ids,
+        flow_lps=result.link_flow_lps,
+        link_nodes=network.link_nodes,
     )
 
 

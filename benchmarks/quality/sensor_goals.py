@@ -8,9 +8,9 @@ raw forecast as ``evaluate`` scores it) of persistence (chlorine now at every no
 state, which a sensor model does not read), the time-step climatology, the full-state node
 model ``--full`` (``--full ''``: none, as on L-Town) and of each
 model on chlorine sensors (default ``models/hanoi-sensors``), the ratio of the two, and the
-MAE of one tree per node given the same sensors and plan (:func:`wdn_explain.tree.tree_forecast`
-fitted on TRAINING_DATA's training split, its iterations chosen on its validation split),
-overall and for reservoir and booster sources. ``--tree-every K`` fits the trees at every
+MAE of one tree per node given the same inputs as each model (sensors, plan, arrival, ...;
+:func:`wdn_explain.tree.tree_forecast` fitted on TRAINING_DATA's training split, its
+iterations chosen on its validation split), overall and for reservoir and booster sources. ``--tree-every K`` fits the trees at every
 K-th node only (32 fits take longer than the training on a busy machine) and scores the models
 on the same nodes beside them. Goals: within 1.5x of the full-state model, better than the
 trees.
@@ -71,17 +71,19 @@ def main() -> None:
     nodes = np.arange(0, full_error.shape[1], args.tree_every)
     ids = ds.arrays.manifest.network.node_ids
     which = "" if args.tree_every == 1 else f" at nodes {', '.join(ids[i] for i in nodes)}"
-    trees: dict[tuple, np.ndarray] = {}  # the trees' errors per sensor set
+    trees: dict[object, np.ndarray] = {}  # the trees' errors per model inputs
     for model_dir, error, ds, card in scored_models:
-        sensors = card.input_spec.quality_node_sensors
-        if sensors not in trees:
+        sensors, inputs = card.input_spec.quality_node_sensors, card.input_spec
+        if inputs not in trees:
             fit_on = WaqDataset.for_card(card, args.training, "train", training)
             forecast = tree_forecast(ds, fit_on, nodes=nodes)
-            trees[sensors] = np.abs(forecast - ds.targets()[:, nodes])
-            print(line(f"one tree per node on sensors {list(sensors)}{which}", trees[sensors]))
+            trees[inputs] = np.abs(forecast - ds.targets()[:, nodes])
+            features = ", ".join(inputs.node_features)
+            name = f"one tree per node on sensors {list(sensors)} and {features}{which}"
+            print(line(name, trees[inputs]), flush=True)
         if args.tree_every != 1:
             print(line(f"{model_dir}{which}", error[:, nodes]))
-        ratio = error[:, nodes].mean() / trees[sensors].mean()
+        ratio = error[:, nodes].mean() / trees[inputs].mean()
         print(f"{model_dir}: against the trees{which} {ratio:.2f}x (goal < 1)")
 
 

@@ -66,8 +66,9 @@ def train(
         ",".join(recipe.NODE_FEATURES),
         help="node features, comma-separated: chlorine_mg_l, source_mg_l, source_plan_mg_l "
         "(the dosing plan over the horizon), chlorine_history_mg_l (chlorine at the horizon's "
-        "number of previous reports), chlorine_fraction (the WAQ paper's model: "
-        "chlorine_fraction)",
+        "number of previous reports), source_arrival_mg_l (the setpoint reaching each node "
+        "now and at the horizon by plug flow along the flows now), chlorine_fraction (the WAQ "
+        "paper's model: chlorine_fraction)",
     ),
     edge_features: str = typer.Option(
         ",".join(recipe.EDGE_FEATURES),
