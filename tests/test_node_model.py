@@ -518,6 +518,81 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
         explain_scenario(spec, model)
 
 
+@pytest.fixture(scope="module")
+def plan_node_model(tmp_path_factory, monitoring_dir):
+    """A small node model that reads the dosing plan (seconds)."""
+    from wdn_explain.training import TrainConfig, train
+
+    out = tmp_path_factory.mktemp("plan_node_model")
+    train(
+        monitoring_dir,
+        out,
+        model_config=ModelConfig(hidden_channels=16, num_layers=2),
+        train_config=TrainConfig(
+            epochs=5,
+            batch_size=16,
+            lr=1e-2,
+            node_features=(*FEATURES, "source_plan_mg_l"),
+            edge_features=("flow",),
+            target="node_chlorine_mg_l",
+        ),
+        device="cpu",
+    )
+    return out
+
+
+def test_risk_model_reads_the_sources_setpoint_at_every_node(
+    tmp_path, plan_node_model, monitoring_dir
+):
+    """A forecaster that reads the plan gets a risk model that also reads the source's
+    setpoint now and over the horizon at every node: the timeline's risk is sigmoid(a + b g)
+    of risk.pt's GNN on the scenario's inputs with those columns written here from the
+    simulation's recorded source (its largest value at each report t .. t + horizon)."""
+    from scipy.special import expit
+
+    from wdn_explain.network import load_network
+    from wdn_explain.pipeline import explain_scenario, scenario_graphs
+    from wdn_explain.risk import risk_head
+    from wdn_explain.simulation import simulate
+
+    model = tmp_path / "m"
+    shutil.copytree(plan_node_model, model)
+    result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 2)
+    assert result.exit_code == 0, result.output
+    _, card = load_model(model)
+    trained = card.risk["model"]
+    assert trained["added_inputs"] == ["network_setpoint_mg_l"]
+    gnn = NodeChlorineGNN(ModelConfig(**trained["config"]))
+    gnn.load_state_dict(torch.load(model / "risk.pt", weights_only=True))
+    gnn.eval()
+    spec = ScenarioConfig(
+        duration_s=2400,
+        injection_node="12",
+        injection_strength_mg_l=1.5,
+        injection_mode="intermittent",
+        injection_start_s=300,
+        intermittent_on_s=600,
+        intermittent_off_s=600,
+    )
+    timeline, _ = explain_scenario(spec, model, out=tmp_path / "t.npz")
+    network = load_network("hanoi")
+    simulated = simulate(spec, network)
+    graphs = scenario_graphs(simulated, network, card.input_spec)
+    source = simulated.node_source_mg_l.max(axis=1)  # the setpoint at each report
+    horizon, n = card.input_spec.horizon, network.n_nodes
+    last = len(source) - 1
+    g = []
+    for t, d in enumerate(graphs):
+        setpoint = [source[min(t + k, last)] for k in range(horizon + 1)]
+        added = torch.tensor([setpoint] * n, dtype=d.x.dtype)
+        with torch.no_grad():
+            g.append(gnn(torch.cat([d.x, added], 1), d.edge_index, d.edge_attr).numpy())
+    assert len(set(source)) > 1  # the source switches within the scenario
+    intercept, slope = risk_head(card.risk, "booster")
+    want = expit(intercept + slope * np.stack(g)[timeline.steps])
+    assert np.allclose(timeline.node_risk, want, atol=1e-5)
+
+
 def test_train_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     tmp_path, node_model, monitoring_dir
 ):

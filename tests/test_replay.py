@@ -166,7 +166,8 @@ def test_a_missing_an_impossible_and_a_stuck_reading_are_marked_and_left_out(
     # the forecast with a sensor left out is the model's on the offline graph with that node
     # unmeasured: its chlorine columns (now and, if read, before) and its measured flag at 0
     inputs = card.input_spec
-    widths = [inputs.horizon if f in HORIZON_WIDE_FEATURES else 1 for f in inputs.node_features]
+    wide = {f: inputs.horizon for f in HORIZON_WIDE_FEATURES} | {"source_arrival_mg_l": 2}
+    widths = [wide.get(f, 1) for f in inputs.node_features]
     ends = np.cumsum(widths)
     chlorine = [
         c

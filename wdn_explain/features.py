@@ -25,6 +25,14 @@ Node features (one column each, in the order of ``InputSpec.node_features``):
   the fronts stand between sensors, which 4 readings of 32 cannot tell a model whose
   messages travel a few hops. Dilution and decay are left to the model.
 
+The risk model's own inputs (:mod:`.risk_model`), appended to its forecaster's node features:
+
+* ``network_setpoint_mg_l``: the source's setpoint now and at each of the next ``horizon``
+  reports, at every node (``1 + horizon`` columns, mg/L; :func:`network_setpoint`, from the
+  forecaster's ``source_mg_l`` and ``source_plan_mg_l``). A node several hops from the source
+  cannot see the source's switch in its own field, yet a reservoir's switch reaches it
+  within the horizon; the tree baseline reads the setpoint now among its summaries.
+
 Chlorine sensors (``InputSpec.quality_node_sensors``, EPyT-Flow's ``SensorConfig`` name for
 chlorine analysers at nodes): ``None`` reads chlorine at every node. A tuple of node ids reads it
 only there: the chlorine columns (``chlorine_mg_l``, ``chlorine_fraction``) are 0 at every other
@@ -69,6 +77,8 @@ from .errors import ConfigError, DataError
 from .scenario import checked_sensors
 
 if TYPE_CHECKING:
+    from torch import Tensor
+
     from .scenario import ScenarioConfig
 
 NODE_FEATURES = (
@@ -82,6 +92,8 @@ NODE_FEATURES = (
 HORIZON_WIDE_FEATURES = ("source_plan_mg_l", "chlorine_history_mg_l")
 """Node features that take ``horizon`` columns."""
 ARRIVAL_COLUMNS = 2  # source_arrival_mg_l: now and ``horizon`` reports ahead
+RISK_INPUTS = ("network_setpoint_mg_l",)
+"""The risk model's node features beyond its forecaster's (:mod:`.risk_net`)."""
 EDGE_FEATURES = ("flow", "pipe_flushes")
 DEFAULT_EDGE_FEATURES = ("flow",)
 """The edge features of a spec that names none (every card before ``edge_features``)."""
@@ -199,13 +211,17 @@ class InputSpec:
             raise ConfigError(f"report_step_s must be positive (got {step})")
 
     @property
+    def widths(self) -> tuple[int, ...]:
+        """Input columns of each node feature, in order: the plan and the history take
+        ``horizon`` each, the arrival :data:`ARRIVAL_COLUMNS`, the others one."""
+        wide = {f: self.horizon for f in HORIZON_WIDE_FEATURES}
+        wide["source_arrival_mg_l"] = ARRIVAL_COLUMNS
+        return tuple(wide.get(f, 1) for f in self.node_features)
+
+    @property
     def in_channels(self) -> int:
-        """Input columns per node (the plan and the history take ``horizon`` each, a sensor
-        set adds the ``measured`` flag)."""
-        flag = self.quality_node_sensors is not None
-        widths = {f: self.horizon for f in HORIZON_WIDE_FEATURES}
-        widths["source_arrival_mg_l"] = ARRIVAL_COLUMNS
-        return sum(widths.get(f, 1) for f in self.node_features) + flag
+        """Input columns per node (:attr:`widths`; a sensor set adds the ``measured`` flag)."""
+        return sum(self.widths) + (self.quality_node_sensors is not None)
 
     @property
     def edge_channels(self) -> int:
@@ -312,6 +328,18 @@ class InputSpec:
             parts.append(flag.astype(np.float32))
         return np.concatenate(parts, axis=-1)
 
+    def columns(self, feature: str) -> slice:
+        """The columns of ``feature`` in :meth:`node_inputs`; ConfigError for a feature this
+        spec lacks."""
+        if feature not in self.node_features:
+            raise ConfigError(
+                f"node feature '{feature}' is not among this model's inputs "
+                f"({', '.join(self.node_features)})"
+            )
+        at = self.node_features.index(feature)
+        start = sum(self.widths[:at])
+        return slice(start, start + self.widths[at])
+
     def edge_inputs(self, flow_lps: np.ndarray) -> np.ndarray:
         """Edge features, shape (..., 2 E, :attr:`edge_channels`) float32 from (..., E)
         signed link flows (L/s)."""
@@ -416,6 +444,20 @@ class InputSpec:
         """The compliance share of node forecasts or truths (..., n): the fraction of nodes
         below this spec's ``min_residual_mg_l`` (:func:`share_below_residual`), shape (...,)."""
         return share_below_residual(node_chlorine_mg_l, self.min_residual_mg_l)
+
+
+def network_setpoint(x: Tensor, inputs: InputSpec, n_nodes: int) -> Tensor:
+    """``network_setpoint_mg_l`` (see the module docstring) of node inputs ``x`` built by
+    ``inputs`` -- the (b n, F) rows of b graphs of ``n_nodes`` nodes each -- shape (b n,
+    1 + horizon): the largest ``source_mg_l`` and ``source_plan_mg_l`` over each graph's
+    nodes (both 0 away from the source), at every node."""
+    import torch
+
+    graphs = x.reshape(-1, n_nodes, x.shape[-1])
+    now = graphs[..., inputs.columns("source_mg_l")]
+    plan = graphs[..., inputs.columns("source_plan_mg_l")]
+    setpoint = torch.cat([now, plan], dim=-1).amax(dim=1, keepdim=True)
+    return setpoint.expand(-1, n_nodes, -1).reshape(x.shape[0], -1)
 
 
 def chlorine_history(chlorine_mg_l: np.ndarray, steps: int) -> np.ndarray:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import numpy as np
 
 from .errors import ConfigError, DataError
-from .features import HORIZON_WIDE_FEATURES, InputSpec
+from .features import InputSpec
 from .progress import ProgressArg, progress_callback
 
 if TYPE_CHECKING:
@@ -98,8 +98,7 @@ class Importance:
 def reading_columns(inputs: InputSpec) -> np.ndarray:
     """Which input columns are chlorine readings, shape (in_channels,) bool."""
     columns = []
-    for name in inputs.node_features:
-        width = inputs.horizon if name in HORIZON_WIDE_FEATURES else 1
+    for name, width in zip(inputs.node_features, inputs.widths):
         columns += [name in READING_FEATURES] * width
     if inputs.quality_node_sensors is not None:
         columns.append(False)  # the ``measured`` flag

@@ -4,9 +4,13 @@ loading it, its scores and the heads on them (training it: :mod:`.risk_training`
 
 The forecaster's own forecast is a poor score for "chlorine at the horizon below the
 minimum": a logistic head on it (:mod:`.risk`) cannot see what the forecast averages away.
-The risk model sees the forecaster's inputs and is trained with the log loss on that
+The risk model sees the forecaster's inputs -- and, where those hold the source and the plan,
+the source's setpoint now and over the horizon at every node (:data:`~.features.RISK_INPUTS`,
+served by :class:`~.risk_net.RiskScorer`: a reservoir's switch reaches nodes beyond a 3-layer
+field within the horizon) -- and is trained with the log loss on that
 outcome: :class:`~.model.NodeChlorineGNN`'s architecture (edge-feature message passing, a
-linear head on every node), its output g_i a logit. It starts from the forecaster's weights,
+linear head on every node), its output g_i a logit. It starts from the forecaster's weights
+(the added input columns at zero),
 its head mapped by the logistic regression of the outcome on the forecaster's output over
 the training split (so it starts as a sensible risk and learns from there), and is fitted by
 :func:`~.training.fit` (``loss="logistic"``, early stopping on the validation log loss). The
@@ -16,10 +20,10 @@ per node and kind of injection, Platt scaling), so
     logit P(chlorine_i(t + h) < minimum) = a_ik + b_ik g_i,
 
 and the engine's exact interaction indices of g_i (the risk model is explained like the
-forecaster) times b_ik are those of the risk's logit. The card's ``risk`` record holds the
-heads and ``model`` (architecture, training, the minimum it learnt, the weights' SHA-256,
-checked on load like ``model.pt``'s); a card without ``model`` reads its heads on the
-forecast, as before.
+forecaster, on :meth:`~.risk_net.RiskScorer.risk_inputs`) times b_ik are those of the risk's
+logit. The card's ``risk`` record holds the heads and ``model`` (architecture,
+``added_inputs``, training, the minimum it learnt, the weights' SHA-256, checked on load like
+``model.pt``'s); a card without ``model`` reads its heads on the forecast, as before.
 """
 
 from __future__ import annotations
@@ -38,25 +42,35 @@ if TYPE_CHECKING:
     from .dataset import StackedSamples, WaqDataset
     from .model import NodeChlorineGNN
     from .records import ModelCard
+    from .risk_net import RiskScorer
 
 RISK_WEIGHTS = "risk.pt"
 
 
 def load_risk_model(
     model_dir: str | Path, card: ModelCard, map_location: str = "cpu"
-) -> NodeChlorineGNN | None:
-    """The folder's risk model (eval mode; SHA-256 checked), None for a card without one."""
+) -> NodeChlorineGNN | RiskScorer | None:
+    """The folder's risk model (eval mode; SHA-256 checked), None for a card without one:
+    a :class:`~.risk_net.RiskScorer` where the record names ``added_inputs``, else its GNN
+    alone (a risk model trained on the forecaster's inputs only)."""
+    from .features import RISK_INPUTS
     from .model import ModelConfig, NodeChlorineGNN
     from .model_folder import load_state
+    from .risk_net import RiskScorer
 
     record = (card.risk or {}).get("model")
     if record is None:
         return None
     try:
         model = NodeChlorineGNN(ModelConfig(**record["config"]))
-    except (KeyError, TypeError, ValueError) as exc:
+        added = tuple(record.get("added_inputs", ()))
+        if added not in ((), RISK_INPUTS):
+            raise ValueError(f"added inputs {list(added)}, known: {list(RISK_INPUTS)}")
+        scorer = RiskScorer(model, card.input_spec) if added else model
+    except (KeyError, TypeError, ValueError, ConfigError) as exc:
         raise DataError(f"model card of '{model_dir}' is corrupt: risk model ({exc})") from None
-    return load_state(model, model_dir, record["weights_sha256"], map_location, RISK_WEIGHTS)
+    load_state(model, model_dir, record["weights_sha256"], map_location, RISK_WEIGHTS)
+    return scorer.eval()
 
 
 def risk_scorer(model_dir: str | Path, card: ModelCard, forecaster: torch.nn.Module):
@@ -141,22 +155,35 @@ def outcome_samples(dataset: WaqDataset, min_residual_mg_l: float) -> StackedSam
 
 def initial_risk_model(
     forecaster: NodeChlorineGNN, train_set: WaqDataset, min_residual_mg_l: float
-) -> NodeChlorineGNN:
-    """A copy of the forecaster whose head outputs a + b f_i: the logistic regression of
-    the outcome on its forecast f_i over the training split (one a, b for every node)."""
-    import copy
-
+) -> NodeChlorineGNN | RiskScorer:
+    """A copy of the forecaster whose output is a + b f_i: the logistic regression of the
+    outcome on its forecast f_i over the training split (one a, b for every node), reading
+    :data:`~.features.RISK_INPUTS` too where the forecaster reads the source and the plan
+    (:func:`~.risk_net.can_add`; a :class:`~.risk_net.RiskScorer`). The added input columns
+    start with zero weights, so it starts as that map of the forecast and learns what they
+    add."""
     import torch
     from sklearn.linear_model import LogisticRegression
 
     from .evaluation import predict
+    from .model import NodeChlorineGNN
     from .risk import PRECISION
+    from .risk_net import RiskScorer, added_channels, can_add
 
     forecast = predict(forecaster, train_set).reshape(-1, 1)
     below = (train_set.targets() < min_residual_mg_l).reshape(-1)
     head = LogisticRegression(C=PRECISION, max_iter=1000).fit(forecast, below)
-    model = copy.deepcopy(forecaster)
+    inputs = train_set.inputs
+    added = added_channels(inputs) if can_add(inputs) else 0
+    config = forecaster.config
+    gnn = NodeChlorineGNN(replace(config, in_channels=config.in_channels + added))
+    state = forecaster.state_dict()
+    encoder = state["node_encoder.weight"]
+    state["node_encoder.weight"] = torch.cat(
+        [encoder, encoder.new_zeros(encoder.shape[0], added)], dim=1
+    )
+    gnn.load_state_dict(state)
     with torch.no_grad():
-        model.readout.weight.mul_(float(head.coef_[0, 0]))
-        model.readout.bias.mul_(float(head.coef_[0, 0])).add_(float(head.intercept_[0]))
-    return model
+        gnn.readout.weight.mul_(float(head.coef_[0, 0]))
+        gnn.readout.bias.mul_(float(head.coef_[0, 0])).add_(float(head.intercept_[0]))
+    return RiskScorer(gnn, inputs) if added else gnn

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import recipe
 from .errors import DataError
-from .features import check_min_residual
+from .features import RISK_INPUTS, check_min_residual
 from .progress import ProgressArg
 from .risk_model import RISK_WEIGHTS, initial_risk_model, outcome_samples, risk_record
 
@@ -47,6 +47,7 @@ def train_risk_model(
     from .model_folder import CARD, file_sha256, load_model, resolve_device
     from .records import ModelCard
     from .risk import outcomes
+    from .risk_net import RiskScorer
     from .training import TrainConfig, Unscored, calibrate_model, fit, own_data
 
     forecaster, card = load_model(model_dir)
@@ -88,10 +89,12 @@ def train_risk_model(
         heads = risk_record(model, calib_set, minimum, risk_model=True)
         trained = {
             "config": model.config.to_dict(),
+            "added_inputs": list(RISK_INPUTS) if isinstance(model, RiskScorer) else [],
             "min_residual_mg_l": minimum,
             "train": {"epochs": epochs, "batch_size": config.batch_size, "lr": config.lr},
             "initial": f"the forecaster (weights_sha256 {card.weights_sha256}) with its head "
-            "mapped by a logistic regression on the training split",
+            "mapped by a logistic regression on the training split, the added inputs at zero "
+            "weights",
             "history": result.history,
             "interrupted": result.interrupted,
             "device": str(dev),
@@ -101,7 +104,8 @@ def train_risk_model(
             atomic_write(folder / CARD) as card_tmp,
             atomic_write(folder / RISK_WEIGHTS) as weights_tmp,
         ):
-            write_torch(model.state_dict(), weights_tmp, folder / RISK_WEIGHTS)
+            gnn = model.gnn if isinstance(model, RiskScorer) else model
+            write_torch(gnn.state_dict(), weights_tmp, folder / RISK_WEIGHTS)
             trained["weights_sha256"] = file_sha256(weights_tmp)
             record = card.to_json() | {"risk": heads | {"model": trained}}
             text = json.dumps(ModelCard.parse(record, folder / CARD).to_json(), indent=2)

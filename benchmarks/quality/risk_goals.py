@@ -18,7 +18,9 @@ one figure a line:
   split, its iterations chosen on the validation split by Brier score (as the tree regressor
   by MAE); ``--no-tree`` leaves it out, ``--tree-every k`` fits it at every k-th node only
   and scores the risk model and the forecast's head on those nodes beside it (about 2 min
-  per node on a busy core).
+  per node on a busy core); ``--trees FOLDER`` saves each node's classifier risk there
+  (``tree_risk_<node>.npy``) or reads it back when present: the trees do not depend on the
+  GNN, so risk models trained again are scored against the same fit.
 
 Then the 90 % node intervals on the fresh scenarios: coverage overall, its range over the
 factor levels of ``evaluate`` and where the *true* chlorine is 0.05-0.2 mg/L (issue 31's
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import warnings
 from itertools import islice
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -99,9 +102,31 @@ def cps_risk(residuals, bins_calib, forecast, bins, minimum, most, seed=0) -> np
 
 
 def tree_risk(
+    fit_on: WaqDataset,
+    fresh: WaqDataset,
+    minimum: float,
+    nodes: np.ndarray,
+    seed: int = 0,
+    saved: Path | None = None,
+) -> np.ndarray:
+    """One gradient-boosted classifier per node of ``nodes`` (see the module docstring),
+    read from or saved to the folder ``saved``."""
+    if saved is not None:
+        paths = [saved / f"tree_risk_{node}.npy" for node in nodes]
+        if all(p.exists() for p in paths):
+            return np.stack([np.load(p, allow_pickle=False) for p in paths], axis=1)
+    risk = fitted_tree_risk(fit_on, fresh, minimum, nodes, seed)
+    if saved is not None:
+        saved.mkdir(parents=True, exist_ok=True)
+        for column, path in zip(risk.T, paths):
+            np.save(path, column)
+    return risk
+
+
+def fitted_tree_risk(
     fit_on: WaqDataset, fresh: WaqDataset, minimum: float, nodes: np.ndarray, seed: int = 0
 ) -> np.ndarray:
-    """One gradient-boosted classifier per node of ``nodes`` (see the module docstring)."""
+    """The classifiers of :func:`tree_risk` fitted here."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     train, val = fit_on.train_scenarios, fit_on.split_of("val")
@@ -132,6 +157,7 @@ def main() -> None:
     parser.add_argument("--no-tree", action="store_true")
     parser.add_argument("--no-cps", action="store_true")
     parser.add_argument("--tree-every", type=int, default=1, help="the tree at every k-th node")
+    parser.add_argument("--trees", type=Path, help="folder of saved tree classifier risks")
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, card = load_model(args.model)
@@ -187,7 +213,7 @@ def main() -> None:
         which = "" if args.tree_every == 1 else f", nodes {', '.join(map(str, nodes))}"
         for name, risk in scored.items():
             line(f"{name}{which}", risk[:, nodes], below[:, nodes])
-        tree = tree_risk(train, fresh, minimum, nodes)
+        tree = tree_risk(train, fresh, minimum, nodes, saved=args.trees)
         line(f"tree classifier per node{which}", tree, below[:, nodes])
 
 

@@ -1,0 +1,100 @@
+"""The risk model's added inputs (:mod:`wdn_explain.risk_net`) against oracles built in the
+test: the source's setpoint now and over the horizon written out by hand at every node, the
+zero-weight start equal to the GNN without the columns, and the exact Shapley values of the
+risk's logit at a node by enumeration of all 2^7 coalitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from wdn_explain.errors import ConfigError
+from wdn_explain.features import InputSpec
+from wdn_explain.model import ModelConfig, NodeChlorineGNN
+from wdn_explain.risk_net import RiskScorer, added_channels
+
+from conftest import brute_force_shapley, path_graph
+
+SPEC = InputSpec(
+    node_features=("chlorine_mg_l", "source_mg_l", "source_plan_mg_l"),
+    horizon=3,
+    target="node_chlorine_mg_l",
+)
+
+
+def graph_inputs(n: int, source: int, now: float, plan: list[float], seed: int) -> np.ndarray:
+    """Node inputs of one graph built by SPEC: random chlorine, the source at ``source``."""
+    rng = np.random.default_rng(seed)
+    source_mg_l = np.zeros(n)
+    source_mg_l[source] = now
+    plan_mg_l = np.zeros((n, 3))
+    plan_mg_l[source] = plan
+    return SPEC.node_inputs(rng.uniform(0, 1, n), source_mg_l, np.float32(2.0), plan_mg_l)
+
+
+def test_the_setpoint_now_and_planned_is_read_at_every_node_of_each_graph():
+    first = graph_inputs(5, source=3, now=0.0, plan=[1.5, 1.5, 0.0], seed=0)
+    second = graph_inputs(5, source=0, now=0.7, plan=[0.0, 0.0, 0.7], seed=1)
+    x = torch.from_numpy(np.concatenate([first, second]))
+    gnn = NodeChlorineGNN(in_channels=SPEC.in_channels + added_channels(SPEC))
+    added = RiskScorer(gnn, SPEC).risk_inputs(x, n_graphs=2)[:, SPEC.in_channels :]
+    want = np.array([[0.0, 1.5, 1.5, 0.0]] * 5 + [[0.7, 0.0, 0.0, 0.7]] * 5)
+    assert np.array_equal(added.numpy(), want.astype(np.float32))
+    assert SPEC.columns("source_plan_mg_l") == slice(2, 5)
+
+
+def test_zero_weights_on_the_added_columns_leave_the_forecasters_output():
+    data = path_graph(6, seed=3, features=SPEC.in_channels)
+    torch.manual_seed(0)
+    plain = NodeChlorineGNN(in_channels=SPEC.in_channels, hidden_channels=8).double().eval()
+    wide = NodeChlorineGNN(
+        in_channels=SPEC.in_channels + added_channels(SPEC), hidden_channels=8
+    ).double()
+    state = plain.state_dict()
+    encoder = state["node_encoder.weight"]
+    state["node_encoder.weight"] = torch.cat([encoder, torch.zeros(8, 4, dtype=encoder.dtype)], 1)
+    wide.load_state_dict(state)
+    scorer = RiskScorer(wide, SPEC).eval()
+    with torch.no_grad():
+        assert torch.allclose(
+            scorer(data.x, data.edge_index, data.edge_attr),
+            plain(data.x, data.edge_index, data.edge_attr),
+        )
+
+
+def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
+    """The engine explains the GNN on the risk's inputs (the added columns among a node's
+    features): its values at a node equal all 2^7 masked evaluations enumerated here."""
+    from wdn_explain.explain import GraphSHAPIQ
+
+    n, target = 7, 3
+    data = path_graph(n, seed=5, features=SPEC.in_channels, extra=[(0, 5)])
+    data.x[:, 1:] = 0.0
+    data.x[2, 1:] = torch.tensor([1.2, 1.2, 0.0, 0.0], dtype=data.x.dtype)  # the source
+    torch.manual_seed(2)
+    gnn = NodeChlorineGNN(
+        in_channels=SPEC.in_channels + added_channels(SPEC), hidden_channels=8, num_layers=2
+    )
+    scorer = RiskScorer(gnn.double(), SPEC).eval()
+    x = scorer.risk_inputs(data.x)
+    mean = x.mean(dim=0)
+
+    def logit(coalition: frozenset[int]) -> float:
+        masked = x.clone()
+        masked[[i for i in range(n) if i not in coalition]] = mean
+        with torch.no_grad():
+            return float(gnn(masked, data.edge_index, data.edge_attr)[target])
+
+    wide = data.clone()
+    wide.x = x
+    explanation = GraphSHAPIQ(gnn).explain_nodes(wide, [target])[0]
+    assert np.allclose(explanation.node_values("SV"), brute_force_shapley(logit, n))
+
+
+def test_a_forecaster_without_the_plan_or_a_gnn_of_another_width_is_refused():
+    no_plan = InputSpec(node_features=("chlorine_mg_l", "source_mg_l"), target="node_chlorine_mg_l")
+    with pytest.raises(ConfigError, match="needs source_mg_l and source_plan_mg_l"):
+        RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=7)), no_plan)
+    with pytest.raises(ConfigError, match=r"must read 9 node features \(got 5\)"):
+        RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=5)), SPEC)
