@@ -304,3 +304,18 @@ def test_source_arrival_on_hanoi_against_networkx_and_the_schedule(monitoring_di
                     assert x[i, col] == pytest.approx(want, rel=1e-6), (s, t, i, ahead)
                     reached += want > 0
     assert reached  # the chlorine reaches some nodes within the steps checked
+
+
+def test_a_features_columns_count_the_arrivals_two_and_the_horizons():
+    """Columns by hand: the arrival takes 2 (now and at the horizon), the plan and the
+    history ``horizon`` each, the rest one; a sensor set's flag comes last."""
+    spec = InputSpec(
+        node_features=("chlorine_mg_l", "source_arrival_mg_l", "source_mg_l", "source_plan_mg_l"),
+        horizon=3,
+        quality_node_sensors=("2",),
+    )
+    assert spec.columns("chlorine_mg_l") == slice(0, 1)
+    assert spec.columns("source_arrival_mg_l") == slice(1, 3)
+    assert spec.columns("source_mg_l") == slice(3, 4)
+    assert spec.columns("source_plan_mg_l") == slice(4, 7)
+    assert spec.in_channels == 8
