@@ -76,7 +76,13 @@ def test_share_levels_by_hand():
         == ["share < 0.01"] * 3 + ["share 0.01-0.5"] * 3 + ["share >= 0.5"] * 3
     )
     groups = forecast_groups(np.repeat("reservoir/constant/steady", 9), forecast, False)
-    assert groups[-1] == "reservoir/constant/steady/share >= 0.5"
+    assert groups[-1] == "share >= 0.5/reservoir/constant/steady"
+    old_card = {"confidence": 0.9, "half_width": {"reservoir": 0.04}, "pooled_half_width": 0.2}
+    old_card["groups"] = "injection/pattern/timing"  # calibrated before the share's level
+    sample = np.repeat("reservoir/constant/steady", 9)
+    old_groups = forecast_groups(sample, forecast, False, groups=old_card["groups"])
+    assert old_groups.tolist() == sample.tolist()
+    assert (half_widths(old_card, old_groups) == 0.04).all()  # its group's, not the pooled
 
 
 def test_share_design_gets_each_levels_known_quantile_and_covers_it():
@@ -104,8 +110,8 @@ def test_share_design_gets_each_levels_known_quantile_and_covers_it():
     z90 = 1.6449  # the standard normal's 95 % quantile: |error| <= z90 sd 90 % of the time
     for group, width in record["half_width"].items():
         if group.count("/") == 3:
-            factor = 2.0 if group.startswith("reservoir") else 1.0
-            assert width == pytest.approx(z90 * sd[group.split("/")[-1]] * factor, rel=0.06)
+            factor = 2.0 if "reservoir" in group else 1.0
+            assert width == pytest.approx(z90 * sd[group.split("/")[0]] * factor, rel=0.06)
     forecast, truth, sample = draw(40_000)
     level = share_level(forecast)
     shared = calibrate(absolute_errors(truth, forecast, (-np.inf, np.inf)), sample)
@@ -352,7 +358,7 @@ def test_share_card_groups_are_the_ones_calibrate_and_serving_form(
 ):
     """Round trip through the card: ``calibrate`` rewrites the card with the half-widths
     recomputed here from the calibration split's errors, each grouped by hand (the sample's
-    schedule group and the share forecast's band); the timeline of a scenario serves each
+    share forecast's band, then the sample's schedule group); the timeline of a scenario serves each
     step the half-width of its own hand-formed group (or its longest calibrated prefix)."""
     from wdn_explain.conformal import mondrian_bins, prefixes
     from wdn_explain.dataset import WaqDataset
@@ -369,11 +375,11 @@ def test_share_card_groups_are_the_ones_calibrate_and_serving_form(
     pred = predict(model, calib)
     band = np.array(["share < 0.01", "share 0.01-0.5", "share >= 0.5"])
     by_hand = np.char.add(
-        np.char.add(calib.mondrian_bins(), "/"), band[np.digitize(pred, [0.01, 0.5])]
+        np.char.add(band[np.digitize(pred, [0.01, 0.5])], "/"), calib.mondrian_bins()
     )
     expected = calibrate(np.abs(calib.targets() - np.clip(pred, 0, 1)), by_hand)
     assert card.conformal["groups"] == SHARE_GROUPS
-    assert any(g.endswith("share 0.01-0.5") for g in card.conformal["half_width"])
+    assert any(g.startswith("share 0.01-0.5/") for g in card.conformal["half_width"])
     assert card.conformal["half_width"] == pytest.approx(expected["half_width"])
 
     spec = ScenarioConfig(
@@ -383,7 +389,7 @@ def test_share_card_groups_are_the_ones_calibrate_and_serving_form(
     net = load_network(card.data.network.name)
     sample = mondrian_bins(spec, timeline.times_s, card.input_spec.horizon, net.reservoirs)
     groups = np.char.add(
-        np.char.add(sample, "/"), band[np.digitize(timeline.forecast, [0.01, 0.5])]
+        np.char.add(band[np.digitize(timeline.forecast, [0.01, 0.5])], "/"), sample
     )
     table = card.conformal["half_width"]
     pooled = card.conformal["pooled_half_width"]

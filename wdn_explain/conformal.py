@@ -55,9 +55,13 @@ twice as much as one below (measured on the training split's errors). One group 
 levels gave a scenario whose share climbs high (a reservoir source) the half-width of the
 many low ones."""
 SHARE_GROUPS = (
-    f"injection/pattern/timing/share forecast (< {SHARE_EDGES[0]:g}, "
-    f"{SHARE_EDGES[0]:g}-{SHARE_EDGES[1]:g}, >= {SHARE_EDGES[1]:g})"
+    f"share forecast (< {SHARE_EDGES[0]:g}, {SHARE_EDGES[0]:g}-{SHARE_EDGES[1]:g}, "
+    f">= {SHARE_EDGES[1]:g})/injection/pattern/timing"
 )
+"""The share's groups, the level first: it moves the error most (ten times from the lowest
+band to the highest, against 1.6 times from boosters to reservoirs), so a (level, schedule)
+the calibration never saw takes its level's half-width, not one of the schedule's mostly
+lower shares."""
 NODE_GROUPS = (
     "injection/pattern/timing/node forecast (dry/< 0.005, 0.005-0.05, "
     "chlorinated/0.05-0.2, 0.2-0.5, >= 0.5 mg/L)"
@@ -138,16 +142,22 @@ def forecast_groups(
     forecast: np.ndarray,
     node_level: bool,
     node_risk: np.ndarray | None = None,
+    *,
+    groups: str = SHARE_GROUPS,
 ) -> np.ndarray:
     """The calibration group of every forecast (``forecast``'s shape), the one rule that
     calibration and serving share: its sample's group (:func:`mondrian_bins`, (N,)) and the
-    forecast's level, :func:`share_level` for a share forecast (N,), e.g.
-    ``reservoir/intermittent/switch ahead/share >= 0.5``, :func:`node_bins` (with the risk
-    band given ``node_risk``) for a node model's forecasts (N, n)."""
+    forecast's level, for a share forecast (N,) its :func:`share_level` first
+    (:data:`SHARE_GROUPS`), e.g. ``share >= 0.5/reservoir/intermittent/switch ahead``, for a
+    node model's forecasts (N, n) :func:`node_bins` (with the risk band given ``node_risk``).
+    ``groups``: the ``groups`` of the card's record when serving it; a share card calibrated
+    before the share's level (``injection/pattern/timing``) gets its sample groups alone."""
     if node_level:
         return node_bins(sample_bins, forecast, node_risk)
-    sample = np.char.add(np.asarray(sample_bins).astype(str), "/")
-    return np.char.add(sample, share_level(forecast))
+    sample_bins = np.asarray(sample_bins).astype(str)
+    if groups != SHARE_GROUPS:
+        return sample_bins
+    return np.char.add(np.char.add(share_level(forecast), "/"), sample_bins)
 
 
 def absolute_errors(

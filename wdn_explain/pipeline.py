@@ -376,7 +376,8 @@ def forecast_intervals(
     inputs = card.input_spec
     sample_bins = mondrian_bins(scenario, times_s, inputs.horizon, network.reservoirs)
     risk = interval_risk(card.conformal, node_risk)
-    bins = forecast_groups(sample_bins, forecast, inputs.node_level, risk)
+    groups = card.conformal.get("groups", "")
+    bins = forecast_groups(sample_bins, forecast, inputs.node_level, risk, groups=groups)
     limits = scenario_range(inputs.target, scenario.injection_strength_mg_l, initial_mg_l)
     return intervals(card.conformal, forecast, bins, limits, risk)
 
