@@ -13,13 +13,16 @@ import pytest
 
 from wdn_explain.conformal import (
     CONFIDENCE,
+    SHARE_GROUPS,
     absolute_errors,
     calibrate,
+    forecast_groups,
     half_widths,
     interval_risk,
     intervals,
     node_bins,
     node_level,
+    share_level,
     timing,
     uncertainty_notice,
 )
@@ -64,6 +67,63 @@ def test_coverage_matches_the_nominal_level_in_every_group():
         sel = test_bins == group
         coverage = ((truth[sel] >= lower[sel]) & (truth[sel] <= upper[sel])).mean()
         assert abs(coverage - CONFIDENCE) < 0.02, group
+
+
+def test_share_levels_by_hand():
+    forecast = np.array([-0.1, 0.0, 0.0099, 0.01, 0.3, 0.4999, 0.5, 1.0, 1.2])
+    assert (
+        share_level(forecast).tolist()
+        == ["share < 0.01"] * 3 + ["share 0.01-0.5"] * 3 + ["share >= 0.5"] * 3
+    )
+    groups = forecast_groups(np.repeat("reservoir/constant/steady", 9), forecast, False)
+    assert groups[-1] == "share >= 0.5/reservoir/constant/steady"
+    old_card = {"confidence": 0.9, "half_width": {"reservoir": 0.04}, "pooled_half_width": 0.2}
+    old_card["groups"] = "injection/pattern/timing"  # calibrated before the share's level
+    sample = np.repeat("reservoir/constant/steady", 9)
+    old_groups = forecast_groups(sample, forecast, False, groups=old_card["groups"])
+    assert old_groups.tolist() == sample.tolist()
+    assert (half_widths(old_card, old_groups) == 0.04).all()  # its group's, not the pooled
+
+
+def test_share_design_gets_each_levels_known_quantile_and_covers_it():
+    """A synthetic share design whose error scale is known per (sample group, share level):
+    normal errors of sd 0.001 below a share of 0.01, 0.01 between and 0.03 from 0.5, doubled
+    in the reservoir group. Each group's half-width is its known 90 % quantile of |error|
+    (1.645 sd), and a fresh draw is covered at the nominal level in every share level; the
+    sample groups alone (the grouping before the share level) under-cover high shares."""
+    gen = np.random.default_rng(4)
+    sd = {"share < 0.01": 0.001, "share 0.01-0.5": 0.01, "share >= 0.5": 0.03}
+    samples = np.array(["booster/constant/steady", "reservoir/intermittent/switch ahead"])
+
+    def draw(n: int) -> tuple[np.ndarray, ...]:
+        sample = gen.choice(samples, n)
+        forecast = gen.choice([0.0, 0.2, 0.7], n, p=[0.2, 0.6, 0.2]) + gen.uniform(0, 0.005, n)
+        scale = np.array([sd[v] for v in share_level(forecast)])
+        scale *= np.where(sample == samples[1], 2.0, 1.0)
+        return forecast, forecast + gen.normal(0, 1, n) * scale, sample
+
+    forecast, truth, sample = draw(40_000)
+    record = calibrate(
+        absolute_errors(truth, forecast, (-np.inf, np.inf)),
+        forecast_groups(sample, forecast, False),
+    )
+    z90 = 1.6449  # the standard normal's 95 % quantile: |error| <= z90 sd 90 % of the time
+    for group, width in record["half_width"].items():
+        if group.count("/") == 3:
+            factor = 2.0 if "reservoir" in group else 1.0
+            assert width == pytest.approx(z90 * sd[group.split("/")[0]] * factor, rel=0.06)
+    forecast, truth, sample = draw(40_000)
+    level = share_level(forecast)
+    shared = calibrate(absolute_errors(truth, forecast, (-np.inf, np.inf)), sample)
+    for rec, bins in ((record, forecast_groups(sample, forecast, False)), (shared, sample)):
+        lower, upper = intervals(rec, forecast, bins, (-np.inf, np.inf))
+        covered = (truth >= lower) & (truth <= upper)
+        high = covered[level == "share >= 0.5"].mean()
+        if rec is shared:
+            assert high < CONFIDENCE - 0.1
+            continue
+        for name in sd:
+            assert abs(covered[level == name].mean() - CONFIDENCE) < 0.015, name
 
 
 def test_node_levels_by_hand():
@@ -291,6 +351,53 @@ def test_calibrating_without_calibration_scenarios_writes_nothing(
     with pytest.raises(DataError, match=r"calibration split of '.*small' is empty \(0 of 4"):
         calibrate_model(model_dir, small)
     assert (model_dir / "card.json").read_bytes() == before
+
+
+def test_share_card_groups_are_the_ones_calibrate_and_serving_form(
+    tmp_path, monitoring_model, monitoring_dir
+):
+    """Round trip through the card: ``calibrate`` rewrites the card with the half-widths
+    recomputed here from the calibration split's errors, each grouped by hand (the sample's
+    share forecast's band, then the sample's schedule group); the timeline of a scenario serves each
+    step the half-width of its own hand-formed group (or its longest calibrated prefix)."""
+    from wdn_explain.conformal import mondrian_bins, prefixes
+    from wdn_explain.dataset import WaqDataset
+    from wdn_explain.model_folder import load_model
+    from wdn_explain.network import load_network
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.training import calibrate_model, predict
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(monitoring_model[0], model_dir)
+    calibrate_model(model_dir, monitoring_dir)
+    model, card = load_model(model_dir)
+    calib = WaqDataset.for_card(card, monitoring_dir, "calib")
+    pred = predict(model, calib)
+    band = np.array(["share < 0.01", "share 0.01-0.5", "share >= 0.5"])
+    by_hand = np.char.add(
+        np.char.add(band[np.digitize(pred, [0.01, 0.5])], "/"), calib.mondrian_bins()
+    )
+    expected = calibrate(np.abs(calib.targets() - np.clip(pred, 0, 1)), by_hand)
+    assert card.conformal["groups"] == SHARE_GROUPS
+    assert any(g.startswith("share 0.01-0.5/") for g in card.conformal["half_width"])
+    assert card.conformal["half_width"] == pytest.approx(expected["half_width"])
+
+    spec = ScenarioConfig(
+        duration_s=3600, injection_node="12", injection_mode="intermittent", seed=3
+    )
+    timeline, _ = explain_scenario(spec, model_dir)
+    net = load_network(card.data.network.name)
+    sample = mondrian_bins(spec, timeline.times_s, card.input_spec.horizon, net.reservoirs)
+    groups = np.char.add(
+        np.char.add(band[np.digitize(timeline.forecast, [0.01, 0.5])], "/"), sample
+    )
+    table = card.conformal["half_width"]
+    pooled = card.conformal["pooled_half_width"]
+    half = np.array([next((table[p] for p in prefixes(g) if p in table), pooled) for g in groups])
+    centre = np.clip(timeline.forecast, 0, 1)
+    inside = timeline.upper < 1  # not clipped to the share's range
+    assert inside.any()
+    np.testing.assert_allclose((timeline.upper - centre)[inside], half[inside], atol=1e-6)
 
 
 def test_timeline_holds_the_interval(tmp_path, monitoring_model):

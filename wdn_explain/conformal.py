@@ -4,7 +4,8 @@ On a calibration split held out of training (:func:`~wdn_explain.dataset.split_s
 the absolute errors of the model are grouped by what makes a forecast hard -- where chlorine
 enters (reservoir or booster), the schedule (constant, intermittent, failure, custom) and the
 timing of the forecast against the plan (a switch within the horizon, a switch within the
-last horizon, steady); a node model's errors also by the node forecast's level -- and
+last horizon, steady) and the forecast's own level (a share model's share, a node model's
+node chlorine; :func:`forecast_groups` is the one home of both) -- and
 ``crepes``' Mondrian ``ConformalRegressor`` turns each group's errors into the half-width
 that covers a new forecast of that group with probability at least ``confidence``
 (finite-sample, assuming only exchangeable scenarios). Groups are paths (``a/b/c``): every
@@ -47,7 +48,20 @@ RISK_BANDS = (0.1, 0.9)
 group: below the minimum unlikely, either side, likely. A forecast the risk model places near
 the line errs unlike one of the same level it places far from it, so the risk splits the
 level groups (Mondrian groups known at forecast time, like the level)."""
-SHARE_GROUPS = "injection/pattern/timing"
+SHARE_EDGES = (0.01, 0.5)
+"""Where a share forecast's level group changes: below 0.01 chlorine has not spread and the
+forecast errs by almost nothing, from 0.5 the front is far out in the network and errs about
+twice as much as one below (measured on the training split's errors). One group for all
+levels gave a scenario whose share climbs high (a reservoir source) the half-width of the
+many low ones."""
+SHARE_GROUPS = (
+    f"share forecast (< {SHARE_EDGES[0]:g}, {SHARE_EDGES[0]:g}-{SHARE_EDGES[1]:g}, "
+    f">= {SHARE_EDGES[1]:g})/injection/pattern/timing"
+)
+"""The share's groups, the level first: it moves the error most (ten times from the lowest
+band to the highest, against 1.6 times from boosters to reservoirs), so a (level, schedule)
+the calibration never saw takes its level's half-width, not one of the schedule's mostly
+lower shares."""
 NODE_GROUPS = (
     "injection/pattern/timing/node forecast (dry/< 0.005, 0.005-0.05, "
     "chlorinated/0.05-0.2, 0.2-0.5, >= 0.5 mg/L)"
@@ -78,6 +92,14 @@ def mondrian_bins(
     levels = factor_levels(config, reservoirs)
     kind = f"{levels['injection']}/{levels['pattern']}/"
     return np.char.add(kind, timing(config, times_s, horizon).astype(str))
+
+
+def share_level(share_forecast: np.ndarray) -> np.ndarray:
+    """The level group of each share forecast between :data:`SHARE_EDGES`: ``share < 0.01``,
+    ``share 0.01-0.5`` or ``share >= 0.5``."""
+    low, high = SHARE_EDGES
+    names = np.array([f"share < {low:g}", f"share {low:g}-{high:g}", f"share >= {high:g}"])
+    return names[np.digitize(np.asarray(share_forecast), SHARE_EDGES)]
 
 
 def node_level(node_forecast: np.ndarray) -> np.ndarray:
@@ -115,6 +137,29 @@ def node_bins(
     return np.char.add(np.char.add(bins, "/"), risk_band(node_risk))
 
 
+def forecast_groups(
+    sample_bins: np.ndarray,
+    forecast: np.ndarray,
+    node_level: bool,
+    node_risk: np.ndarray | None = None,
+    *,
+    groups: str = SHARE_GROUPS,
+) -> np.ndarray:
+    """The calibration group of every forecast (``forecast``'s shape), the one rule that
+    calibration and serving share: its sample's group (:func:`mondrian_bins`, (N,)) and the
+    forecast's level, for a share forecast (N,) its :func:`share_level` first
+    (:data:`SHARE_GROUPS`), e.g. ``share >= 0.5/reservoir/intermittent/switch ahead``, for a
+    node model's forecasts (N, n) :func:`node_bins` (with the risk band given ``node_risk``).
+    ``groups``: the ``groups`` of the card's record when serving it; a share card calibrated
+    before the share's level (``injection/pattern/timing``) gets its sample groups alone."""
+    if node_level:
+        return node_bins(sample_bins, forecast, node_risk)
+    sample_bins = np.asarray(sample_bins).astype(str)
+    if groups != SHARE_GROUPS:
+        return sample_bins
+    return np.char.add(np.char.add(share_level(forecast), "/"), sample_bins)
+
+
 def absolute_errors(
     truth: np.ndarray, forecast: np.ndarray, limits: tuple[float, float] = (0.0, 1.0)
 ) -> np.ndarray:
@@ -145,7 +190,7 @@ def calibrate(
 
     Args:
         residuals: |truth - forecast| of every calibration forecast (:func:`absolute_errors`).
-        bins: Each forecast's group (:func:`mondrian_bins`; :func:`node_bins` per node).
+        bins: Each forecast's group (:func:`forecast_groups`).
         where: The data the residuals come from (named in errors).
         groups: What the groups are (recorded in the card).
 

@@ -14,7 +14,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
-from .conformal import interval_risk, intervals, node_bins
+from .conformal import SHARE_GROUPS, forecast_groups, interval_risk, intervals
 from .dataset import Batch, StackedSamples, WaqDataset
 from .errors import DataError
 from .features import (
@@ -95,14 +95,19 @@ def predict(
 
 
 def forecast_bins(
-    dataset: WaqDataset, pred: np.ndarray, node_risk: np.ndarray | None = None
+    dataset: WaqDataset,
+    pred: np.ndarray,
+    node_risk: np.ndarray | None = None,
+    *,
+    groups: str = SHARE_GROUPS,
 ) -> np.ndarray:
-    """The conformal group of every forecast of ``dataset`` (``pred``'s shape): the sample's
-    (:meth:`WaqDataset.mondrian_bins`), per node with the node forecast's level and the
-    band of its risk of non-compliance when given (:func:`~.conformal.node_bins`) for a
-    node-level model."""
-    bins = dataset.mondrian_bins()
-    return node_bins(bins, pred, node_risk) if dataset.inputs.node_level else bins
+    """The conformal group of every forecast of ``dataset`` (``pred``'s shape,
+    :func:`~.conformal.forecast_groups`): the sample's (:meth:`WaqDataset.mondrian_bins`)
+    and the forecast's level, for a node-level model with the band of its risk of
+    non-compliance when given; ``groups``: those of the card's record being served."""
+    return forecast_groups(
+        dataset.mondrian_bins(), pred, dataset.inputs.node_level, node_risk, groups=groups
+    )
 
 
 def _scores(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
@@ -205,7 +210,8 @@ def evaluate(
     if conformal is not None:
         limits = LABEL_RANGE[inputs.target]
         risk = interval_risk(conformal, node_risk)
-        lower, upper = intervals(conformal, pred, forecast_bins(dataset, pred, risk), limits, risk)
+        bins = forecast_bins(dataset, pred, risk, groups=conformal.get("groups", ""))
+        lower, upper = intervals(conformal, pred, bins, limits, risk)
         covered, half = (true >= lower) & (true <= upper), (upper - lower) / 2
     per_factor = {}
     for factor, levels in dataset.factor_levels().items():

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .conformal import interval_risk, intervals, mondrian_bins, node_bins, uncertainty_notice
+from .conformal import (
+    forecast_groups,
+    interval_risk,
+    intervals,
+    mondrian_bins,
+    uncertainty_notice,
+)
 from .design import factor_levels
 from .errors import ConfigError, DataError, ExplainError
 from .explain.explanation import Explanation
@@ -370,9 +376,10 @@ def forecast_intervals(
     scenario starts from, shape (n,)); ``node_risk`` (T, n): the forecasts' risk of
     non-compliance, which groups a node model's intervals where the card's are grouped so."""
     inputs = card.input_spec
-    bins = mondrian_bins(scenario, times_s, inputs.horizon, network.reservoirs)
+    sample_bins = mondrian_bins(scenario, times_s, inputs.horizon, network.reservoirs)
     risk = interval_risk(card.conformal, node_risk)
-    bins = node_bins(bins, forecast, risk) if inputs.node_level else bins
+    groups = card.conformal.get("groups", "")
+    bins = forecast_groups(sample_bins, forecast, inputs.node_level, risk, groups=groups)
     limits = scenario_range(inputs.target, scenario.injection_strength_mg_l, initial_mg_l)
     return intervals(card.conformal, forecast, bins, limits, risk)
 

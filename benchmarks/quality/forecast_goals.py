@@ -19,6 +19,7 @@ import torch
 
 from wdn_explain.conformal import WIDE_INTERVAL, intervals
 from wdn_explain.dataset import WaqDataset
+from wdn_explain.evaluation import forecast_bins
 from wdn_explain.model_folder import load_model
 from wdn_explain.training import evaluate, predict
 
@@ -53,10 +54,12 @@ def main() -> None:
     if "coverage" not in res:
         return
     print(f"coverage {res['coverage']:.3f} at nominal {res['confidence']:.2f}")
+    print(f"mean half-width {res['half_width']:.4f}")
     cover = [r["coverage"] for _, r in rows]
     print(f"coverage per factor level: {min(cover):.3f} to {max(cover):.3f}")
     pred, true = predict(model, ds), ds.targets()
-    lower, upper = intervals(card.conformal, pred, ds.mondrian_bins())
+    bins = forecast_bins(ds, pred, groups=card.conformal["groups"])
+    lower, upper = intervals(card.conformal, pred, bins)
     per = ds.n_times
     mae = np.abs(pred - true).reshape(-1, per).mean(axis=1)
     flagged = ((upper - lower) / 2 > WIDE_INTERVAL).reshape(-1, per).any(axis=1)
