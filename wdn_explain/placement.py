@@ -35,8 +35,8 @@ cover of the targets' forecasts that passes over redundant readings.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -393,31 +393,12 @@ def _run_chunks(
             if report:
                 report(done, n_chunks)
         return
-    from .cluster import failure_report, run_tasks
+    from .cluster import failure_report, local_cluster, run_tasks
 
-    with nullcontext(scheduler) if scheduler else _local_cluster(workers) as address:
+    with nullcontext(scheduler) if scheduler else local_cluster(workers) as address:
         tasks = [(f"importance-{model_sha[:12]}-{i:05d}", task) for i, task in args.items()]
         failures = run_tasks(
             address, importance_task, tasks, progress=report, done=done, total=n_chunks
         )
     if failures:
         raise DataError(failure_report(failures, "importance chunks"))
-
-
-@contextmanager
-def _local_cluster(workers: int) -> Iterator[str]:
-    """The address of a Dask LocalCluster of ``workers`` single-threaded processes."""
-    try:
-        from distributed import LocalCluster
-    except ImportError:
-        raise ConfigError(
-            "--workers needs Dask distributed: pip install 'wdn-explain[cluster]'"
-        ) from None
-    with LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster:
-        yield cluster.scheduler_address
