@@ -32,23 +32,28 @@ def connect_timeout_1s(monkeypatch):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-    ) as local:
-        yield local
+    """The scheduler address of the project's two-worker LocalCluster."""
+    from wdn_explain.cluster import local_cluster
+
+    with local_cluster(2) as address:
+        yield address
 
 
 def _scenario_bytes(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.glob("scenario_*.npz"))}
 
 
+def test_local_workers_keep_glibcs_dynamic_mmap_threshold(cluster):
+    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 by default, which made a worker fault
+    # millions of pages per placement chunk (wdn_explain.cluster, "Worker memory")
+    with distributed.Client(cluster, set_as_default=False) as client:
+        found = client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_")
+    assert len(found) == 2 and set(found.values()) == {None}
+
+
 def test_generation_equals_serial(cluster, tmp_path, tiny_config):
     serial = generate_waq(tiny_config, tmp_path / "serial", n_workers=1)
-    remote = generate_waq(tiny_config, tmp_path / "cluster", scheduler=cluster.scheduler_address)
+    remote = generate_waq(tiny_config, tmp_path / "cluster", scheduler=cluster)
     expected = _scenario_bytes(serial)
     assert len(expected) == tiny_config.n_scenarios
     assert _scenario_bytes(remote) == expected
@@ -61,7 +66,7 @@ def test_explanation_batch_equals_serial(cluster, tmp_path, tiny_model_dir):
         SPEC,
         tiny_model_dir,
         out=tmp_path / "cluster.npz",
-        scheduler=cluster.scheduler_address,
+        scheduler=cluster,
         gpu=True,  # no worker offers a GPU: falls back to the CPU workers
     )
     assert status == "computed"
@@ -78,7 +83,7 @@ def test_settings_arrive_unchanged_on_the_workers(cluster, tmp_path, tiny_model_
         tiny_model_dir,
         settings=settings,
         out=tmp_path / "t.npz",
-        scheduler=cluster.scheduler_address,
+        scheduler=cluster,
     )
 
     def explainers_here():
@@ -86,7 +91,7 @@ def test_settings_arrive_unchanged_on_the_workers(cluster, tmp_path, tiny_model_
 
         return [(k[1], e.method, e.memory_budget_gb) for k, e in _TASK_EXPLAINERS.items()]
 
-    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+    with distributed.Client(cluster, set_as_default=False) as client:
         found = [x for on_worker in client.run(explainers_here).values() for x in on_worker]
     ours = {
         (method, memory) for sent, method, memory in found if sent == settings.model_dump_json()
@@ -104,7 +109,7 @@ def test_worker_killed_mid_run_every_output_once(cluster, tmp_path):
     def kill_a_busy_worker(done: int, total: int) -> None:
         if killed or done == 0:
             return
-        with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+        with distributed.Client(cluster, set_as_default=False) as client:
             busy = [addr for addr, keys in client.processing().items() if keys]
             pids = client.run(os.getpid, workers=busy[:1])
         for pid in pids.values():
@@ -114,7 +119,7 @@ def test_worker_killed_mid_run_every_output_once(cluster, tmp_path):
     out = generate_waq(
         config,
         tmp_path / "cluster",
-        scheduler=cluster.scheduler_address,
+        scheduler=cluster,
         progress=kill_a_busy_worker,
     )
     assert killed, "no worker was busy to kill"
@@ -126,7 +131,7 @@ def test_result_lost_after_finishing_is_not_a_failure(cluster):
     its outcome is the recomputed one, not a failure (seen once in CI as "...: None")."""
     from wdn_explain.cluster import _failure, _settled
 
-    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+    with distributed.Client(cluster, set_as_default=False) as client:
         future = client.submit(_settled, time.sleep, 1.0, key="lost-result", pure=False)
         client.gather(future)
         holder = next(iter(client.who_has(future)["lost-result"]))
@@ -173,7 +178,7 @@ def test_failures_are_reported_per_task_at_the_end(cluster):
 
     seen = []
     failures = run_tasks(
-        cluster.scheduler_address,
+        cluster,
         lambda i: 1 // (i - 1),  # task 1 fails (every retry), the others finish
         [(f"t-{i}", (i,)) for i in range(4)],
         progress=lambda done, total: seen.append((done, total)),
@@ -216,7 +221,7 @@ def test_bad_input_fails_once_with_its_message(cluster, tmp_path):
     from wdn_explain.cluster import run_tasks
 
     marker = tmp_path / "attempts"
-    failures = run_tasks(cluster.scheduler_address, _count_and_refuse, [("bad", (str(marker),))])
+    failures = run_tasks(cluster, _count_and_refuse, [("bad", (str(marker),))])
     assert failures == {"bad": "scenario 3: injection node '99' is not in the network"}
     assert marker.read_text() == "x"
 
@@ -231,7 +236,7 @@ def test_unexpected_errors_are_retried(cluster, tmp_path):
             f.write("x")
         raise OSError("shared folder not mounted yet")
 
-    failures = run_tasks(cluster.scheduler_address, flaky, [("flaky", (str(marker),))])
+    failures = run_tasks(cluster, flaky, [("flaky", (str(marker),))])
     assert "shared folder not mounted yet" in failures["flaky"]
     assert marker.read_text() == "x" * (RETRIES + 1)
 
@@ -404,7 +409,7 @@ def test_cli_gpu_fallback_is_said(cluster, tmp_path, tiny_model_dir):
         app,
         ["explain", "--model", str(tiny_model_dir), "--scenario",
          "{duration_s: 2400, reporting_step_s: 300, seed: 7}", "--out", str(tmp_path / "t.npz"),
-         "--scheduler", cluster.scheduler_address, "--gpu"],
+         "--scheduler", cluster, "--gpu"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "warning: no Dask worker offers a GPU resource; explaining on CPU workers\n" in (

@@ -149,6 +149,25 @@ def test_plan_input_follows_the_schedule_at_every_horizon_step(monitoring_dir, h
     assert switching > 20  # the design really switches sources within the horizon
 
 
+def test_a_view_of_some_scenarios_equals_their_samples_in_the_whole_folder(monitoring_dir):
+    """Reading only scenarios 5 and 1 (a placement chunk) gives, byte for byte, the samples
+    those scenarios have in the whole folder's dataset; a split is refused on such a view."""
+    whole = WaqDataset(monitoring_dir, "all", horizon=4)
+    scale = whole.inputs.flow_scale_lps
+    arrays = load_waq_arrays(monitoring_dir, [5, 1])
+    view = WaqDataset(monitoring_dir, "all", horizon=4, flow_scale_lps=scale, arrays=arrays)
+    assert arrays.n_scenarios == 2 and view.n_times == whole.n_times
+    for i, s in enumerate([5, 1]):
+        for t in range(whole.n_times):
+            a, b = whole.graph(s, t), view.graph(i, t)
+            for name in ("x", "edge_attr", "y"):
+                assert a[name].numpy().tobytes() == b[name].numpy().tobytes(), (s, t, name)
+    with pytest.raises(ConfigError, match="2 of the folder's .* scenarios .* \\(got 'train'\\)"):
+        WaqDataset(monitoring_dir, "train", flow_scale_lps=scale, arrays=arrays)
+    with pytest.raises(ConfigError, match="with a given flow scale"):
+        WaqDataset(monitoring_dir, "all", arrays=arrays)
+
+
 def test_plan_contradicting_the_schedule_is_refused(tmp_path, monitoring_dir):
     copy = tmp_path / "copy"
     shutil.copytree(monitoring_dir, copy)

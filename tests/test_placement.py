@@ -88,7 +88,7 @@ class TwoHops(FromNeighbours):
 
 
 @pytest.mark.parametrize("model", [FromNeighbours(), TwoHops()])
-def test_a_chunk_checks_the_readout_once_and_refuses_a_model_that_fails_it(model, monkeypatch):
+def test_a_chunk_checks_the_readout_once_and_refuses_a_model_that_fails_it(model):
     """The workers' explainer skips the readout check; each chunk runs it on its first step
     with importance, so a model whose values do not add up is refused, not summed."""
     from types import SimpleNamespace
@@ -100,17 +100,17 @@ def test_a_chunk_checks_the_readout_once_and_refuses_a_model_that_fails_it(model
     steps = [star([0.0] * 6, source_at=5), star(readings, source_at=5), star(readings, 5)]
     dataset = SimpleNamespace(
         arrays=SimpleNamespace(chlorine_mg_l=np.zeros((1, 3, 6))),
+        scenarios=np.array([0]),
         n_times=3,
         graph=lambda s, t: steps[t],
     )
     explainer = GraphSHAPIQ(model, baseline="zeros", readout_check="off")
-    loaded = (explainer, dataset, np.array([False, True]))
-    monkeypatch.setattr(placement, "_loaded", lambda *args: loaded)
+    known = np.array([False, True])
     if isinstance(model, TwoHops):
         with pytest.raises(ExplainError, match="not a function of its 1-hop receptive field"):
-            placement.chunk_importance("m", "d", [0])
+            placement.summed_importance(explainer, dataset, known)
         return
-    total = placement.chunk_importance("m", "d", [0])
+    total = placement.summed_importance(explainer, dataset, known)
     assert np.allclose(total.sum(axis=0), 2 * np.array([5.0, 0.1, 0.2, 0.3, 0.4, 0.0]))
     assert explainer.readout_check == "off"  # after the checked step
 

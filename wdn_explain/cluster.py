@@ -16,6 +16,16 @@ A run waits for a bounded time: a scheduler that cannot be reached is refused wi
 :data:`CONNECT_TIMEOUT_S`, a scheduler lost mid-run within :data:`LOST_SCHEDULER_S`, and a
 cluster without workers after :data:`NO_WORKERS_S`, each in one line; finished outputs stay
 and a rerun resumes.
+
+**Worker memory.** Dask's nanny starts every worker with ``MALLOC_TRIM_THRESHOLD_=65536``
+(``distributed.nanny.pre-spawn-environ``), to hand freed memory back to the OS at once. Setting
+that variable also switches off glibc's dynamic mmap threshold, so every buffer over 128 KiB is
+a fresh ``mmap`` whose pages fault in on first touch: the engine's chunk buffers (a few MB each,
+allocated and freed per layer) made a 3-scenario Hanoi placement chunk fault 2.4 million pages
+and spend more time in the kernel (4.9 s) than in the engine (3.4 s), in any process started
+with that variable, Dask or not (without it: 0.0 s and a few hundred faults). :func:`local_cluster` starts its workers without it; workers of another
+cluster (``dask worker``) should too (a Dask config file with
+``distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null``, or ``--no-nanny``).
 """
 
 from __future__ import annotations
@@ -75,6 +85,31 @@ def connect(address: str):
             f"scheduler '{address}' is not reachable within {CONNECT_TIMEOUT_S} s "
             f"({type(exc).__name__}: {exc}); start one with `dask scheduler`"
         ) from None
+
+
+@contextmanager
+def local_cluster(workers: int) -> Iterator[str]:
+    """The address of a Dask LocalCluster of ``workers`` single-threaded processes on this
+    machine, started without ``MALLOC_TRIM_THRESHOLD_`` (module docstring: "Worker memory");
+    ConfigError without Dask distributed."""
+    try:
+        import dask
+        from distributed import LocalCluster
+    except ImportError:
+        raise ConfigError(
+            "--workers needs Dask distributed: pip install 'wdn-explain[cluster]'"
+        ) from None
+    with (
+        dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}),
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+    ):
+        yield cluster.scheduler_address
 
 
 def check_reachable(address: str) -> None:

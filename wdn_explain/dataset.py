@@ -19,7 +19,7 @@ Splits are by scenario (no scenario in two splits), drawn with ``split_seed``: t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, NamedTuple, get_args
@@ -78,13 +78,13 @@ class WaqArrays:
         return self.hydraulics.negative
 
 
-def load_waq_arrays(folder: str | Path) -> WaqArrays:
-    """Read and stack a complete WAQ folder; DataError names a missing or bad file."""
+def load_waq_arrays(folder: str | Path, scenarios: Sequence[int] | None = None) -> WaqArrays:
+    """Read and stack a complete WAQ folder, or only ``scenarios`` of it (in that order: work
+    on part of a design reads only its part); DataError names a missing or bad file."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    n = manifest.n_scenarios
     results = []
-    for i in range(n):
+    for i in range(manifest.n_scenarios) if scenarios is None else scenarios:
         path = scenario_path(folder, i)
         if not path.exists():
             raise DataError(
@@ -239,6 +239,11 @@ class WaqDataset(Dataset):
         self.arrays = arrays or load_waq_arrays(folder)
         a = self.arrays
         n_s, n_t, _ = a.chlorine_mg_l.shape
+        if n_s != a.manifest.n_scenarios and (split != "all" or flow_scale_lps is None):
+            raise ConfigError(
+                f"arrays of {n_s} of the folder's {a.manifest.n_scenarios} scenarios make only "
+                f"split 'all' with a given flow scale, as a model's inputs say (got '{split}')"
+            )
         if not 1 <= horizon < n_t:
             raise ConfigError(f"horizon must be between 1 and {n_t - 1} steps (got {horizon})")
         splits = split_scenarios(n_s, split_seed)

@@ -35,8 +35,8 @@ cover of the targets' forecasts that passes over redundant readings.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -139,13 +139,24 @@ def step_importance(explainer: GraphSHAPIQ, data: Data, known: np.ndarray) -> np
 
 
 def chunk_importance(model_dir: str, data_dir: str, scenarios: Sequence[int]) -> np.ndarray:
-    """:func:`step_importance` summed over every forecast of ``scenarios``, shape (n, n). The
-    chunk's first step with a non-zero importance checks the model's readout (the engine's
-    readout check: values that add back up to the model's output), the others skip it."""
-    explainer, dataset, known = _loaded(str(model_dir), str(data_dir))
+    """:func:`summed_importance` over every forecast of ``scenarios``, reading only those
+    scenarios' files, shape (n, n)."""
+    from .dataset import WaqDataset, load_waq_arrays
+
+    explainer, card = _loaded(str(model_dir))
+    arrays = load_waq_arrays(data_dir, scenarios)
+    dataset = WaqDataset.for_card(card, data_dir, "all", arrays=arrays)
+    return summed_importance(explainer, dataset, ~reading_columns(card.input_spec))
+
+
+def summed_importance(explainer: GraphSHAPIQ, dataset: Any, known: np.ndarray) -> np.ndarray:
+    """:func:`step_importance` summed over every forecast of a ``WaqDataset``'s scenarios,
+    shape (n, n). The first step with a non-zero importance checks the model's readout (the
+    engine's readout check: values that add back up to the model's output), the others
+    skip it."""
     n = dataset.arrays.chlorine_mg_l.shape[2]
     total = np.zeros((n, n))
-    for s in scenarios:
+    for s in dataset.scenarios:
         for t in range(dataset.n_times):
             explainer.readout_check = "off" if total.any() else "error"
             total += step_importance(explainer, dataset.graph(int(s), t), known)
@@ -153,19 +164,17 @@ def chunk_importance(model_dir: str, data_dir: str, scenarios: Sequence[int]) ->
 
 
 @lru_cache(maxsize=2)
-def _loaded(model_dir: str, data_dir: str) -> tuple[GraphSHAPIQ, Any, np.ndarray]:
-    """The explainer, the dataset and the known columns, once per process (workers keep them
-    across tasks). The readout check re-evaluates the model on ~20 coalitions per step, more
-    than half of a step's time over a design: :func:`chunk_importance` runs it once a chunk."""
-    from .dataset import WaqDataset
+def _loaded(model_dir: str) -> tuple[GraphSHAPIQ, ModelCard]:
+    """The explainer and the model's card, once per process (workers keep them across
+    tasks). The readout check re-evaluates the model on ~20 coalitions per step, more than
+    half of a step's time over a design: :func:`chunk_importance` runs it once a chunk."""
     from .explain import GraphSHAPIQ
     from .model_folder import load_model
 
     model, card = load_model(model_dir)
     check_placement_model(card, model_dir)
-    dataset = WaqDataset.for_card(card, data_dir, "all")
     explainer = GraphSHAPIQ(model, baseline="zeros", readout_check="off", num_threads=1)
-    return explainer, dataset, ~reading_columns(card.input_spec)
+    return explainer, card
 
 
 def importance_task(model_dir: str, data_dir: str, scenarios: Sequence[int], path: str) -> str:
@@ -392,31 +401,12 @@ def _run_chunks(
             if report:
                 report(done, n_chunks)
         return
-    from .cluster import failure_report, run_tasks
+    from .cluster import failure_report, local_cluster, run_tasks
 
-    with nullcontext(scheduler) if scheduler else _local_cluster(workers) as address:
+    with nullcontext(scheduler) if scheduler else local_cluster(workers) as address:
         tasks = [(f"importance-{model_sha[:12]}-{i:05d}", task) for i, task in args.items()]
         failures = run_tasks(
             address, importance_task, tasks, progress=report, done=done, total=n_chunks
         )
     if failures:
         raise DataError(failure_report(failures, "importance chunks"))
-
-
-@contextmanager
-def _local_cluster(workers: int) -> Iterator[str]:
-    """The address of a Dask LocalCluster of ``workers`` single-threaded processes."""
-    try:
-        from distributed import LocalCluster
-    except ImportError:
-        raise ConfigError(
-            "--workers needs Dask distributed: pip install 'wdn-explain[cluster]'"
-        ) from None
-    with LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster:
-        yield cluster.scheduler_address
