@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,27 +32,31 @@ def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
-@pytest.fixture(scope="module")
-def node_model(tmp_path_factory, monitoring_dir):
-    """A small node-level model trained on the tiny monitoring design (seconds)."""
+def small_node_model(out: Path, monitoring_dir, epochs: int, node_features) -> Path:
+    """A small node-level model trained into ``out`` on the tiny monitoring design (seconds),
+    flow its only edge input (the inputs the tests below rebuild by hand)."""
     from wdn_explain.training import TrainConfig, train
 
-    out = tmp_path_factory.mktemp("node_model")
     train(
         monitoring_dir,
         out,
         model_config=ModelConfig(hidden_channels=16, num_layers=2),
         train_config=TrainConfig(
-            epochs=15,
+            epochs=epochs,
             batch_size=16,
             lr=1e-2,
-            node_features=FEATURES,
-            edge_features=("flow",),  # the inputs the tests below rebuild by hand
+            node_features=node_features,
+            edge_features=("flow",),
             target="node_chlorine_mg_l",
         ),
         device="cpu",
     )
     return out
+
+
+@pytest.fixture(scope="module")
+def node_model(tmp_path_factory, monitoring_dir):
+    return small_node_model(tmp_path_factory.mktemp("node_model"), monitoring_dir, 15, FEATURES)
 
 
 def test_node_mae_and_compliance_recomputed_from_raw_scenario_files(node_model, monitoring_dir):
@@ -520,25 +525,9 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
 
 @pytest.fixture(scope="module")
 def plan_node_model(tmp_path_factory, monitoring_dir):
-    """A small node model that reads the dosing plan (seconds)."""
-    from wdn_explain.training import TrainConfig, train
-
+    """A small node model that reads the dosing plan."""
     out = tmp_path_factory.mktemp("plan_node_model")
-    train(
-        monitoring_dir,
-        out,
-        model_config=ModelConfig(hidden_channels=16, num_layers=2),
-        train_config=TrainConfig(
-            epochs=5,
-            batch_size=16,
-            lr=1e-2,
-            node_features=(*FEATURES, "source_plan_mg_l"),
-            edge_features=("flow",),
-            target="node_chlorine_mg_l",
-        ),
-        device="cpu",
-    )
-    return out
+    return small_node_model(out, monitoring_dir, 5, (*FEATURES, "source_plan_mg_l"))
 
 
 def test_risk_model_reads_the_sources_setpoint_at_every_node(
@@ -661,7 +650,7 @@ def test_train_risk_interrupted_says_what_it_kept(
     monkeypatch.setattr(training, "fit", interrupt)
     result = run("train-risk", "--model", model, "--data", monitoring_dir)
     assert result.exit_code == 130, result.output
-    assert result.output == "interrupted before the first epoch ended: nothing is saved\n"
+    assert result.output == "interrupted: nothing is saved (the first epoch had not ended)\n"
     assert {p.name: p.read_bytes() for p in model.iterdir()} == before
     monkeypatch.undo()
     monkeypatch.setattr(training, "calibrate_model", interrupt)

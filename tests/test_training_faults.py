@@ -493,7 +493,7 @@ def test_ctrl_c_before_the_first_epoch_is_one_line(tmp_path, waq_dir, monkeypatc
     out = tmp_path / "m"
     result = run("train", "--data", waq_dir, "--out", out)
     assert result.exit_code == 130
-    assert result.output.strip() == "interrupted before the first epoch ended: nothing is saved"
+    assert result.output.strip() == "interrupted: nothing is saved (the first epoch had not ended)"
     assert not out.exists()
 
 

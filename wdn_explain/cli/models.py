@@ -13,26 +13,22 @@ import typer
 from .. import recipe
 from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
 from ..features import DEFAULT_HORIZON, DEFAULT_THRESHOLD
-from .common import _auto, _fail, _optional, app
+from .common import _auto, _fail, _optional, _resumable, app
 
 
 @contextmanager
 def _training(saved: str) -> Iterator[None]:
-    """A training command's run: a project error exits 1 (:func:`_fail`); Ctrl-C exits 130,
-    before the first epoch ended saying nothing is saved, after training
-    (:class:`~wdn_explain.training.Unscored`) with ``saved``: what is kept and how to finish."""
+    """A training command's run (:func:`_resumable`: a project error exits 1, Ctrl-C 130):
+    interrupted before the first epoch ended, nothing is saved; after training
+    (:class:`~wdn_explain.training.Unscored`), ``saved`` says what is kept and how to finish."""
     from ..training import Unscored
 
-    try:
-        yield
-    except WdnExplainError as exc:
-        _fail(exc)
-    except Unscored:
-        typer.echo(f"interrupted after training: {saved}")
-        raise typer.Exit(130) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted before the first epoch ended: nothing is saved")
-        raise typer.Exit(130) from None
+    with _resumable("nothing is saved (the first epoch had not ended)"):
+        try:
+            yield
+        except Unscored:
+            typer.echo(f"interrupted after training: {saved}")
+            raise typer.Exit(130) from None
 
 
 @app.command()
