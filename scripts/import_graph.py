@@ -27,7 +27,7 @@ STAGES = [
     ["features", "conformal", "records", "readings"],
     ["simulation", "servable", "waq", "cluster"],
     ["dataset"],
-    ["model", "model_folder"],
+    ["model", "model_folder", "risk_net"],
     ["tree", "notice", "risk", "risk_model", "evaluation", "scoring", "training", "risk_training"],
     ["explain"],
     ["explain_settings", "timeline_file", "node_series", "timeline", "stepstore"],
