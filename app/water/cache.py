@@ -83,7 +83,7 @@ def network(model_dir: str, model: str):
     computed once (:attr:`~wdn_explain.network.Network.map_coordinates`)."""
     net = model_network(model_dir)
     _ = net.map_coordinates  # a layout for a network without coordinates, computed once here
-    _ = net.properties  # the hover's .inp properties (WNTR reads L-Town in ~1 s), once here
+    _ = net.properties  # the hover's .inp properties (kept with the network snapshot), once here
     return net
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 def preload_shapiq() -> None:
     """Import shapiq (about a second: scipy, numba) in a daemon thread, once per process, so
     that the first :meth:`MoebiusBlocks.interaction_values` call does not wait for it; the
-    explainer and the app call this when they start."""
+    explainer calls this when it starts, the app's warm-up after the first page."""
     global _preloading
     if _preloading is None:
         _preloading = threading.Thread(target=_import_shapiq, name="preload-shapiq", daemon=True)
