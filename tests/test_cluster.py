@@ -16,6 +16,7 @@ from wdn_explain.scenario import ScenarioConfig, parse_config
 from wdn_explain.timeline import ExplainSettings
 from wdn_explain.waq import generate_waq
 
+dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
 SPEC = ScenarioConfig(duration_s=2400, reporting_step_s=300, seed=7)
@@ -49,6 +50,13 @@ def test_local_workers_keep_glibcs_dynamic_mmap_threshold(cluster):
     with distributed.Client(cluster, set_as_default=False) as client:
         found = client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_")
     assert len(found) == 2 and set(found.values()) == {None}
+
+
+def test_local_workers_do_not_sample_their_stacks(cluster):
+    # no dashboard shows the profile; the sampler cost a placement chunk ~5 % of its CPU
+    with distributed.Client(cluster, set_as_default=False) as client:
+        found = client.run(dask.config.get, "distributed.worker.profile.enabled")
+    assert len(found) == 2 and set(found.values()) == {False}
 
 
 def test_generation_equals_serial(cluster, tmp_path, tiny_config):
