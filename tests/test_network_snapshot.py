@@ -1,8 +1,10 @@
 """The network snapshot: a network read once is read again without EPyT-Flow and WNTR, equal
-to a fresh read, and never served for another file content or from a damaged file."""
+to a fresh read, and never served for another file content or from a damaged file; the
+snapshots the package ships are current and equal to a fresh read."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -11,8 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-from wdn_explain.network import load_network
-from wdn_explain.network_snapshot import snapshot_path
+from wdn_explain import network_snapshot
+from wdn_explain.network import builtin_networks, load_network, resolve_network_path
+from wdn_explain.network_snapshot import readers, snapshot_name, snapshot_path
+from wdn_explain.shipped import SHIPPED_ROOT
+
+SHIPPED = network_snapshot.SHIPPED
 
 FIELDS = ("node_ids", "node_roles", "link_ids", "link_types")
 ARRAYS = ("link_nodes", "coordinates")
@@ -25,11 +31,28 @@ PROPERTIES = (
 )
 
 
+def _without_shipped(monkeypatch, folder) -> None:
+    """Snapshots read from the user cache (``folder``) only, not from the package."""
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(folder))
+    monkeypatch.setattr(network_snapshot, "SHIPPED", folder / "no-shipped-snapshots")
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
-    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(folder))
+    _without_shipped(monkeypatch, folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def hanoi(tmp_path_factory):
+    """Hanoi read from its .inp by EPyT-Flow and WNTR (no snapshot anywhere): the oracle."""
+    with pytest.MonkeyPatch.context() as patch:
+        _without_shipped(patch, tmp_path_factory.mktemp("fresh-read"))
+        network = load_network("hanoi")
+        assert "properties" not in network.__dict__
+        _ = network.properties
+    return network
 
 
 def _same(a, b) -> None:
@@ -122,3 +145,69 @@ def test_a_cache_that_is_not_private_is_left_alone(cache, hanoi):
     net = load_network("hanoi")
     _same(net, hanoi)
     assert not (cache / "networks").exists() or not any((cache / "networks").iterdir())
+
+
+def _shipped_model_networks() -> list[str]:
+    """The built-in networks of the shipped models, from their cards' JSON."""
+    names = set()
+    for card in (SHIPPED_ROOT / "models").glob("*/card.json"):
+        data = json.loads(card.read_text(encoding="utf-8")).get("data") or {}
+        names.add((data.get("network") or {}).get("name"))
+    return sorted(names & set(builtin_networks()))
+
+
+def test_the_package_ships_a_current_snapshot_of_each_shipped_models_network(tmp_path):
+    """Named for today's readers and code, exactly one per network, each equal to the network
+    read from its .inp; made again by `python scripts/network_snapshots.py`."""
+    shipped = sorted(SHIPPED.glob("*.npz"))
+    networks = _shipped_model_networks()
+    assert "hanoi" in networks and len(shipped) == len(networks)
+    with np.load(shipped[0], allow_pickle=False) as arrays:
+        made_with = str(arrays["readers"])
+    if made_with != readers():
+        pytest.skip(f"the shipped snapshots serve {made_with}, not the installed {readers()}")
+    for name in networks:
+        digest = hashlib.sha256(resolve_network_path(name).read_bytes()).hexdigest()
+        path = SHIPPED / snapshot_name(digest)
+        assert path.is_file(), f"{name}: not current, run python scripts/network_snapshots.py"
+        with pytest.MonkeyPatch.context() as patch:
+            _without_shipped(patch, tmp_path / name)
+            read = load_network(name)
+            patch.setattr(network_snapshot, "SHIPPED", path.parent)
+            patch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / f"{name}-empty"))
+            kept = load_network(name)
+        assert "properties" in kept.__dict__  # came with the package's snapshot
+        _same(kept, read)
+
+
+def test_a_machines_first_read_of_hanoi_needs_neither_epyt_flow_nor_wntr(tmp_path, hanoi):
+    """An empty user cache (a machine's very first app page): Hanoi comes from the package's
+    snapshot, equal to the .inp's, with neither reader imported."""
+    child = (
+        "import json, sys; from wdn_explain.network import load_network\n"
+        "n = load_network('hanoi'); p = n.properties\n"
+        "print(json.dumps({'imported': sorted(m for m in ('epyt', 'epyt_flow', 'wntr') "
+        "if m in sys.modules), 'nodes': list(n.node_ids), 'links': n.link_nodes.tolist(), "
+        "'demand': p.node_base_demand_lps.tolist(), 'diameter': p.link_diameter_mm.tolist()}))"
+    )
+    env = {**os.environ, "WDN_EXPLAIN_CACHE": str(tmp_path / "empty")}
+    done = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=True
+    )
+    read = json.loads(done.stdout)
+    assert read["imported"] == []
+    assert read["nodes"] == list(hanoi.node_ids)
+    assert read["links"] == hanoi.link_nodes.tolist()
+    assert read["demand"] == pytest.approx(
+        hanoi.properties.node_base_demand_lps.tolist(), nan_ok=True
+    )
+    assert read["diameter"] == pytest.approx(hanoi.properties.link_diameter_mm.tolist())
+
+
+def test_a_damaged_shipped_snapshot_is_passed_over(tmp_path, monkeypatch, hanoi):
+    monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(network_snapshot, "SHIPPED", tmp_path)
+    (tmp_path / snapshot_name(hanoi.file_sha256)).write_bytes(b"PK\x03\x04 cut short")
+    again = load_network("hanoi")
+    assert "properties" not in again.__dict__  # read from the .inp
+    _same(again, hanoi)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     import geopandas
@@ -402,13 +402,32 @@ _TABLES = ("node_ids", "node_roles", "link_ids", "link_nodes", "link_types", "co
 _PROPERTIES = tuple(NetworkProperties.__dataclass_fields__)
 
 
-def _keep(network: Network, properties: NetworkProperties) -> None:
-    """Keep ``network`` with its ``properties`` (just read by WNTR) for the next process."""
+def write_network_snapshot(network: str | Path, folder: Path) -> Path:
+    """Read ``network`` (a built-in name or an .inp path) from its file, with EPyT-Flow and
+    WNTR and no snapshot, and write its snapshot into ``folder``: how the package's own
+    (:data:`~wdn_explain.network_snapshot.SHIPPED`) are made. The file written.
+
+    Raises:
+        ConfigError: as :func:`load_network`. DataError: the snapshot cannot be written.
+    """
+    path = resolve_network_path(network)
+    read = _read_network(path, path.stem.lower())
+    written = _keep(read, read.properties, folder)
+    if written is None:
+        raise DataError(f"cannot write the snapshot of '{network}' into '{folder}'")
+    return written
+
+
+def _keep(
+    network: Network, properties: NetworkProperties, folder: Path | None = None
+) -> Path | None:
+    """Keep ``network`` with its ``properties`` (just read by WNTR) for the next process, in
+    the user cache or ``folder``; the file written, or None."""
     from .network_snapshot import write_snapshot
 
     arrays = {name: np.asarray(getattr(network, name)) for name in _TABLES}
     arrays |= {name: getattr(properties, name) for name in _PROPERTIES}
-    write_snapshot(network.file_sha256, arrays)
+    return write_snapshot(network.file_sha256, arrays, folder)
 
 
 def _kept_network(arrays: dict[str, np.ndarray], path: Path, name: str, digest: str) -> Network:
