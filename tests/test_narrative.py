@@ -51,3 +51,35 @@ def test_a_node_that_lowers_its_own_forecast_while_it_carries_chlorine_is_explai
                 assert notes in summary(view, hanoi, step, "k-SII", 2)
         # (last wave's node model showed the case at node 27; the model retrained on the
         # pressure-driven design need not: the check above holds at every step either way)
+
+
+@pytest.mark.parametrize(
+    ("value", "gap", "said"),
+    [
+        (0.3, 0.6, "+50%"),
+        (-0.0011, 0.6, "0%"),
+        (0.0011, -0.6, "0%"),
+        (-0.2, 0.4, "-50%"),
+        (1, 0, ""),
+    ],
+)
+def test_a_drivers_share_of_the_difference_never_reads_minus_zero(value, gap, said):
+    from wdn_explain.narrative import share_of
+
+    assert share_of(value, gap) == said
+
+
+def test_the_at_risk_table_lists_equal_risks_by_their_forecast(hanoi):
+    """Risks that read the same (100 %) are listed lowest forecast first, not by the noise
+    under the shown percent: every step of hanoi-nodes' timeline, read from the rows."""
+    from wdn_explain.narrative import risk_label, risk_table
+
+    tl = shipped("hanoi-nodes")
+    for step in range(len(tl)):
+        rows = risk_table(tl, hanoi, step)
+        keys = [(int(r[risk_label(tl)].rstrip("%")), float(r["forecast (mg/L)"])) for r in rows]
+        risks = [risk for risk, _ in keys]
+        assert risks == sorted(risks, reverse=True)
+        for (r1, f1), (r2, f2) in zip(keys, keys[1:]):
+            if r1 == r2:
+                assert f1 <= f2, (step, rows)

@@ -129,6 +129,6 @@ def test_timeline_carries_the_cards_notice(tmp_path, monitoring_model):
         if fires:
             assert (
                 "off by about 6% of the nodes, 3.0 times its error on the median scenario it "
-                "was not trained on (2% of the nodes; the test MAE beside the model's name is "
+                "was not trained on (2% of the nodes; the test MAE under the model's name is "
                 "the mean over every test forecast)"
             ) in notice

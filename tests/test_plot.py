@@ -195,10 +195,50 @@ def test_summary_before_anything_moves(tmp_path, hanoi):
     late = ScenarioConfig(injection_node="20", injection_start_s=1800, duration_s=2700)
     quiet, _ = explain_scenario(late, DEFAULT_MODEL, out=tmp_path / "late.npz")
     quiet = quiet.relative_to("none")
-    assert quiet.first_informative_step() > 0
+    gaps = [abs(e.prediction - e.empty_prediction) for e in quiet.explanations]
+    moved = next(t for t, gap in enumerate(gaps) if gap > 1e-3)
+    assert moved > 0
     assert summary(quiet, hanoi, 0, "SV", None).endswith(
-        "No node differs from the reference enough to move the forecast."
+        "No node differs from the reference enough to move the forecast. The next forecast "
+        f"that moves is made at {quiet.times_s[moved] / 60:.0f} min (▶ play)."
     )
+
+
+def test_a_node_models_silent_node_says_when_its_forecast_moves(hanoi):
+    """The time cursor survives a switch of model: a node-level model's explained node far
+    from the chlorine shows nothing there, and the sentence says when it will."""
+    from wdn_explain.shipped import SHIPPED_ROOT
+
+    nodes = Timeline.load(SHIPPED_ROOT / "models" / "hanoi-nodes" / "default_timeline.npz")
+    nodes = nodes.relative_to("none")
+    gaps = np.array([abs(e.prediction - e.empty_prediction) for e in nodes.explanations])
+    silent = int(np.flatnonzero(gaps <= 1e-3)[0])
+    moved = silent + int(np.flatnonzero(gaps[silent:] > 1e-3)[0])
+    text = summary(nodes, hanoi, silent, "k-SII", 2)
+    assert text.endswith(
+        f"The next forecast that moves is made at {nodes.times_s[moved] / 60:.0f} min "
+        "(▶ play, or pick another explained node)."
+    )
+
+
+def test_values_that_cancel_are_said_to_cancel(tl, hanoi):
+    """Where the explained difference reads +0.00 though values of either sign read at
+    least 0.01: the sentence says they cancel, not that one of them moves the forecast."""
+    tl = tl.relative_to("mean")
+    found = 0
+    for step, e in enumerate(tl.explanations):
+        values = tl.interaction_values(step, "k-SII", 2).dict_values
+        values = {k: v for k, v in values.items() if k}
+        top, bottom = max(values, key=values.get), min(values, key=values.get)
+        if abs(e.prediction - e.empty_prediction) < 0.005 and values[top] >= 0.005:
+            if values[bottom] <= -0.005:
+                text = summary(tl, hanoi, step, "k-SII", 2)
+                assert "that is +0.00" in text or "that is -0.00" in text
+                assert f"The values cancel: {driver_name(hanoi, top)}" in text
+                assert f"and {driver_name(hanoi, bottom)} lowers it by about as much." in text
+                assert "most" not in text.split("The values cancel")[1]
+                found += 1
+    assert found  # the shipped timeline has such steps
 
 
 def test_a_share_just_below_zero_reads_0_00(tl, hanoi):

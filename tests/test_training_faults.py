@@ -363,7 +363,7 @@ def test_a_rare_small_overshoot_is_not_called_damage():
     spec = InputSpec(target="node_chlorine_mg_l")
     rare = np.r_[np.full(3, -0.18), np.full(997, 0.5)]
     assert spec.range_warning(rare) == (  # chlorine's one bound said plainly: no "[0, inf]"
-        "3 of 1000 forecasts lie below 0 mg/L, where chlorine cannot be (from -0.18 to 0.5): "
+        "3 of 1000 forecasts lie below 0 mg/L, where chlorine cannot be (all forecasts: -0.18 to 0.5): "
         "a regression's error near the bound (charts and tables show them at the bound)"
     )
     often = np.r_[np.full(3, -0.18), np.full(97, 0.5)]

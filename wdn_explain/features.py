@@ -427,7 +427,7 @@ class InputSpec:
             else f"outside [{low:g}, {high:g}], the range of {what}"
         )
         return (
-            f"{int(bad.sum())} of {bad.size} forecasts lie {where} (from "
+            f"{int(bad.sum())} of {bad.size} forecasts lie {where} (all forecasts: "
             f"{np.nanmin(forecast):.3g} to "
             f"{np.nanmax(forecast):.3g}{', NaN among them' if nan else ''}): {cause}"
         )

@@ -182,6 +182,15 @@ def strongest(
     return sorted(items, key=lambda kv: -abs(kv[1]))
 
 
+def share_of(value: float, gap: float) -> str:
+    """``value``'s share of the explained difference ``gap`` as a signed percentage: ``+42%``,
+    ``0%`` for one that rounds to nothing (never ``-0%``), "" without a difference."""
+    if abs(gap) <= 1e-9:
+        return ""
+    share = value / gap
+    return f"{share:+.0%}" if abs(share) >= 0.005 else "0%"
+
+
 def drivers_table(
     timeline: Timeline, network: Network, step: int, index: str, order: int | None, k: int = 10
 ) -> list[dict]:
@@ -192,7 +201,7 @@ def drivers_table(
         {
             "driver": driver_name(network, members).removeprefix("the "),  # a narrow column
             f"value ({value_unit(timeline)})": round(value, 4),
-            "of the difference": f"{value / gap:+.0%}" if abs(gap) > 1e-9 else "",
+            "of the difference": share_of(value, gap),
         }
         for members, value in strongest(timeline, step, index, order)[:k]
     ]
@@ -275,17 +284,41 @@ def summary(timeline: Timeline, network: Network, step: int, index: str, order: 
     )
     head += "".join(f" {note}" for note in reference_notes(timeline, network, step, index, order))
     items = strongest(timeline, step, index, order)
-    tol = 1e-3 * max(abs(gap), 1e-2)
+    cancel = two_decimals(gap).lstrip("-") == "0.00"  # the difference reads +0.00
+    tol = SHOWN if cancel else 1e-3 * max(abs(gap), 1e-2)
     up = [kv for kv in items if kv[1] > tol][:2]
     down = [kv for kv in items if kv[1] < -tol][:1]
     if not up and not down:
-        return f"{head} No node differs from the reference enough to move the forecast."
-    parts = []
-    if up:
-        parts.append(f"{_names(network, up)} raise{'s' if len(up) == 1 else ''} the forecast most")
-    if down:
-        parts.append(f"{_names(network, down)} lowers it most")
+        return (
+            f"{head} No node differs from the reference enough to move the forecast."
+            f"{later_move(timeline, step)}"
+        )
+    raises = f"{_names(network, up)} raise{'s' if len(up) == 1 else ''} the forecast" if up else ""
+    lowers = f"{_names(network, down)} lowers it" if down else ""
+    if cancel and up and down:
+        return f"{head} The values cancel: {raises} and {lowers} by about as much."
+    parts = [f"{words} most" for words in (raises, lowers) if words]
     return f"{head} {_upper_first('; '.join(parts))}."
+
+
+SHOWN = 0.005
+"""Where the explained difference reads +0.00, a value smaller than this (it reads 0.00 too)
+is not named as a driver."""
+
+
+def later_move(timeline: Timeline, step: int, tol: float = 1e-3) -> str:
+    """`` The next forecast that moves is made at 135 min (▶ play, or pick another explained
+    node).``:
+    where a view at ``step`` shows nothing (the time cursor survives a switch of model, and a
+    node-level model's explained node may be far from the chlorine), the first later step
+    whose forecast leaves the reference; "" when none does."""
+    gaps = [abs(e.prediction - e.empty_prediction) for e in timeline.explanations[step + 1 :]]
+    later = next((step + 1 + k for k, g in enumerate(gaps) if g > tol), None)
+    if later is None:
+        return ""
+    other = ", or pick another explained node" if timeline.node_level else ""
+    made = minutes(float(timeline.times_s[later]))
+    return f" The next forecast that moves is made at {made} (▶ play{other})."
 
 
 BIAS = 0.05
@@ -382,7 +415,10 @@ def risk_table(
     if timeline.node_risk is None:
         return []
     risk = np.where(network.consumers, timeline.node_risk[step], -np.inf)
-    order = np.argsort(-risk, kind="stable")[: min(rows, int(network.consumers.sum()))]
+    # riskiest first as shown (whole percent), then the lowest forecast, then network order
+    shown = np.round(np.where(np.isfinite(risk), risk, -1.0), 2)
+    order = np.lexsort((np.arange(len(risk)), timeline.node_forecast[step], -shown))
+    order = order[: min(rows, int(network.consumers.sum()))]
     table = []
     for i in order:
         row = {"node": str(timeline.node_ids[i]), risk_label(timeline): f"{risk[i]:.0%}"}

@@ -153,7 +153,7 @@ def hard_scenario_notice(
     return (
         f"uncertain forecast: on scenarios like this one the model is usually off by about "
         f"{said(expected)}, {expected / typical:.1f} times its error on the median scenario it "
-        f"was not trained on ({said(typical)}; the test MAE beside the model's name is the "
+        f"was not trained on ({said(typical)}; the test MAE under the model's name is the "
         "mean over every test forecast); read each forecast as the shaded range around it, "
         "not as an exact number"
     )
