@@ -28,6 +28,14 @@ def column(arrays: dict, name: str, node: str) -> np.ndarray:
     return arrays[name][:, [str(v) for v in arrays["node_ids"]].index(node)]
 
 
+def served(arrays: dict, node: str) -> np.ndarray:
+    """The node's forecast as the page serves it: at most the scenario's highest
+    concentration (its source's strength here: Hanoi starts without chlorine), as its
+    interval is."""
+    strength = arrays["meta"]["scenario"]["injection_strength_mg_l"]
+    return np.minimum(column(arrays, "node_forecast", node), strength)
+
+
 @pytest.fixture
 def app(tmp_path, monkeypatch):
     monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
@@ -55,7 +63,7 @@ def test_a_node_model_is_offered_and_shown_in_mg_l_at_its_target(app):
     ]
     assert picker.value == target
     step = list(arrays["times_s"] // 60).index(cursor(app))
-    expected = column(arrays, "node_forecast", target)
+    expected = served(arrays, target)
     assert shown_forecast(app) == pytest.approx(expected[step], abs=0.005)
     text = next(m.value for m in app.markdown if m.value.startswith("Forecast made at"))
     assert f"mg/L chlorine at node {target}" in text and "share of nodes" not in text
@@ -119,7 +127,7 @@ def test_a_new_scenario_explains_the_nodes_picked_and_the_picker_switches(app, t
         widget(app, "selectbox", "target").set_value(node).run()
         assert not app.exception
         step = list(arrays["times_s"] // 60).index(cursor(app))
-        forecast = column(arrays, "node_forecast", node)[step]
+        forecast = served(arrays, node)[step]
         assert shown_forecast(app) == pytest.approx(forecast, abs=0.005)
         title = charts(app)["forecast"]["layout"]["title"]["text"]
         assert title.startswith(f"mg/L chlorine at node {node}")
@@ -141,9 +149,7 @@ def test_any_node_is_explained_on_demand_from_the_current_scenario(app, hanoi):
     widget(app, "selectbox", "target").set_value(node).run()
     assert not app.exception and not app.error
     step = list(arrays["times_s"] // 60).index(cursor(app))
-    assert shown_forecast(app) == pytest.approx(
-        column(arrays, "node_forecast", node)[step], abs=0.005
-    )
+    assert shown_forecast(app) == pytest.approx(served(arrays, node)[step], abs=0.005)
     text = next(m.value for m in app.markdown if m.value.startswith("Forecast made at"))
     assert f"mg/L chlorine at node {node}" in text
     square = trace(charts(app)["si_graph"], "explained node")
@@ -175,7 +181,10 @@ def test_the_risk_of_non_compliance_is_mapped_tabled_and_charted(app, hanoi):
     riskiest = int(np.argmax(np.where(tap, risk, -1)))
     assert nodes["hovertext"][riskiest].endswith(f"in 20 min: {risk[riskiest]:.0%}")
     table = next(t for t in markdown_tables(app) if "node" in t[0])
-    expected = [ids[i] for i in np.argsort(-np.where(tap, risk, -1), kind="stable")[:10]]
+    # riskiest first as the table shows it (whole percent), then the lowest forecast
+    forecast = arrays["node_forecast"][step]
+    rank = sorted(np.flatnonzero(tap), key=lambda i: (-round(100 * risk[i]), forecast[i], i))
+    expected = [ids[i] for i in rank[:10]]
     assert [row["node"] for row in table] == expected
     for row in table:  # a forecast below 0 mg/L reads as 0, as its interval: never outside
         low, high = map(float, row["interval (mg/L)"].split("–"))

@@ -416,6 +416,9 @@ def test_shipped_node_intervals_stay_below_the_source_strength():
     strength = timeline.scenario.injection_strength_mg_l  # the only source
     assert timeline.node_upper.max() <= strength + 1e-6
     assert timeline.node_lower.min() >= 0.0
+    # the served forecast keeps to the same range, so it lies inside its interval
+    assert timeline.node_forecast.max() <= strength + 1e-6
+    assert (timeline.node_forecast <= timeline.node_upper + 1e-6).all()
 
 
 def test_risk_calibrated_into_the_card_served_in_the_timeline_and_exported(tmp_path, node_model):

@@ -353,6 +353,11 @@ def test_physical_forecasts_move_a_small_overshoot_onto_the_bound_and_keep_far_o
     assert share.dtype == np.float32
     node = InputSpec(target="node_chlorine_mg_l").physical(np.array([-8.7e-5, 0.9, 7.0, -4.0]))
     np.testing.assert_array_equal(node, [0.0, 0.9, 7.0, -4.0])  # no upper bound on mg/L
+    # a scenario whose highest concentration is 1.5 mg/L: nothing is served above it
+    node = InputSpec(target="node_chlorine_mg_l").physical(
+        np.array([-8.7e-5, 1.2, 1.51, 1.62, 7.0, -4.0], dtype=np.float32), high=1.5
+    )
+    np.testing.assert_array_equal(node, np.array([0, 1.2, 1.5, 1.5, 1.5, -4.0], dtype=np.float32))
 
 
 def test_a_rare_small_overshoot_is_not_called_damage():

@@ -394,16 +394,22 @@ class InputSpec:
             columns.append(np.where(np.isfinite(tau) & (step >= 0), value, 0.0))
         return np.stack(columns, axis=-1)
 
-    def physical(self, forecast: np.ndarray) -> np.ndarray:
+    def physical(self, forecast: np.ndarray, high: float | None = None) -> np.ndarray:
         """``forecast`` with the values that leave :data:`LABEL_RANGE` by at most
         :data:`RANGE_TOLERANCE` moved onto the bound they cross (a linear head's small
         overshoot: -8.7e-5 mg/L is 0 mg/L); farther ones are kept for
-        :meth:`range_warning` to name. The model and its explanations keep their raw output."""
+        :meth:`range_warning` to name. ``high``: the scenario's highest concentration, known
+        at forecast time (:func:`scenario_range`: no mixing or decay exceeds it), above which a
+        forecast is served at it, as its interval is (1.62 mg/L downstream of a 1.5 mg/L
+        booster reads 1.5). The model and its explanations keep their raw output."""
         forecast = np.asarray(forecast)
-        low, high = LABEL_RANGE[self.target]
+        low, top = LABEL_RANGE[self.target]
         near_low = (forecast < low) & (forecast >= low - RANGE_TOLERANCE)
-        near_high = (forecast > high) & (forecast <= high + RANGE_TOLERANCE)
-        return np.where(near_low, low, np.where(near_high, high, forecast)).astype(forecast.dtype)
+        near_top = (forecast > top) & (forecast <= top + RANGE_TOLERANCE)
+        served = np.where(near_low, low, np.where(near_top, top, forecast))
+        if high is not None:
+            served = np.minimum(served, high)
+        return served.astype(forecast.dtype)
 
     def range_warning(self, forecast: np.ndarray) -> str | None:
         """One sentence when forecasts leave the label's physical range :data:`LABEL_RANGE`

@@ -512,7 +512,7 @@ class _Runner:
             used &= self.good[before].all(axis=0)
         graph = step_graph(self.network, self._node_inputs(t, used), self.edge_attr[t])
         raw = node_forecasts(self.model, [graph])[0]
-        forecast = inputs.physical(raw)
+        forecast = inputs.physical(raw, self.high)
         lower = upper = risk = None
         if card.risk is not None:
             scores = risk_scores(self.scorer, self.model, [graph], raw[None])

@@ -124,6 +124,21 @@ class Timeline:
     node_pressure_m: np.ndarray | None = None
     node_delivered_fraction: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        """A node-level timeline serves no forecast above its scenario's highest
+        concentration (:meth:`~wdn_explain.features.InputSpec.physical`), the bound its
+        intervals keep to: a timeline made before this rule reads the same once loaded."""
+        if self.node_forecast is None:
+            return
+        from .features import InputSpec, scenario_range
+
+        scenario = self.scenario
+        highest = self.chlorine.max(axis=0)  # the first step's (the initial quality) and on
+        high = scenario_range("node_chlorine_mg_l", scenario.injection_strength_mg_l, highest)[1]
+        spec = InputSpec(target="node_chlorine_mg_l")
+        self.node_forecast = spec.physical(self.node_forecast, high)
+        self.forecast = spec.physical(self.forecast, high)
+
     def __len__(self) -> int:
         return len(self.steps)
 
