@@ -553,7 +553,7 @@ def test_risk_model_reads_the_sources_setpoint_and_travel_time_at_every_node(
 ):
     """A forecaster that reads the plan and the flushes gets a risk model that also reads the
     source's setpoint now and over the horizon at every node and the travel time from the
-    source along the flows now: the timeline's risk is sigmoid(a + b g) of risk.pt's GNN on
+    source along the flows now, and the setpoint that reaches it by the horizon: the timeline's risk is sigmoid(a + b g) of risk.pt's GNN on
     the scenario's inputs with those columns written here from the simulation's recorded
     source (its largest value at each report t .. t + horizon) and flows (networkx)."""
     from scipy.special import expit
@@ -569,7 +569,11 @@ def test_risk_model_reads_the_sources_setpoint_and_travel_time_at_every_node(
     assert result.exit_code == 0, result.output
     _, card = load_model(model)
     trained = card.risk["model"]
-    assert trained["added_inputs"] == ["network_setpoint_mg_l", "source_travel_horizons"]
+    assert trained["added_inputs"] == [
+        "network_setpoint_mg_l",
+        "source_travel_horizons",
+        "horizon_arrival_mg_l",
+    ]
     gnn = NodeChlorineGNN(ModelConfig(**trained["config"]))
     gnn.load_state_dict(torch.load(model / "risk.pt", weights_only=True))
     gnn.eval()
@@ -595,7 +599,9 @@ def test_risk_model_reads_the_sources_setpoint_and_travel_time_at_every_node(
         setpoint = [source[min(t + k, last)] for k in range(horizon + 1)]
         travel = travel_horizons(network, simulated.link_flow_lps[t], at, horizon_s)
         travel = travel if max(setpoint) > 0 else np.full(n, 2.0)
-        added = torch.tensor([[*setpoint, h] for h in travel], dtype=d.x.dtype)
+        # the setpoint leaving the source ceil(travel) reports before the horizon, now at most
+        arrival = [setpoint[max(horizon - int(np.ceil(h * horizon - 1e-6)), 0)] for h in travel]
+        added = torch.tensor([[*setpoint, h, a] for h, a in zip(travel, arrival)], dtype=d.x.dtype)
         with torch.no_grad():
             g.append(gnn(torch.cat([d.x, added], 1), d.edge_index, d.edge_attr).numpy())
     assert len(set(source)) > 1  # the source switches within the scenario

@@ -1,6 +1,7 @@
 """The risk model's added inputs (:mod:`wdn_explain.risk_net`) against oracles built in the
 test: the source's setpoint now and over the horizon written out by hand at every node, the
 travel time from the source by networkx's Dijkstra over links oriented by their flow, the
+setpoint arriving at the horizon read off each graph's schedule, the
 zero-weight start equal to the GNN without the columns, and the exact Shapley values of the
 risk's logit at a node by enumeration of all 2^7 coalitions."""
 
@@ -93,12 +94,20 @@ def test_travel_time_from_the_source_along_the_flows_of_each_batched_graph():
     assert addable(TRAVEL) == RISK_INPUTS
     gnn = NodeChlorineGNN(in_channels=TRAVEL.in_channels + added_channels(TRAVEL), edge_channels=2)
     scorer = RiskScorer(gnn, TRAVEL)
-    travel = scorer.risk_inputs(x, edge_index, edge_attr, n_graphs=3)[:, -1].numpy()
+    added = scorer.risk_inputs(x, edge_index, edge_attr, n_graphs=3)[:, TRAVEL.in_channels :]
+    travel, arrival = added[:, -2].numpy(), added[:, -1].numpy()
     want = [travel_oracle(f, s, d) for f, (s, _), d in zip(flows, sources, [1, 1, 0])]
     assert np.allclose(travel, np.concatenate(want), atol=1e-6)
     assert abs(travel[8]) < 1e-6 and travel[10] == TRAVEL_CAP  # #2: past the pump; 4 unreached
     assert np.isclose(travel[1], 600 / 2 / 300)  # #1: 600 L at 2 L/s, in horizons of 300 s
     assert (travel[12:] == TRAVEL_CAP).all()
+    # the setpoint at the report the water reaching each node at the horizon left the source
+    # (reports t, t + 1, ..., t + 3 in each graph's own schedule; now where it left earlier)
+    for node, (k, tau_reports) in enumerate(zip(np.repeat(range(3), 6), travel * 3)):
+        schedule = [sources[k][1], *plans[k]]
+        left = 3 - int(np.ceil(tau_reports - 1e-6))  # 0 .. 3, or before now
+        assert arrival[node] == np.float32(schedule[max(left, 0)]), node
+    assert arrival[1] == 1.0 and arrival[6] == 0.0  # #1 doses now only; #2 from t + 2 on
     with torch.no_grad():  # a forward pass builds the same inputs
         assert torch.equal(
             scorer(x, edge_index, edge_attr, torch.arange(3).repeat_interleave(6)),
@@ -158,7 +167,7 @@ def test_a_forecaster_without_the_plan_or_a_gnn_of_another_width_is_refused():
     no_plan = InputSpec(node_features=("chlorine_mg_l", "source_mg_l"), target="node_chlorine_mg_l")
     with pytest.raises(ConfigError, match="need source_mg_l and source_plan_mg_l"):
         RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=7)), no_plan)
-    with pytest.raises(ConfigError, match=r"added inputs \['source_travel_horizons'\] need"):
+    with pytest.raises(ConfigError, match=r"added inputs \['source_travel_horizons', 'horiz"):
         RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=10)), TRAVEL, RISK_INPUTS[1:])
     with pytest.raises(ConfigError, match=r"added inputs \['network_setpoint_mg_l', 'source"):
         RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=10)), SPEC, RISK_INPUTS)

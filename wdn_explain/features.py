@@ -39,6 +39,11 @@ The risk model's own inputs (:mod:`.risk_model`), appended to its forecaster's n
   forecaster's source, plan and ``flow`` edge feature. Whether a switch planned at the source
   reaches a node before the horizon is a matter of that time, which a node beyond the
   model's field cannot tell from its messages.
+* ``horizon_arrival_mg_l``: the setpoint that reaches each node at the horizon by plug flow
+  along the flows now (1 column, mg/L; :func:`horizon_arrival`): the setpoint at report
+  t + horizon - ceil(tau_i / step) of the two columns above, the setpoint now where that report
+  is now or earlier (the forecaster's inputs hold no past setpoint). Which side of a switch
+  reaches a node by the horizon, as one number rather than a product for the model to learn.
 
 Chlorine sensors (``InputSpec.quality_node_sensors``, EPyT-Flow's ``SensorConfig`` name for
 chlorine analysers at nodes): ``None`` reads chlorine at every node. A tuple of node ids reads it
@@ -99,9 +104,9 @@ NODE_FEATURES = (
 HORIZON_WIDE_FEATURES = ("source_plan_mg_l", "chlorine_history_mg_l")
 """Node features that take ``horizon`` columns."""
 ARRIVAL_COLUMNS = 2  # source_arrival_mg_l: now and ``horizon`` reports ahead
-RISK_INPUTS = ("network_setpoint_mg_l", "source_travel_horizons")
+RISK_INPUTS = ("network_setpoint_mg_l", "source_travel_horizons", "horizon_arrival_mg_l")
 """The risk model's node features beyond its forecaster's (:mod:`.risk_net`), in order; a card
-may record the first alone (a risk model trained before the travel time)."""
+may record the first one or two (a risk model trained before the others)."""
 TRAVEL_CAP = 2.0  # source_travel_horizons: horizons, beyond which a front is "far"
 EDGE_FEATURES = ("flow", "pipe_flushes")
 DEFAULT_EDGE_FEATURES = ("flow",)
@@ -499,6 +504,16 @@ def source_travel(
     dosed = (setpoint.amax(dim=1) > 0).cpu().numpy()[:, None]
     travel = np.where(dosed, horizons, TRAVEL_CAP).reshape(-1, 1)
     return torch.as_tensor(travel, dtype=x.dtype, device=x.device)
+
+
+def horizon_arrival(setpoint: Tensor, travel: Tensor, horizon: int) -> Tensor:
+    """``horizon_arrival_mg_l`` (see the module docstring) from the ``network_setpoint_mg_l``
+    (rows, 1 + horizon) and ``source_travel_horizons`` (rows, 1) columns, shape (rows, 1)."""
+    import torch
+
+    back = torch.ceil(travel * horizon - 1e-6).long()  # reports from the source, rounded up
+    report = (horizon - back).clamp(min=0)  # of the setpoint arriving: 0 is now
+    return torch.gather(setpoint, -1, report)
 
 
 def chlorine_history(chlorine_mg_l: np.ndarray, steps: int) -> np.ndarray:

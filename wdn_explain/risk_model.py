@@ -6,8 +6,8 @@ The forecaster's own forecast is a poor score for "chlorine at the horizon below
 minimum": a logistic head on it (:mod:`.risk`) cannot see what the forecast averages away.
 The risk model sees the forecaster's inputs -- and, where those hold the source and the plan,
 the source's setpoint now and over the horizon at every node and, where they hold the flows
-and the links' volumes, each node's travel time from the source along the flows now
-(:data:`~.features.RISK_INPUTS`, served by :class:`~.risk_net.RiskScorer`: a reservoir's
+and the links' volumes, each node's travel time from the source along the flows now and the
+setpoint that reaches it by the horizon (:data:`~.features.RISK_INPUTS`, served by :class:`~.risk_net.RiskScorer`: a reservoir's
 switch reaches nodes beyond a 3-layer field within the horizon) -- and is trained with the
 log loss on that outcome (on inputs built once per split, :func:`outcome_samples`): :class:`~.model.NodeChlorineGNN`'s architecture (edge-feature message passing, a
 linear head on every node), its output g_i a logit. It starts from the forecaster's weights

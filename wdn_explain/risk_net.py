@@ -14,15 +14,21 @@ import torch
 from torch import Tensor, nn
 
 from .errors import ConfigError
-from .features import RISK_INPUTS, InputSpec, network_setpoint, source_travel
+from .features import (
+    RISK_INPUTS,
+    InputSpec,
+    horizon_arrival,
+    network_setpoint,
+    source_travel,
+)
 from .model import NodeChlorineGNN
 
 
 def addable(inputs: InputSpec) -> tuple[str, ...]:
     """The :data:`~.features.RISK_INPUTS` that node inputs and edges built by ``inputs`` can
-    feed: the setpoint needs the source now and the plan; the travel time also the flow among
-    the edge features and the links' volumes (a forecaster with ``pipe_flushes``). Empty,
-    the setpoint alone, or all."""
+    feed: the setpoint needs the source now and the plan; the travel time and the arrival at
+    the horizon also the flow among the edge features and the links' volumes (a forecaster
+    with ``pipe_flushes``). Empty, the setpoint alone, or all."""
     if not {"source_mg_l", "source_plan_mg_l"} <= set(inputs.node_features):
         return ()
     travel = "flow" in inputs.edge_features and inputs.link_volume_l is not None
@@ -32,8 +38,8 @@ def addable(inputs: InputSpec) -> tuple[str, ...]:
 def added_channels(inputs: InputSpec, added: tuple[str, ...] | None = None) -> int:
     """Columns the ``added`` inputs (default: :func:`addable`) add to node inputs built by
     ``inputs``."""
-    widths = {"network_setpoint_mg_l": 1 + inputs.horizon, "source_travel_horizons": 1}
-    return sum(widths[name] for name in (addable(inputs) if added is None else added))
+    widths = {"network_setpoint_mg_l": 1 + inputs.horizon}  # the others: 1 column each
+    return sum(widths.get(name, 1) for name in (addable(inputs) if added is None else added))
 
 
 class RiskScorer(nn.Module):
@@ -54,8 +60,8 @@ class RiskScorer(nn.Module):
         if not added or added != addable(inputs)[: len(added)]:
             raise ConfigError(
                 f"the risk model's added inputs {list(added)} need source_mg_l and "
-                f"source_plan_mg_l among the forecaster's node features (the travel time also "
-                f"the flow among its edge features and the links' volumes; got "
+                f"source_plan_mg_l among the forecaster's node features (the travel time and "
+                f"arrival also the flow among its edge features and the links' volumes; got "
                 f"{list(inputs.node_features)}, {list(inputs.edge_features)}); known: "
                 f"{list(RISK_INPUTS)}"
             )
@@ -76,16 +82,15 @@ class RiskScorer(nn.Module):
     ) -> Tensor:
         """The GNN's node features: ``x`` ((b n, F) rows of ``n_graphs`` graphs of the
         forecaster's inputs, with their batched ``edge_index`` and ``edge_attr``) with
-        :func:`~.features.network_setpoint` and :func:`~.features.source_travel` appended
-        (as far as :attr:`added` names them)."""
+        :func:`~.features.network_setpoint`, :func:`~.features.source_travel` and
+        :func:`~.features.horizon_arrival` appended (as far as :attr:`added` names them)."""
         n_nodes = x.shape[0] // n_graphs
-        columns = {
-            "network_setpoint_mg_l": lambda: network_setpoint(x, self.inputs, n_nodes),
-            "source_travel_horizons": lambda: source_travel(
-                x, edge_index, edge_attr, self.inputs, n_nodes
-            ),
-        }
-        return torch.cat([x, *(columns[name]() for name in self.added)], dim=-1)
+        columns = [network_setpoint(x, self.inputs, n_nodes)]
+        if len(self.added) > 1:
+            columns.append(source_travel(x, edge_index, edge_attr, self.inputs, n_nodes))
+        if len(self.added) > 2:
+            columns.append(horizon_arrival(columns[0], columns[1], self.inputs.horizon))
+        return torch.cat([x, *columns], dim=-1)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, batch: Tensor | None = None
