@@ -32,9 +32,11 @@ def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
-def small_node_model(out: Path, monitoring_dir, epochs: int, node_features) -> Path:
+def small_node_model(
+    out: Path, monitoring_dir, epochs: int, node_features, edge_features=("flow",)
+) -> Path:
     """A small node-level model trained into ``out`` on the tiny monitoring design (seconds),
-    flow its only edge input (the inputs the tests below rebuild by hand)."""
+    by default flow its only edge input (the inputs the tests below rebuild by hand)."""
     from wdn_explain.training import TrainConfig, train
 
     train(
@@ -46,7 +48,7 @@ def small_node_model(out: Path, monitoring_dir, epochs: int, node_features) -> P
             batch_size=16,
             lr=1e-2,
             node_features=node_features,
-            edge_features=("flow",),
+            edge_features=edge_features,
             target="node_chlorine_mg_l",
         ),
         device="cpu",
@@ -528,18 +530,35 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
 
 @pytest.fixture(scope="module")
 def plan_node_model(tmp_path_factory, monitoring_dir):
-    """A small node model that reads the dosing plan."""
+    """A small node model that reads the dosing plan and the pipes' flushes (so its card
+    holds the links' volumes)."""
     out = tmp_path_factory.mktemp("plan_node_model")
-    return small_node_model(out, monitoring_dir, 5, (*FEATURES, "source_plan_mg_l"))
+    features = (*FEATURES, "source_plan_mg_l")
+    return small_node_model(out, monitoring_dir, 5, features, ("flow", "pipe_flushes"))
 
 
-def test_risk_model_reads_the_sources_setpoint_at_every_node(
+def travel_horizons(network, flow_lps: np.ndarray, source: int, horizon_s: float) -> np.ndarray:
+    """Plug-flow travel time from ``source`` to every node over links oriented by their flow
+    (volume / |flow| seconds each), by networkx's Dijkstra, in horizons, capped at 2."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(network.n_nodes))
+    for (a, b), q, volume in zip(network.link_nodes, flow_lps, network.link_volume_l):
+        if q != 0:
+            graph.add_edge(*((a, b) if q > 0 else (b, a)), seconds=volume / abs(q))
+    reached = nx.single_source_dijkstra_path_length(graph, source, weight="seconds")
+    return np.array([min(reached.get(i, np.inf) / horizon_s, 2.0) for i in range(len(graph))])
+
+
+def test_risk_model_reads_the_sources_setpoint_and_travel_time_at_every_node(
     tmp_path, plan_node_model, monitoring_dir
 ):
-    """A forecaster that reads the plan gets a risk model that also reads the source's
-    setpoint now and over the horizon at every node: the timeline's risk is sigmoid(a + b g)
-    of risk.pt's GNN on the scenario's inputs with those columns written here from the
-    simulation's recorded source (its largest value at each report t .. t + horizon)."""
+    """A forecaster that reads the plan and the flushes gets a risk model that also reads the
+    source's setpoint now and over the horizon at every node and the travel time from the
+    source along the flows now, and the setpoint that reaches it by the horizon: the timeline's risk is sigmoid(a + b g) of risk.pt's GNN on
+    the scenario's inputs with those columns written here from the simulation's recorded
+    source (its largest value at each report t .. t + horizon) and flows (networkx)."""
     from scipy.special import expit
 
     from wdn_explain.network import load_network
@@ -553,7 +572,11 @@ def test_risk_model_reads_the_sources_setpoint_at_every_node(
     assert result.exit_code == 0, result.output
     _, card = load_model(model)
     trained = card.risk["model"]
-    assert trained["added_inputs"] == ["network_setpoint_mg_l"]
+    assert trained["added_inputs"] == [
+        "network_setpoint_mg_l",
+        "source_travel_horizons",
+        "horizon_arrival_mg_l",
+    ]
     gnn = NodeChlorineGNN(ModelConfig(**trained["config"]))
     gnn.load_state_dict(torch.load(model / "risk.pt", weights_only=True))
     gnn.eval()
@@ -574,9 +597,14 @@ def test_risk_model_reads_the_sources_setpoint_at_every_node(
     horizon, n = card.input_spec.horizon, network.n_nodes
     last = len(source) - 1
     g = []
+    at, horizon_s = network.node_ids.index("12"), horizon * spec.reporting_step_s
     for t, d in enumerate(graphs):
         setpoint = [source[min(t + k, last)] for k in range(horizon + 1)]
-        added = torch.tensor([setpoint] * n, dtype=d.x.dtype)
+        travel = travel_horizons(network, simulated.link_flow_lps[t], at, horizon_s)
+        travel = travel if max(setpoint) > 0 else np.full(n, 2.0)
+        # the setpoint leaving the source ceil(travel) reports before the horizon, now at most
+        arrival = [setpoint[max(horizon - int(np.ceil(h * horizon - 1e-6)), 0)] for h in travel]
+        added = torch.tensor([[*setpoint, h, a] for h, a in zip(travel, arrival)], dtype=d.x.dtype)
         with torch.no_grad():
             g.append(gnn(torch.cat([d.x, added], 1), d.edge_index, d.edge_attr).numpy())
     assert len(set(source)) > 1  # the source switches within the scenario

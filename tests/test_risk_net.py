@@ -1,5 +1,7 @@
 """The risk model's added inputs (:mod:`wdn_explain.risk_net`) against oracles built in the
 test: the source's setpoint now and over the horizon written out by hand at every node, the
+travel time from the source by networkx's Dijkstra over links oriented by their flow, the
+setpoint arriving at the horizon read off each graph's schedule, the
 zero-weight start equal to the GNN without the columns, and the exact Shapley values of the
 risk's logit at a node by enumeration of all 2^7 coalitions."""
 
@@ -10,9 +12,9 @@ import pytest
 import torch
 
 from wdn_explain.errors import ConfigError
-from wdn_explain.features import InputSpec
+from wdn_explain.features import RISK_INPUTS, TRAVEL_CAP, InputSpec
 from wdn_explain.model import ModelConfig, NodeChlorineGNN
-from wdn_explain.risk_net import RiskScorer, added_channels
+from wdn_explain.risk_net import RiskScorer, addable, added_channels
 
 from conftest import brute_force_shapley, path_graph
 
@@ -38,10 +40,79 @@ def test_the_setpoint_now_and_planned_is_read_at_every_node_of_each_graph():
     second = graph_inputs(5, source=0, now=0.7, plan=[0.0, 0.0, 0.7], seed=1)
     x = torch.from_numpy(np.concatenate([first, second]))
     gnn = NodeChlorineGNN(in_channels=SPEC.in_channels + added_channels(SPEC))
-    added = RiskScorer(gnn, SPEC).risk_inputs(x, n_graphs=2)[:, SPEC.in_channels :]
+    scorer = RiskScorer(gnn, SPEC)
+    added = scorer.risk_inputs(x, None, None, n_graphs=2)[:, SPEC.in_channels :]
     want = np.array([[0.0, 1.5, 1.5, 0.0]] * 5 + [[0.7, 0.0, 0.0, 0.7]] * 5)
     assert np.array_equal(added.numpy(), want.astype(np.float32))
     assert SPEC.columns("source_plan_mg_l") == slice(2, 5)
+    assert scorer.added == ("network_setpoint_mg_l",)  # no flows or volumes: no travel time
+
+
+TRAVEL = InputSpec(
+    node_features=SPEC.node_features,
+    horizon=3,
+    target="node_chlorine_mg_l",
+    edge_features=("flow", "pipe_flushes"),
+    flow_scale_lps=2.0,
+    link_volume_l=(600.0, 300.0, 0.0, 900.0, 1200.0, 100.0),
+    report_step_s=100.0,
+)
+LINKS = [(0, 1), (1, 2), (2, 3), (1, 4), (4, 5), (5, 3)]
+
+
+def travel_oracle(flow_lps: list[float], source: int, dosed: bool) -> np.ndarray:
+    """Seconds along links in their flow direction (volume / |flow|), shortest by networkx,
+    in horizons of 300 s, capped at 2 (and everywhere while nothing is dosed)."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(6))
+    for (a, b), q, v in zip(LINKS, flow_lps, TRAVEL.link_volume_l):
+        if q != 0:
+            graph.add_edge(*((a, b) if q > 0 else (b, a)), seconds=v / abs(q))
+    reached = nx.single_source_dijkstra_path_length(graph, source, weight="seconds")
+    horizons = np.array([min(reached.get(i, np.inf) / 300.0, 2.0) for i in range(6)])
+    return horizons if dosed else np.full(6, 2.0)
+
+
+def test_travel_time_from_the_source_along_the_flows_of_each_batched_graph():
+    """Three graphs batched as in training: a booster at node 0 with flows down both
+    branches, one at node 3 with the flows reversed and a closed link, and one dosing
+    nothing (the cap everywhere); a pump (volume 0) passes at once."""
+    flows = [[2.0, 1.0, 4.0, 3.0, 3.0, 1.0], [-2.0, -1.0, -4.0, 0.0, 3.0, -1.0], [1.0] * 6]
+    sources, plans = [(0, 1.0), (3, 0.0), (2, 0.0)], [[0, 0, 0], [0, 0.8, 0.8], [0, 0, 0]]
+    x, edges = [], []
+    for (source, now), plan, flow in zip(sources, plans, flows):
+        source_mg_l, plan_mg_l = np.zeros(6), np.zeros((6, 3))
+        source_mg_l[source], plan_mg_l[source] = now, plan
+        x.append(TRAVEL.node_inputs(np.full(6, 0.5), source_mg_l, np.float32(1.0), plan_mg_l))
+        edges.append(TRAVEL.edge_inputs(np.array(flow)))
+    x, edge_attr = torch.from_numpy(np.concatenate(x)), torch.from_numpy(np.concatenate(edges))
+    pairs = np.array(LINKS).T
+    one = np.concatenate([pairs, pairs[::-1]], axis=1)
+    edge_index = torch.from_numpy(np.concatenate([one + 6 * k for k in range(3)], axis=1))
+    assert addable(TRAVEL) == RISK_INPUTS
+    gnn = NodeChlorineGNN(in_channels=TRAVEL.in_channels + added_channels(TRAVEL), edge_channels=2)
+    scorer = RiskScorer(gnn, TRAVEL)
+    added = scorer.risk_inputs(x, edge_index, edge_attr, n_graphs=3)[:, TRAVEL.in_channels :]
+    travel, arrival = added[:, -2].numpy(), added[:, -1].numpy()
+    want = [travel_oracle(f, s, d) for f, (s, _), d in zip(flows, sources, [1, 1, 0])]
+    assert np.allclose(travel, np.concatenate(want), atol=1e-6)
+    assert abs(travel[8]) < 1e-6 and travel[10] == TRAVEL_CAP  # #2: past the pump; 4 unreached
+    assert np.isclose(travel[1], 600 / 2 / 300)  # #1: 600 L at 2 L/s, in horizons of 300 s
+    assert (travel[12:] == TRAVEL_CAP).all()
+    # the setpoint at the report the water reaching each node at the horizon left the source
+    # (reports t, t + 1, ..., t + 3 in each graph's own schedule; now where it left earlier)
+    for node, (k, tau_reports) in enumerate(zip(np.repeat(range(3), 6), travel * 3)):
+        schedule = [sources[k][1], *plans[k]]
+        left = 3 - int(np.ceil(tau_reports - 1e-6))  # 0 .. 3, or before now
+        assert arrival[node] == np.float32(schedule[max(left, 0)]), node
+    assert arrival[1] == 1.0 and arrival[6] == 0.0  # #1 doses now only; #2 from t + 2 on
+    with torch.no_grad():  # a forward pass builds the same inputs
+        assert torch.equal(
+            scorer(x, edge_index, edge_attr, torch.arange(3).repeat_interleave(6)),
+            gnn(scorer.risk_inputs(x, edge_index, edge_attr, 3), edge_index, edge_attr),
+        )
 
 
 def test_zero_weights_on_the_added_columns_leave_the_forecasters_output():
@@ -77,7 +148,7 @@ def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
         in_channels=SPEC.in_channels + added_channels(SPEC), hidden_channels=8, num_layers=2
     )
     scorer = RiskScorer(gnn.double(), SPEC).eval()
-    x = scorer.risk_inputs(data.x)
+    x = scorer.risk_inputs(data.x, data.edge_index, data.edge_attr)
     mean = x.mean(dim=0)
 
     def logit(coalition: frozenset[int]) -> float:
@@ -94,7 +165,11 @@ def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
 
 def test_a_forecaster_without_the_plan_or_a_gnn_of_another_width_is_refused():
     no_plan = InputSpec(node_features=("chlorine_mg_l", "source_mg_l"), target="node_chlorine_mg_l")
-    with pytest.raises(ConfigError, match="needs source_mg_l and source_plan_mg_l"):
+    with pytest.raises(ConfigError, match="need source_mg_l and source_plan_mg_l"):
         RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=7)), no_plan)
+    with pytest.raises(ConfigError, match=r"added inputs \['source_travel_horizons', 'horiz"):
+        RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=10)), TRAVEL, RISK_INPUTS[1:])
+    with pytest.raises(ConfigError, match=r"added inputs \['network_setpoint_mg_l', 'source"):
+        RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=10)), SPEC, RISK_INPUTS)
     with pytest.raises(ConfigError, match=r"must read 9 node features \(got 5\)"):
         RiskScorer(NodeChlorineGNN(ModelConfig(in_channels=5)), SPEC)

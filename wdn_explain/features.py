@@ -32,6 +32,18 @@ The risk model's own inputs (:mod:`.risk_model`), appended to its forecaster's n
   forecaster's ``source_mg_l`` and ``source_plan_mg_l``). A node several hops from the source
   cannot see the source's switch in its own field, yet a reservoir's switch reaches it
   within the horizon; the tree baseline reads the setpoint now among its summaries.
+* ``source_travel_horizons``: the plug-flow travel time from the dosing source to each node
+  along the flows now (:func:`travel_times_s`), in horizons, capped at :data:`TRAVEL_CAP`
+  (also where no flow leads, and at every node while nothing is dosed now or over the
+  horizon: the source is then unknown); 1 column, :func:`source_travel`, from the
+  forecaster's source, plan and ``flow`` edge feature. Whether a switch planned at the source
+  reaches a node before the horizon is a matter of that time, which a node beyond the
+  model's field cannot tell from its messages.
+* ``horizon_arrival_mg_l``: the setpoint that reaches each node at the horizon by plug flow
+  along the flows now (1 column, mg/L; :func:`horizon_arrival`): the setpoint at report
+  t + horizon - ceil(tau_i / step) of the two columns above, the setpoint now where that report
+  is now or earlier (the forecaster's inputs hold no past setpoint). Which side of a switch
+  reaches a node by the horizon, as one number rather than a product for the model to learn.
 
 Chlorine sensors (``InputSpec.quality_node_sensors``, EPyT-Flow's ``SensorConfig`` name for
 chlorine analysers at nodes): ``None`` reads chlorine at every node. A tuple of node ids reads it
@@ -92,8 +104,10 @@ NODE_FEATURES = (
 HORIZON_WIDE_FEATURES = ("source_plan_mg_l", "chlorine_history_mg_l")
 """Node features that take ``horizon`` columns."""
 ARRIVAL_COLUMNS = 2  # source_arrival_mg_l: now and ``horizon`` reports ahead
-RISK_INPUTS = ("network_setpoint_mg_l",)
-"""The risk model's node features beyond its forecaster's (:mod:`.risk_net`)."""
+RISK_INPUTS = ("network_setpoint_mg_l", "source_travel_horizons", "horizon_arrival_mg_l")
+"""The risk model's node features beyond its forecaster's (:mod:`.risk_net`), in order; a card
+may record the first one or two (a risk model trained before the others)."""
+TRAVEL_CAP = 2.0  # source_travel_horizons: horizons, beyond which a front is "far"
 EDGE_FEATURES = ("flow", "pipe_flushes")
 DEFAULT_EDGE_FEATURES = ("flow",)
 """The edge features of a spec that names none (every card before ``edge_features``)."""
@@ -452,18 +466,60 @@ class InputSpec:
         return share_below_residual(node_chlorine_mg_l, self.min_residual_mg_l)
 
 
-def network_setpoint(x: Tensor, inputs: InputSpec, n_nodes: int) -> Tensor:
-    """``network_setpoint_mg_l`` (see the module docstring) of node inputs ``x`` built by
-    ``inputs`` -- the (b n, F) rows of b graphs of ``n_nodes`` nodes each -- shape (b n,
-    1 + horizon): the largest ``source_mg_l`` and ``source_plan_mg_l`` over each graph's
-    nodes (both 0 away from the source), at every node."""
+def dosing(x: Tensor, inputs: InputSpec, n_nodes: int) -> Tensor:
+    """The setpoint now and planned over the horizon at each node of node inputs ``x`` built
+    by ``inputs`` -- the (b n, F) rows of b graphs of ``n_nodes`` nodes each -- shape
+    (b, n, 1 + horizon): ``source_mg_l`` and ``source_plan_mg_l`` (0 away from the source)."""
     import torch
 
     graphs = x.reshape(-1, n_nodes, x.shape[-1])
     now = graphs[..., inputs.columns("source_mg_l")]
     plan = graphs[..., inputs.columns("source_plan_mg_l")]
-    setpoint = torch.cat([now, plan], dim=-1).amax(dim=1, keepdim=True)
+    return torch.cat([now, plan], dim=-1)
+
+
+def network_setpoint(x: Tensor, inputs: InputSpec, n_nodes: int) -> Tensor:
+    """``network_setpoint_mg_l`` (see the module docstring) of node inputs ``x`` (see
+    :func:`dosing`), shape (b n, 1 + horizon): the largest setpoint now and at each report
+    of the plan over each graph's nodes, at every node."""
+    setpoint = dosing(x, inputs, n_nodes).amax(dim=1, keepdim=True)
     return setpoint.expand(-1, n_nodes, -1).reshape(x.shape[0], -1)
+
+
+def source_travel(
+    x: Tensor, edge_index: Tensor, edge_attr: Tensor, inputs: InputSpec, n_nodes: int
+) -> Tensor:
+    """``source_travel_horizons`` (see the module docstring) of b graphs in PyG's batched
+    layout built by ``inputs`` -- node inputs ``x`` (b n, F), ``edge_index`` (2, b 2E) and
+    ``edge_attr`` (b 2E, C), each graph's first E edges its links from start to end node --
+    shape (b n, 1). The source is the node with the largest setpoint now or planned."""
+    import torch
+
+    setpoint = dosing(x, inputs, n_nodes).amax(dim=-1)  # (b, n)
+    edges = edge_attr.reshape(setpoint.shape[0], -1, edge_attr.shape[-1])
+    n_links = edges.shape[1] // 2
+    flow = edges[:, :n_links, inputs.edge_features.index("flow")] * inputs.flow_scale_lps
+    tau = travel_times_s(
+        flow.detach().cpu().numpy(),
+        edge_index[:, :n_links].T.cpu().numpy(),
+        inputs.link_volume_l,
+        setpoint.argmax(dim=1).cpu().numpy(),
+        n_nodes,
+    )
+    horizons = np.minimum(tau / (inputs.report_step_s * inputs.horizon), TRAVEL_CAP)
+    dosed = (setpoint.amax(dim=1) > 0).cpu().numpy()[:, None]
+    travel = np.where(dosed, horizons, TRAVEL_CAP).reshape(-1, 1)
+    return torch.as_tensor(travel, dtype=x.dtype, device=x.device)
+
+
+def horizon_arrival(setpoint: Tensor, travel: Tensor, horizon: int) -> Tensor:
+    """``horizon_arrival_mg_l`` (see the module docstring) from the ``network_setpoint_mg_l``
+    (rows, 1 + horizon) and ``source_travel_horizons`` (rows, 1) columns, shape (rows, 1)."""
+    import torch
+
+    back = torch.ceil(travel * horizon - 1e-6).long()  # reports from the source, rounded up
+    report = (horizon - back).clamp(min=0)  # of the setpoint arriving: 0 is now
+    return torch.gather(setpoint, -1, report)
 
 
 def chlorine_history(chlorine_mg_l: np.ndarray, steps: int) -> np.ndarray:

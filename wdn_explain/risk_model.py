@@ -5,10 +5,11 @@ loading it, its scores and the heads on them (training it: :mod:`.risk_training`
 The forecaster's own forecast is a poor score for "chlorine at the horizon below the
 minimum": a logistic head on it (:mod:`.risk`) cannot see what the forecast averages away.
 The risk model sees the forecaster's inputs -- and, where those hold the source and the plan,
-the source's setpoint now and over the horizon at every node (:data:`~.features.RISK_INPUTS`,
-served by :class:`~.risk_net.RiskScorer`: a reservoir's switch reaches nodes beyond a 3-layer
-field within the horizon) -- and is trained with the log loss on that
-outcome: :class:`~.model.NodeChlorineGNN`'s architecture (edge-feature message passing, a
+the source's setpoint now and over the horizon at every node and, where they hold the flows
+and the links' volumes, each node's travel time from the source along the flows now and the
+setpoint that reaches it by the horizon (:data:`~.features.RISK_INPUTS`, served by :class:`~.risk_net.RiskScorer`: a reservoir's
+switch reaches nodes beyond a 3-layer field within the horizon) -- and is trained with the
+log loss on that outcome (on inputs built once per split, :func:`outcome_samples`): :class:`~.model.NodeChlorineGNN`'s architecture (edge-feature message passing, a
 linear head on every node), its output g_i a logit. It starts from the forecaster's weights
 (the added input columns at zero),
 its head mapped by the logistic regression of the outcome on the forecaster's output over
@@ -53,7 +54,6 @@ def load_risk_model(
     """The folder's risk model (eval mode; SHA-256 checked), None for a card without one:
     a :class:`~.risk_net.RiskScorer` where the record names ``added_inputs``, else its GNN
     alone (a risk model trained on the forecaster's inputs only)."""
-    from .features import RISK_INPUTS
     from .model import ModelConfig, NodeChlorineGNN
     from .model_folder import load_state
     from .risk_net import RiskScorer
@@ -64,9 +64,7 @@ def load_risk_model(
     try:
         model = NodeChlorineGNN(ModelConfig(**record["config"]))
         added = tuple(record.get("added_inputs", ()))
-        if added not in ((), RISK_INPUTS):
-            raise ValueError(f"added inputs {list(added)}, known: {list(RISK_INPUTS)}")
-        scorer = RiskScorer(model, card.input_spec) if added else model
+        scorer = RiskScorer(model, card.input_spec, added) if added else model
     except (KeyError, TypeError, ValueError, ConfigError) as exc:
         raise DataError(f"model card of '{model_dir}' is corrupt: risk model ({exc})") from None
     load_state(model, model_dir, record["weights_sha256"], map_location, RISK_WEIGHTS)
@@ -146,11 +144,27 @@ def dataset_risk(
     return node_risk(record, predict(risk_net, dataset), dataset.factor_levels()["injection"])
 
 
-def outcome_samples(dataset: WaqDataset, min_residual_mg_l: float) -> StackedSamples:
+def outcome_samples(
+    dataset: WaqDataset, min_residual_mg_l: float, scorer: torch.nn.Module | None = None
+) -> StackedSamples:
     """A node dataset's stacked samples labelled 1 where the chlorine at the horizon lies
-    below ``min_residual_mg_l``, else 0."""
+    below ``min_residual_mg_l``, else 0; with a :class:`~.risk_net.RiskScorer` ``scorer``,
+    its GNN's inputs (:meth:`~.risk_net.RiskScorer.risk_inputs`, built once here rather
+    than in every batch of every epoch)."""
+    from .risk_net import RiskScorer
+
     stacked = dataset.stacked()
-    return replace(stacked, y=(stacked.y < min_residual_mg_l).float())
+    y = (stacked.y < min_residual_mg_l).float()
+    if not isinstance(scorer, RiskScorer):
+        return replace(stacked, y=y)
+    n, n_nodes = stacked.x.shape[:2]
+    x = scorer.risk_inputs(
+        stacked.x.reshape(n * n_nodes, -1),
+        stacked.edge_index,
+        stacked.edge_attr.reshape(-1, stacked.edge_attr.shape[-1]),
+        n_graphs=n,
+    )
+    return replace(stacked, x=x.reshape(n, n_nodes, -1), y=y)
 
 
 def initial_risk_model(
@@ -159,7 +173,7 @@ def initial_risk_model(
     """A copy of the forecaster whose output is a + b f_i: the logistic regression of the
     outcome on its forecast f_i over the training split (one a, b for every node), reading
     :data:`~.features.RISK_INPUTS` too where the forecaster reads the source and the plan
-    (:func:`~.risk_net.can_add`; a :class:`~.risk_net.RiskScorer`). The added input columns
+    (:func:`~.risk_net.addable`; a :class:`~.risk_net.RiskScorer`). The added input columns
     start with zero weights, so it starts as that map of the forecast and learns what they
     add."""
     import torch
@@ -168,22 +182,23 @@ def initial_risk_model(
     from .evaluation import predict
     from .model import NodeChlorineGNN
     from .risk import PRECISION
-    from .risk_net import RiskScorer, added_channels, can_add
+    from .risk_net import RiskScorer, addable, added_channels
 
     forecast = predict(forecaster, train_set).reshape(-1, 1)
     below = (train_set.targets() < min_residual_mg_l).reshape(-1)
     head = LogisticRegression(C=PRECISION, max_iter=1000).fit(forecast, below)
     inputs = train_set.inputs
-    added = added_channels(inputs) if can_add(inputs) else 0
+    added = addable(inputs)
     config = forecaster.config
-    gnn = NodeChlorineGNN(replace(config, in_channels=config.in_channels + added))
+    width = added_channels(inputs, added)
+    gnn = NodeChlorineGNN(replace(config, in_channels=config.in_channels + width))
     state = forecaster.state_dict()
     encoder = state["node_encoder.weight"]
     state["node_encoder.weight"] = torch.cat(
-        [encoder, encoder.new_zeros(encoder.shape[0], added)], dim=1
+        [encoder, encoder.new_zeros(encoder.shape[0], width)], dim=1
     )
     gnn.load_state_dict(state)
     with torch.no_grad():
         gnn.readout.weight.mul_(float(head.coef_[0, 0]))
         gnn.readout.bias.mul_(float(head.coef_[0, 0])).add_(float(head.intercept_[0]))
-    return RiskScorer(gnn, inputs) if added else gnn
+    return RiskScorer(gnn, inputs, added) if added else gnn

@@ -14,57 +14,87 @@ import torch
 from torch import Tensor, nn
 
 from .errors import ConfigError
-from .features import RISK_INPUTS, InputSpec, network_setpoint
+from .features import (
+    RISK_INPUTS,
+    InputSpec,
+    horizon_arrival,
+    network_setpoint,
+    source_travel,
+)
 from .model import NodeChlorineGNN
 
 
-def can_add(inputs: InputSpec) -> bool:
-    """Whether node inputs built by ``inputs`` hold what :data:`~.features.RISK_INPUTS` are
-    built from (the source now and the plan)."""
-    return {"source_mg_l", "source_plan_mg_l"} <= set(inputs.node_features)
+def addable(inputs: InputSpec) -> tuple[str, ...]:
+    """The :data:`~.features.RISK_INPUTS` that node inputs and edges built by ``inputs`` can
+    feed: the setpoint needs the source now and the plan; the travel time and the arrival at
+    the horizon also the flow among the edge features and the links' volumes (a forecaster
+    with ``pipe_flushes``). Empty, the setpoint alone, or all."""
+    if not {"source_mg_l", "source_plan_mg_l"} <= set(inputs.node_features):
+        return ()
+    travel = "flow" in inputs.edge_features and inputs.link_volume_l is not None
+    return RISK_INPUTS if travel and inputs.report_step_s is not None else RISK_INPUTS[:1]
 
 
-def added_channels(inputs: InputSpec) -> int:
-    """Columns :data:`~.features.RISK_INPUTS` add to node inputs built by ``inputs``."""
-    return 1 + inputs.horizon
+def added_channels(inputs: InputSpec, added: tuple[str, ...] | None = None) -> int:
+    """Columns the ``added`` inputs (default: :func:`addable`) add to node inputs built by
+    ``inputs``."""
+    widths = {"network_setpoint_mg_l": 1 + inputs.horizon}  # the others: 1 column each
+    return sum(widths.get(name, 1) for name in (addable(inputs) if added is None else added))
 
 
 class RiskScorer(nn.Module):
     """``gnn`` (its ``in_channels`` the forecaster's plus :func:`added_channels`) on the
-    forecaster's node inputs ``x`` (built by ``inputs``) with the risk's own columns appended.
+    forecaster's node inputs ``x`` (built by ``inputs``) with the ``added`` columns appended
+    (a non-empty prefix of :func:`addable`, by default all of it).
 
     Raises:
-        ConfigError: a forecaster without the source and the plan among its inputs, or a GNN
-            of another width.
+        ConfigError: added inputs unknown or not built from what the forecaster reads, or a
+            GNN of another width.
     """
 
-    def __init__(self, gnn: NodeChlorineGNN, inputs: InputSpec) -> None:
+    def __init__(
+        self, gnn: NodeChlorineGNN, inputs: InputSpec, added: tuple[str, ...] | None = None
+    ) -> None:
         super().__init__()
-        if not can_add(inputs):
+        added = addable(inputs) if added is None else tuple(added)
+        if not added or added != addable(inputs)[: len(added)]:
             raise ConfigError(
-                f"the risk model's {', '.join(RISK_INPUTS)} needs source_mg_l and "
-                f"source_plan_mg_l among the forecaster's node features "
-                f"(got {list(inputs.node_features)})"
+                f"the risk model's added inputs {list(added)} need source_mg_l and "
+                f"source_plan_mg_l among the forecaster's node features (the travel time and "
+                f"arrival also the flow among its edge features and the links' volumes; got "
+                f"{list(inputs.node_features)}, {list(inputs.edge_features)}); known: "
+                f"{list(RISK_INPUTS)}"
             )
-        want = inputs.in_channels + added_channels(inputs)
+        want = inputs.in_channels + added_channels(inputs, added)
         if gnn.config.in_channels != want:
             raise ConfigError(
                 f"the risk model's GNN must read {want} node features "
                 f"(got {gnn.config.in_channels})"
             )
-        self.gnn, self.inputs = gnn, inputs
+        self.gnn, self.inputs, self.added = gnn, inputs, added
 
     @property
     def config(self):
         return self.gnn.config
 
-    def risk_inputs(self, x: Tensor, n_graphs: int = 1) -> Tensor:
+    def risk_inputs(
+        self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, n_graphs: int = 1
+    ) -> Tensor:
         """The GNN's node features: ``x`` ((b n, F) rows of ``n_graphs`` graphs of the
-        forecaster's inputs) with :func:`~.features.network_setpoint` appended."""
-        return torch.cat([x, network_setpoint(x, self.inputs, x.shape[0] // n_graphs)], dim=-1)
+        forecaster's inputs, with their batched ``edge_index`` and ``edge_attr``) with
+        :func:`~.features.network_setpoint`, :func:`~.features.source_travel` and
+        :func:`~.features.horizon_arrival` appended (as far as :attr:`added` names them)."""
+        n_nodes = x.shape[0] // n_graphs
+        columns = [network_setpoint(x, self.inputs, n_nodes)]
+        if len(self.added) > 1:
+            columns.append(source_travel(x, edge_index, edge_attr, self.inputs, n_nodes))
+        if len(self.added) > 2:
+            columns.append(horizon_arrival(columns[0], columns[1], self.inputs.horizon))
+        return torch.cat([x, *columns], dim=-1)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, edge_attr: Tensor, batch: Tensor | None = None
     ) -> Tensor:
         n_graphs = 1 if batch is None else int(batch.max()) + 1
-        return self.gnn(self.risk_inputs(x, n_graphs), edge_index, edge_attr, batch)
+        x = self.risk_inputs(x, edge_index, edge_attr, n_graphs)
+        return self.gnn(x, edge_index, edge_attr, batch)

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import recipe
 from .errors import DataError
-from .features import RISK_INPUTS, check_min_residual
+from .features import check_min_residual
 from .progress import ProgressArg
 from .risk_model import RISK_WEIGHTS, initial_risk_model, outcome_samples, risk_record
 
@@ -75,21 +75,22 @@ def train_risk_model(
         config = TrainConfig(epochs=epochs, seed=card.train.get("seed", 0)).for_device(dev)
         torch.manual_seed(config.seed)
         model = initial_risk_model(forecaster, splits["train"], minimum).to(dev)
+        gnn = model.gnn if isinstance(model, RiskScorer) else model  # fitted on risk inputs
         result = fit(
-            model,
-            outcome_samples(splits["train"], minimum),
-            outcome_samples(splits["val"], minimum),
+            gnn,
+            outcome_samples(splits["train"], minimum, model),
+            outcome_samples(splits["val"], minimum, model),
             config,
             dev,
             loss="logistic",
             progress=progress,
         )
-        model.load_state_dict(result.best_state)
+        gnn.load_state_dict(result.best_state)
         model.cpu().eval()
         heads = risk_record(model, calib_set, minimum, risk_model=True)
         trained = {
             "config": model.config.to_dict(),
-            "added_inputs": list(RISK_INPUTS) if isinstance(model, RiskScorer) else [],
+            "added_inputs": list(model.added) if isinstance(model, RiskScorer) else [],
             "min_residual_mg_l": minimum,
             "train": {"epochs": epochs, "batch_size": config.batch_size, "lr": config.lr},
             "initial": f"the forecaster (weights_sha256 {card.weights_sha256}) with its head "
@@ -104,7 +105,6 @@ def train_risk_model(
             atomic_write(folder / CARD) as card_tmp,
             atomic_write(folder / RISK_WEIGHTS) as weights_tmp,
         ):
-            gnn = model.gnn if isinstance(model, RiskScorer) else model
             write_torch(gnn.state_dict(), weights_tmp, folder / RISK_WEIGHTS)
             trained["weights_sha256"] = file_sha256(weights_tmp)
             record = card.to_json() | {"risk": heads | {"model": trained}}
