@@ -40,7 +40,7 @@ import numpy as np
 from .errors import ConfigError, DataError
 from .explain.explanation import ENGINE_VERSION, Explanation
 from .explain_settings import DEFAULT_REFERENCE, ExplainSettings
-from .features import scenario_range
+from .features import scenario_range, share_below_residual
 from .files import atomic_write, load_npz, read_json
 from .readings import (
     DRIFT_REPORTS,
@@ -611,6 +611,6 @@ def replay_timeline(replay: Replay, node: str) -> Timeline:
         node_lower=lower,
         node_upper=upper,
         node_risk=risk,
-        compliance_forecast=(forecast < minimum).mean(axis=1),
+        compliance_forecast=share_below_residual(forecast, minimum),
         compliance_truth=unknown[:, 0],
     )
