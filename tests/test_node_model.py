@@ -104,6 +104,47 @@ def test_node_mae_and_compliance_recomputed_from_raw_scenario_files(node_model, 
     assert pooled == pytest.approx(res["mae"], rel=1e-5)
 
 
+def test_trees_at_a_sample_of_a_larger_network_s_nodes(node_model, monitoring_dir, monkeypatch):
+    """Where 32 trees exceed ``TREE_NODE_INPUTS`` the trees forecast every k-th node only and
+    the model is scored beside them there: 256 // 32 = 8 trees at nodes 0, 4, ..., 28 (enumerated here),
+    scored from the columns of every node's trees and the model's forecast; no tree
+    forecasts the compliance share; the verdict and the text compare the model there."""
+    from wdn_explain import tree
+    from wdn_explain.dataset import WaqDataset
+    from wdn_explain.evaluation import predict
+    from wdn_explain.scoring import Scores, beats_tree, metrics_line, score_lines, tree_verdict
+    from wdn_explain.training import evaluate
+
+    model, card = load_model(node_model)
+    ds = WaqDataset.for_inputs(monitoring_dir, "test", card.input_spec, split_seed=0)
+    monkeypatch.setattr(tree, "TREE_NODE_INPUTS", 256)
+    res = evaluate(model, ds)
+    sample = [i for i in range(32) if i % 4 == 0]
+    ids = json.loads((monitoring_dir / "manifest.json").read_text())["network"]["node_ids"]
+    assert res["tree_nodes"] == [ids[i] for i in sample]
+    pred, truth = predict(model, ds), ds.targets()
+    trees = tree.tree_forecast(ds)[:, sample]  # every node's tree (cached fits), 8 columns
+    assert res["tree_mae"] == pytest.approx(np.abs(trees - truth[:, sample]).mean(), rel=1e-5)
+    model_there = np.abs(pred[:, sample] - truth[:, sample])
+    assert res["tree_model_mae"] == pytest.approx(model_there.mean(), rel=1e-5)
+    assert res["mae"] == pytest.approx(np.abs(pred - truth).mean(), rel=1e-5)  # every node
+    assert "compliance_tree_mae" not in res and "compliance_mae" in res
+    injection = ds.factor_levels()["injection"]
+    for row in res["per_factor"]["injection"]:
+        at = injection == row["level"]
+        assert row["tree_model_mae"] == pytest.approx(model_there[at].mean(), rel=1e-5)
+    assert beats_tree(res) == (res["tree_model_mae"] < res["tree_mae"])
+    worse_there = {"mae": 0.01, "tree_mae": 0.02, "tree_model_mae": 0.03, "tree_nodes": sample}
+    assert beats_tree(worse_there) is False
+    assert "(MAE 0.0300 against the tree's 0.0200 at the trees' 8 sampled nodes)" in (
+        tree_verdict(worse_there)
+    )
+    line = f"tree {res['tree_mae']:.4f} at the trees' 8 sampled nodes, the model's there "
+    assert line + f"{res['tree_model_mae']:.4f}" in metrics_line(res)
+    text = score_lines(Scores(res, card.input_spec, "test", 300))
+    assert any(row.split()[:2] == ["tree_model", f"{res['tree_model_mae']:.4f}"] for row in text)
+
+
 def test_compliance_share_counts_nodes_below_the_minimum_residual():
     chlorine = np.array([[0.0, 0.19, 0.2, 0.5], [0.3, 0.3, 0.3, 0.1]])
     expected = [sum(v < 0.2 for v in row) / len(row) for row in chlorine.tolist()]

@@ -238,15 +238,16 @@ def test_a_timeline_made_for_another_sensor_set_is_not_reused(tiny_model_dir, tm
     ]
 
 
-def test_the_app_says_where_a_sensor_model_reads_chlorine(tmp_path, monkeypatch):
-    """The sidebar names the shipped sensor model's sensors, read here from its card file."""
+@pytest.mark.parametrize("name", ["hanoi-sensors", "l-town-sensors"])
+def test_the_app_says_where_a_sensor_model_reads_chlorine(tmp_path, monkeypatch, name):
+    """The sidebar names a shipped sensor model's sensors, read here from its card file."""
     import json
 
     from streamlit.testing.v1 import AppTest
 
     from conftest import ROOT
 
-    model = ROOT / "models" / "hanoi-sensors"
+    model = ROOT / "models" / name
     sensors = json.loads((model / "card.json").read_text())["inputs"]["quality_node_sensors"]
     monkeypatch.setenv("WDN_EXPLAIN_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("WDN_EXPLAIN_MODEL", str(model))

@@ -23,7 +23,7 @@ from .features import (
 from .model_folder import (
     resolve_device,
 )
-from .tree import flat_tree_forecast, tree_forecast
+from .tree import flat_tree_forecast, tree_forecast, tree_nodes
 
 if TYPE_CHECKING:
     from .records import ModelCard, WaqManifest
@@ -144,6 +144,9 @@ def evaluate(
     (:func:`~.tree.tree_forecast`: the model's inputs, the plan over the horizon and
     summaries; one tree per node for a node-level model, whose compliance share it also
     forecasts) and, for the share target, the flat tree (:func:`~.tree.flat_tree_forecast`).
+    On a large network the trees are fitted at a sample of its nodes
+    (:func:`~.tree.tree_nodes`) only: ``tree_*`` scores those nodes, ``tree_model_*`` the model
+    on the same nodes, ``tree_nodes`` names them, and no tree forecasts the compliance share.
 
     For a node-level model (``node_chlorine_mg_l``) the scores are per-node errors in mg/L
     over every node of every sample, and ``compliance_*`` score the compliance share derived
@@ -181,23 +184,31 @@ def evaluate(
     baselines = NODE_BASELINES if inputs.node_level else BASELINES
     if not trees:
         baselines = tuple(b for b in baselines if b not in TREES)
-    if "tree" in baselines:
+    nodes = tree_nodes(true.shape[1]) if inputs.node_level else np.arange(0)
+    sampled = "tree" in baselines and len(nodes) < true.shape[1]
+    scored = [("", forecasts, true)]  # (key prefix, forecasts, their truth)
+    if sampled:  # the trees, and the model beside them, at the sampled nodes only
+        tree = tree_forecast(dataset, tree_data, nodes=nodes)
+        scored += [
+            ("", {"tree": tree}, true[:, nodes]),
+            ("tree_", {"model": pred[:, nodes]}, true[:, nodes]),
+        ]
+    elif "tree" in baselines:
         forecasts["tree"] = tree_forecast(dataset, tree_data)
     if "flat_tree" in baselines:
         forecasts["flat_tree"] = flat_tree_forecast(dataset, tree_data)
-    scored = {"": (forecasts, true)}
     if inputs.node_level:
         share = dataset.compliance_forecasts()
         share_forecasts = {"model": inputs.compliance(pred)}
-        if trees:
+        if "tree" in forecasts:  # the share needs every node's forecast
             share_forecasts["tree"] = inputs.compliance(forecasts["tree"])
         share_forecasts |= {b: share[b] for b in ("persistence", "climatology")}
-        scored["compliance_"] = (share_forecasts, share["truth"])
+        scored.append(("compliance_", share_forecasts, share["truth"]))
 
     def maes(sel: np.ndarray) -> dict[str, float]:
         return {
             f"{prefix}{name}_mae": float(np.abs(f[name][sel] - truth[sel]).mean())
-            for prefix, (f, truth) in scored.items()
+            for prefix, f, truth in scored
             for name in f
         }
 
@@ -232,10 +243,13 @@ def evaluate(
             for level in sorted(set(levels.tolist()))
         ]
     out: dict[str, Any] = _scores(pred, true)
-    for b in baselines:
-        out.update({f"{b}_{k}": v for k, v in _scores(forecasts[b], true).items()})
+    for prefix, f, truth in (entry for entry in scored if entry[0] != "compliance_"):
+        for name in (n for n in f if (prefix, n) != ("", "model")):  # the model's: just above
+            out.update({f"{prefix}{name}_{k}": v for k, v in _scores(f[name], truth).items()})
+    if sampled:
+        out["tree_nodes"] = [dataset.arrays.manifest.network.node_ids[i] for i in nodes]
     if inputs.node_level:
-        share_forecasts, share_truth = scored["compliance_"]
+        _, share_forecasts, share_truth = scored[-1]
         for name, forecast in share_forecasts.items():
             prefix = "compliance_" if name == "model" else f"compliance_{name}_"
             out.update({f"{prefix}{k}": v for k, v in _scores(forecast, share_truth).items()})

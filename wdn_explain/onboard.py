@@ -34,7 +34,7 @@ from .network import Network, load_network
 from .progress import ProgressArg, progress_callback
 from .records import ModelCard
 from .scenario import ScenarioConfig, SimulationConfig, load_config
-from .scoring import beats_tree, metrics_line
+from .scoring import beats_tree, metrics_line, model_beside_tree_mae
 from .servable import servable_demand_scale
 from .shipped import MODEL_SCENARIO, MODEL_TIMELINE, SHIPPED_ROOT
 
@@ -495,7 +495,7 @@ def onboard_verdict(card: ModelCard) -> str:
     better = beats_tree(metrics)
     if better is None:
         return "no test scenarios to compare its model with the tree"
-    figures = f"MAE {metrics['mae']:.4f} against {metrics['tree_mae']:.4f}"
+    figures = f"MAE {model_beside_tree_mae(metrics):.4f} against {metrics['tree_mae']:.4f}"
     if better:
         return f"its model beats the tree on the test scenarios ({figures})"
     fix = remedy(card)

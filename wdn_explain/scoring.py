@@ -91,10 +91,23 @@ def metric_warnings(results: dict[str, Any], split: str = "test") -> list[str]:
 
 
 def beats_tree(results: dict[str, Any]) -> bool | None:
-    """Whether the model's MAE is below the strong tree's (None: no tree was scored)."""
+    """Whether the model's MAE is below the strong tree's on the nodes the trees forecast
+    (every node, or the sample :func:`~wdn_explain.tree.tree_nodes` of a large network);
+    None: no tree was scored."""
     if "tree_mae" not in results:
         return None
-    return bool(results["mae"] < results["tree_mae"])
+    return bool(model_beside_tree_mae(results) < results["tree_mae"])
+
+
+def model_beside_tree_mae(results: dict[str, Any]) -> float:
+    """The model's MAE on the nodes its trees forecast."""
+    return results.get("tree_model_mae", results["mae"])
+
+
+def _tree_sample(results: dict[str, Any]) -> str:
+    """Where the trees were fitted at a sample of the nodes, the words saying so."""
+    nodes = results.get("tree_nodes")
+    return f" at the trees' {len(nodes)} sampled nodes" if nodes else ""
 
 
 def tree_verdict(results: dict[str, Any], split: str = "test") -> str | None:
@@ -105,8 +118,8 @@ def tree_verdict(results: dict[str, Any], split: str = "test") -> str | None:
         return None
     return (
         f"the model is no better than a gradient-boosted tree on the same inputs on the "
-        f"{split} split (MAE {results['mae']:.4f} against the tree's "
-        f"{results['tree_mae']:.4f}): the tree is the better forecast and the explanations "
+        f"{split} split (MAE {model_beside_tree_mae(results):.4f} against the tree's "
+        f"{results['tree_mae']:.4f}{_tree_sample(results)}): the tree is the better forecast and the explanations "
         "describe a weaker one; simulate more scenarios or train more epochs"
     )
 
@@ -120,6 +133,8 @@ def metrics_line(results: dict[str, Any]) -> str:
         for name in ("persistence", "climatology", "tree")
         if f"{name}_mae" in res
     ]
+    if "tree_model_mae" in res:
+        others[-1] += f"{_tree_sample(res)}, the model's there {res['tree_model_mae']:.4f}"
     line = f"MAE {res['mae']:.4f} ({', '.join(others)})"
     if "compliance_mae" in res:
         tree = res.get("compliance_tree_mae")
@@ -149,9 +164,11 @@ def score_lines(scores: Scores) -> list[str]:
     ]
     names = [
         n
-        for n in ("model", "persistence", "climatology", "tree", "flat_tree")
+        for n in ("model", "persistence", "climatology", "tree", "tree_model", "flat_tree")
         if f"{n}_mae" in res["per_factor"]["switch"][0]
     ]
+    if "tree_model_mae" in res:
+        lines.append(f"tree and tree_model: the trees and the model{_tree_sample(res)}")
     tables = [("", "")]
     if inputs.node_level:
         tables.append(
@@ -167,6 +184,8 @@ def score_lines(scores: Scores) -> list[str]:
         lines.append(f"{'':>12} {'MAE':>8} {'RMSE':>8} {'R2':>8}")
         for name in names:
             key = prefix + ("" if name == "model" else f"{name}_")
+            if key + "mae" not in res:  # no tree forecasts a sample's compliance share
+                continue
             lines.append(
                 f"{name:>12} {res[key + 'mae']:>8.4f} {res[key + 'rmse']:>8.4f} "
                 f"{res[key + 'r2']:>8.3f}"
@@ -178,7 +197,11 @@ def score_lines(scores: Scores) -> list[str]:
         )
     columns = [(f"{n}_mae", n[:7]) for n in names]
     if inputs.node_level:
-        columns += [(f"compliance_{n}_mae", f"c.{n[:6]}") for n in names]
+        columns += [
+            (f"compliance_{n}_mae", f"c.{n[:6]}")
+            for n in names
+            if f"compliance_{n}_mae" in res["per_factor"]["switch"][0]
+        ]
     lines.append(
         "MAE per scenario factor" + (" (c.: compliance share):" if inputs.node_level else ":")
     )

@@ -1,7 +1,7 @@
 """The sensor model's goals of issue 32 measured on fresh scenarios, one figure per line.
 
 Usage: python benchmarks/quality/sensor_goals.py FRESH_DATA TRAINING_DATA [SENSOR_MODEL ...]
-       [--full models/hanoi-nodes | --full ''] [--tree-every K]
+       [--full models/hanoi-nodes | --full '']
 
 Every scenario of FRESH_DATA is scored (split ``all``). Prints the per-node MAE (mg/L, the
 raw forecast as ``evaluate`` scores it) of persistence (chlorine now at every node: the full
@@ -10,8 +10,8 @@ model ``--full`` (``--full ''``: none, as on L-Town) and of each
 model on chlorine sensors (default ``models/hanoi-sensors``), the ratio of the two, and the
 MAE of one tree per node given the same inputs as each model (sensors, plan, arrival, ...;
 :func:`wdn_explain.tree.tree_forecast` fitted on TRAINING_DATA's training split, its
-iterations chosen on its validation split), overall and for reservoir and booster sources. ``--tree-every K`` fits the trees at every
-K-th node only (32 fits take longer than the training on a busy machine) and scores the models
+iterations chosen on its validation split), overall and for reservoir and booster sources.
+On a large network the trees are fitted at the sample of nodes ``evaluate`` fits them at (:func:`wdn_explain.tree.tree_nodes`, every k-th node) and the models are scored
 on the same nodes beside them. Goals: within 1.5x of the full-state model, better than the
 trees.
 """
@@ -26,7 +26,7 @@ import torch
 from wdn_explain.dataset import WaqDataset, load_waq_arrays
 from wdn_explain.evaluation import predict
 from wdn_explain.model_folder import load_model
-from wdn_explain.tree import tree_forecast
+from wdn_explain.tree import tree_forecast, tree_nodes
 
 
 def main() -> None:
@@ -35,7 +35,6 @@ def main() -> None:
     parser.add_argument("training")
     parser.add_argument("models", nargs="*", default=["models/hanoi-sensors"])
     parser.add_argument("--full", default="models/hanoi-nodes")
-    parser.add_argument("--tree-every", type=int, default=1, help="the trees at every k-th node")
     args = parser.parse_args()
     torch.set_num_threads(1)
     fresh, training = load_waq_arrays(args.fresh), load_waq_arrays(args.training)
@@ -68,9 +67,10 @@ def main() -> None:
             ratio = error.mean() / full_error.mean()
             print(f"{model_dir}: ratio to full state {ratio:.2f}x (goal <= 1.5x)", flush=True)
         scored_models.append((model_dir, error, ds, card))
-    nodes = np.arange(0, full_error.shape[1], args.tree_every)
+    nodes = tree_nodes(full_error.shape[1])
     ids = ds.arrays.manifest.network.node_ids
-    which = "" if args.tree_every == 1 else f" at nodes {', '.join(ids[i] for i in nodes)}"
+    sampled = len(nodes) < full_error.shape[1]
+    which = f" at nodes {', '.join(ids[i] for i in nodes)}" if sampled else ""
     trees: dict[object, np.ndarray] = {}  # the trees' errors per model inputs
     for model_dir, error, ds, card in scored_models:
         sensors, inputs = card.input_spec.quality_node_sensors, card.input_spec
@@ -81,7 +81,7 @@ def main() -> None:
             features = ", ".join(inputs.node_features)
             name = f"one tree per node on sensors {list(sensors)} and {features}{which}"
             print(line(name, trees[inputs]), flush=True)
-        if args.tree_every != 1:
+        if sampled:
             print(line(f"{model_dir}{which}", error[:, nodes]))
         ratio = error[:, nodes].mean() / trees[inputs].mean()
         print(f"{model_dir}: against the trees{which} {ratio:.2f}x (goal < 1)")
