@@ -338,3 +338,15 @@ def test_a_features_columns_count_the_arrivals_two_and_the_horizons():
     assert spec.columns("source_mg_l") == slice(3, 4)
     assert spec.columns("source_plan_mg_l") == slice(4, 7)
     assert spec.in_channels == 8
+
+
+def test_travel_times_pass_a_link_without_volume_or_flow_silently():
+    """A closed valve (no volume, no flow) is no path, and no 0/0 warning on every L-Town
+    report; a pump with flow (no volume) passes at once."""
+    import warnings
+
+    links = np.array([[0, 1], [1, 2], [0, 3]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tau = travel_times_s(np.array([[2.0, 0.0, 1.0]]), links, [0.0, 0.0, 50.0], 0, 4)
+    np.testing.assert_allclose(tau, [[0, 1e-6, np.inf, 50]])

@@ -556,7 +556,7 @@ def travel_times_s(
     start = np.where(forward, links[:, 0], links[:, 1]) + offset
     end = np.where(forward, links[:, 1], links[:, 0]) + offset
     moving = flow != 0
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # no flow: left out below
         seconds = np.maximum(volume / np.abs(flow), 1e-6)  # 0 is no edge to scipy
     size = len(flow) * n_nodes
     graph = csr_matrix((seconds[moving], (start[moving], end[moving])), shape=(size, size))
