@@ -27,6 +27,7 @@ from water.cache import (
     warm_up,
 )
 from water.config import COMPACT, INDICES, PLAY_S, keyed, logger
+from water.gate import GATE
 from water.panels import View, design_notice, downloads, page, time_cursor
 from water.sidebar import new_scenario_form, pick_model, pick_new_scenario, target_picker
 
@@ -136,10 +137,11 @@ def water() -> None:
 
 
 st.set_page_config(page_title="wdn-explain", layout="wide")
-st.navigation(
-    [
-        st.Page(water, title="Water network", url_path="water", default=True),
-        st.Page("pages/1_Molecules.py", title="Molecules"),
-        st.Page("pages/2_Replay.py", title="Replay"),
-    ]
-).run()
+with GATE.run():  # the warm-up's import of what Plotly probes waits (water.gate)
+    st.navigation(
+        [
+            st.Page(water, title="Water network", url_path="water", default=True),
+            st.Page("pages/1_Molecules.py", title="Molecules"),
+            st.Page("pages/2_Replay.py", title="Replay"),
+        ]
+    ).run()

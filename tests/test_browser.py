@@ -660,12 +660,7 @@ def check_flows_hover_band_and_compliance(driver, wait, shipped, step: int) -> N
     taps = ~np.isin(hanoi.node_ids, list(inp_table(hanoi.inp_path, "RESERVOIRS")))
     below = int((shipped.chlorine[step][taps] < 0.2).sum())  # customer nodes only
     click_label(driver, "below the minimum")
-    wait.until(  # a click during a rerun can be lost (one fresh-clone CI run): click again
-        lambda d: (
-            "below 0.2 mg/L" in d.execute_script(TRACES_JS, 2)["title"]
-            or click_label(d, "below the minimum")
-        )
-    )
+    wait.until(lambda d: "below 0.2 mg/L" in d.execute_script(TRACES_JS, 2)["title"])
     compliance = driver.execute_script(TRACES_JS, 2)
     assert f"{below} of 31 customer nodes" in compliance["title"]
     assert compliance["compliance"]["symbol"].count("x") == below

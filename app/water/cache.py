@@ -17,6 +17,7 @@ from pathlib import Path
 import streamlit as st
 
 from water.config import INDICES, cache_dir, logger
+from water.gate import GATE, PROBED
 from wdn_explain.errors import WdnExplainError
 from wdn_explain.explain.blocks import preload_shapiq
 from wdn_explain.model_folder import CARD, model_hash, read_card
@@ -174,7 +175,8 @@ CONTEXT_LOGGER = "streamlit.runtime.scriptrunner_utils.script_run_context"
 @st.cache_resource(show_spinner=False)
 def warm_up() -> threading.Thread:
     """Start, once per server process, a daemon thread that loads, :data:`WARM_UP_DELAY_S`
-    after the first page, what a later request would otherwise wait for: shapiq, every
+    after the first page, what a later request would otherwise wait for: what Plotly probes
+    (pandas, imported while no page runs: :mod:`water.gate`), shapiq, every
     shipped water model's network, current timeline and
     colour scale (a model switch then only draws), a node-level one's model inputs (a node
     explained on demand, :func:`with_target`, then skips the simulation) and the libraries of a new scenario and
@@ -192,6 +194,9 @@ def warm_up() -> threading.Thread:
 
 def _warm() -> None:
     time.sleep(WARM_UP_DELAY_S)
+    with GATE.importing():  # no page builds a figure meanwhile (water.gate)
+        for module in PROBED:
+            importlib.import_module(module)
     preload_shapiq()  # exports and new explanations need shapiq
     try:
         for model_dir in water_models().values():

@@ -22,6 +22,7 @@ from water.config import (
     ZOOM_HINT,
     chart,
 )
+from water.gate import gated
 from wdn_explain.narrative import (
     clock_time,
     compliance_text,
@@ -124,6 +125,7 @@ def _advance(times: list[int]) -> None:
     st.session_state["time_min"] = times[i + 1]
 
 
+@gated  # a fragment: it reruns alone while playing
 def page(view: View, net) -> None:
     """The time slider and every panel at the cursor's time: SI-Graph, summary, forecast
     against truth (a marker), chlorine map and the followed node (a fragment: while playing
