@@ -184,8 +184,8 @@ def evaluate(
     baselines = NODE_BASELINES if inputs.node_level else BASELINES
     if not trees:
         baselines = tuple(b for b in baselines if b not in TREES)
-    nodes = tree_nodes(true.shape[1]) if inputs.node_level else np.arange(0)
-    sampled = inputs.node_level and "tree" in baselines and len(nodes) < true.shape[1]
+    nodes = tree_nodes(true.shape[1]) if inputs.node_level else None  # share: no nodes
+    sampled = nodes is not None and "tree" in baselines and len(nodes) < true.shape[1]
     scored = [("", forecasts, true)]  # (key prefix, forecasts, their truth)
     if sampled:  # the trees, and the model beside them, at the sampled nodes only
         tree = tree_forecast(dataset, tree_data, nodes=nodes)

@@ -307,17 +307,17 @@ is not named as a driver."""
 
 
 def later_move(timeline: Timeline, step: int, tol: float = 1e-3) -> str:
-    """`` The next forecast that moves is made at 135 min (▶ play, or pick another explained
-    node).``:
-    where a view at ``step`` shows nothing (the time cursor survives a switch of model, and a
-    node-level model's explained node may be far from the chlorine), the first later step
-    whose forecast leaves the reference; "" when none does."""
-    gaps = [abs(e.prediction - e.empty_prediction) for e in timeline.explanations[step + 1 :]]
-    later = next((step + 1 + k for k, g in enumerate(gaps) if g > tol), None)
-    if later is None:
+    """Where a view at ``step`` shows nothing, when the next forecast that leaves the
+    reference is made (:meth:`~.timeline.Timeline.informative_steps`): `` The next forecast
+    that moves is made at 135 min (▶ play, or pick another explained node).``; "" when none
+    does. The time cursor survives a switch of model, and a node-level model's explained node
+    may be far from the chlorine then."""
+    later = timeline.informative_steps(tol)
+    later = later[later > step]
+    if not len(later):
         return ""
     other = ", or pick another explained node" if timeline.node_level else ""
-    made = minutes(float(timeline.times_s[later]))
+    made = minutes(float(timeline.times_s[later[0]]))
     return f" The next forecast that moves is made at {made} (▶ play{other})."
 
 

@@ -222,12 +222,16 @@ class Timeline:
         """The forecast with every node at the reference, per step, shape (T,)."""
         return np.array([e.empty_prediction for e in self.explanations])
 
-    def first_informative_step(self, tol: float = 1e-3) -> int:
-        """The first explained step whose forecast differs from the reference forecast (every
-        node at the baseline) by more than ``tol``: before it every value is ~0 (the dummy
-        axiom: no node differs from the baseline yet). 0 when none differs."""
+    def informative_steps(self, tol: float = 1e-3) -> np.ndarray:
+        """The explained steps whose forecast differs from the reference forecast (every node
+        at the baseline) by more than ``tol``; at the others every value is ~0 (the dummy
+        axiom: no node differs from the baseline)."""
         gaps = np.array([abs(e.prediction - e.empty_prediction) for e in self.explanations])
-        moving = np.flatnonzero(gaps > tol)
+        return np.flatnonzero(gaps > tol)
+
+    def first_informative_step(self, tol: float = 1e-3) -> int:
+        """The first of :meth:`informative_steps` (0 when none differs)."""
+        moving = self.informative_steps(tol)
         return int(moving[0]) if len(moving) else 0
 
     def interaction_values(self, step: int, index: str = "k-SII", order: int | None = None):
