@@ -479,6 +479,7 @@ def test_risk_calibrated_into_the_card_served_in_the_timeline_and_exported(tmp_p
     risk = card.risk
     assert risk["min_residual_mg_l"] == 0.2 and len(risk["heads"]["any"]["slope"]) == 32
     assert 0 < risk["non_compliant_share"] < 1 and risk["n_calibration"] == 6 * 9 * 32
+    assert card.compliance is None  # heads on the forecast: its share, thresholded
     spec = ScenarioConfig(duration_s=2400, injection_node="12", injection_strength_mg_l=1.5)
     out = tmp_path / "t.npz"
     settings = ExplainSettings(target_nodes=("12", "20"))
@@ -558,6 +559,21 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
     intercept, slope = risk_head(card.risk, "booster")
     want = expit(intercept + slope * g[timeline.steps])
     assert np.allclose(timeline.node_risk, want, atol=1e-5)
+    # the compliance share: the estimator the card chose for a booster scenario, computed
+    # here from the timeline's node forecasts and risks; the other one once the card says so
+    served = {
+        "forecast": (timeline.node_forecast < 0.2).mean(axis=1),
+        "risk": timeline.node_risk.mean(axis=1),
+    }
+    assert not np.allclose(served["forecast"], served["risk"])
+    chosen = card.compliance["estimator"]["booster"]
+    assert np.allclose(timeline.compliance_forecast, served[chosen])
+    other = "risk" if chosen == "forecast" else "forecast"
+    record = json.loads((model / "card.json").read_text())
+    record["risk"]["compliance"]["estimator"]["booster"] = other
+    (model / "card.json").write_text(json.dumps(record))
+    again, _ = explain_scenario(spec, model, out=tmp_path / "t2.npz")
+    assert np.allclose(again.compliance_forecast, served[other], atol=1e-6)
     assert card.conformal["risk_bands"] == [0.1, 0.9]  # the intervals grouped by the risk
     reaches = (timeline.node_risk >= 0.05) & (timeline.node_forecast >= 0.05)
     assert reaches.any() and (timeline.node_lower[reaches] == 0).all()

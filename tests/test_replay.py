@@ -113,6 +113,11 @@ def test_replay_of_simulated_readings_equals_the_offline_timeline(case, replayed
     np.testing.assert_array_equal(np.stack([s.upper for s in out.steps])[:n], timeline.node_upper)
     risk = np.stack([s.risk for s in out.steps])[:n]
     np.testing.assert_allclose(risk, timeline.node_risk, atol=1e-6)  # the timeline's float32
+    # the compliance share the app charts: served as the offline timeline serves it
+    from wdn_explain.replay import replay_timeline
+
+    shown = replay_timeline(out, "3").compliance_forecast[:n]
+    np.testing.assert_allclose(shown, timeline.compliance_forecast, atol=1e-6)
     # the explanation of a node's forecast over the sensors: Shapley values by enumeration of
     # the 16 coalitions of sensors on the offline graph, a masked sensor at the zero reference
     graphs = scenario_graphs(result, network, card.input_spec)

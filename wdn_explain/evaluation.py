@@ -14,6 +14,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
+from .compliance import compliance_share, served_text
 from .conformal import SHARE_GROUPS, forecast_groups, interval_risk, intervals
 from .dataset import Batch, StackedSamples, WaqDataset
 from .errors import DataError
@@ -134,6 +135,7 @@ def evaluate(
     tree_data: WaqDataset | None = None,
     node_risk: np.ndarray | None = None,
     trees: bool = True,
+    compliance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Test MAE, RMSE and R² of the model beside its baselines, overall, per time step and
     per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
@@ -149,17 +151,18 @@ def evaluate(
     on the same nodes, ``tree_nodes`` names them, and no tree forecasts the compliance share.
 
     For a node-level model (``node_chlorine_mg_l``) the scores are per-node errors in mg/L
-    over every node of every sample, and ``compliance_*`` score the compliance share derived
-    from the node forecast (:meth:`~.features.InputSpec.compliance`) against the true share,
-    beside the share's own persistence and climatology
-    (:meth:`WaqDataset.compliance_forecasts`).
+    over every node of every sample, and ``compliance_*`` score the compliance share the model
+    serves (:func:`~.compliance.compliance_share`: per kind of injection the estimator
+    ``compliance``, the card's choice, names, from the node forecasts or their ``node_risk``) against the true share, beside the share's own persistence and
+    climatology (:meth:`WaqDataset.compliance_forecasts`).
 
     ``tree_data``: where the tree is fitted (the model's own training data when scoring
     fresh scenarios; default: ``dataset``'s folder). With a card's ``conformal`` record,
     also the empirical coverage of its intervals and
     their mean half-width, overall and per factor level (``coverage``, ``half_width``);
     ``node_risk``: each forecast's risk of non-compliance (the risk model's, which intervals
-    calibrated with risk bands need, :func:`~.conformal.interval_risk`). ``trees=False``
+    calibrated with risk bands and a share served from the risk need,
+    :func:`~.conformal.interval_risk`). ``trees=False``
     leaves the tree baselines out (minutes of fitting on a full design) where a card already
     holds their scores on the same test split (:func:`with_tree_scores`).
     ``forecast_warning`` flags forecasts outside the label's range (see
@@ -199,7 +202,9 @@ def evaluate(
         forecasts["flat_tree"] = flat_tree_forecast(dataset, tree_data)
     if inputs.node_level:
         share = dataset.compliance_forecasts()
-        share_forecasts = {"model": inputs.compliance(pred)}
+        kinds = dataset.factor_levels()["injection"]
+        minimum = inputs.min_residual_mg_l
+        share_forecasts = {"model": compliance_share(compliance, pred, node_risk, kinds, minimum)}
         if "tree" in forecasts:  # the share needs every node's forecast
             share_forecasts["tree"] = inputs.compliance(forecasts["tree"])
         share_forecasts |= {b: share[b] for b in ("persistence", "climatology")}
@@ -254,6 +259,7 @@ def evaluate(
             prefix = "compliance_" if name == "model" else f"compliance_{name}_"
             out.update({f"{prefix}{k}": v for k, v in _scores(forecast, share_truth).items()})
         out["min_residual_mg_l"] = inputs.min_residual_mg_l
+        out["compliance_served"] = served_text(compliance)
     out["forecast_warning"] = inputs.range_warning(pred)
     if covered is not None:
         out |= {

@@ -582,6 +582,12 @@ def chlorinated_fraction(chlorine: np.ndarray, threshold: float) -> np.ndarray:
     return (chlorine >= threshold).mean(axis=-1)
 
 
+COMPLIANCE_ESTIMATORS = ("forecast", "risk")
+"""How a node model may serve its compliance share (:mod:`~wdn_explain.compliance`): the
+share of node forecasts below the minimum residual (:func:`share_below_residual`), or the
+mean risk of non-compliance; the first preferred on a tie."""
+
+
 def share_below_residual(node_chlorine_mg_l: np.ndarray, min_residual_mg_l: float) -> np.ndarray:
     """The compliance share: the fraction of nodes (last axis) whose chlorine (mg/L) lies
     below the minimum residual ``min_residual_mg_l``, shape (...,). The one rule evaluate,

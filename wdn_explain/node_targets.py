@@ -69,9 +69,10 @@ def node_fields(
     node_truth: np.ndarray,
     inputs: InputSpec,
 ) -> tuple[dict[str, Any], dict[str, list]]:
-    """A node-level timeline's node fields (every node's forecast and truth, the compliance
-    shares, each target node's explanations per reference) and the explanation series of
-    the first target node, which the timeline shows by default."""
+    """A node-level timeline's node fields (every node's forecast and truth, the true
+    compliance share, each target node's explanations per reference) and the explanation
+    series of the first target node, which the timeline shows by default. The served
+    compliance share needs the risk (:func:`~.compliance.compliance_share`): the caller's."""
     targets = {
         node: {r: [per_step[j] for per_step in s_] for r, s_ in series.items()}
         for j, node in enumerate(ids)
@@ -79,7 +80,6 @@ def node_fields(
     fields = {
         "node_forecast": node_forecast,
         "node_truth": node_truth,
-        "compliance_forecast": inputs.compliance(node_forecast),
         "compliance_truth": inputs.compliance(node_truth),
         "targets": targets,
     }

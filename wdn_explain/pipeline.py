@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .compliance import compliance_share, served_estimator
 from .conformal import (
     forecast_groups,
     interval_risk,
@@ -276,6 +277,12 @@ def explain_scenario(
             risk = scenario_risk(card, scenario, network, scores)
             node_arrays["node_risk"] = risk.astype(np.float32)
             meta["risk"] = {k: card.risk[k] for k in ("min_residual_mg_l", "method")}
+        if inputs.node_level:  # the card's estimator for the scenario's kind of injection
+            kind = injection_kind(scenario, network)
+            meta["compliance_estimator"] = served_estimator(card.compliance, kind)
+            node_arrays["compliance_forecast"] = compliance_share(
+                card.compliance, node_forecast, risk, kind, inputs.min_residual_mg_l
+            )
         lower, upper = _intervals(
             card, scenario, result, network, steps, forecast, meta, chosen, risk
         )
@@ -403,8 +410,14 @@ def scenario_risk(
     injection picks the heads): the risk model's
     (:func:`~wdn_explain.risk_model.risk_scorer`) where the folder has one, else the
     forecast's."""
-    kind = factor_levels(scenario, tuple(network.reservoirs))["injection"]
-    return node_risk(card.risk, scores, kind)
+    return node_risk(card.risk, scores, injection_kind(scenario, network))
+
+
+def injection_kind(scenario: ScenarioConfig, network: Network) -> str:
+    """The scenario's kind of injection (``reservoir`` or ``booster``,
+    :func:`~wdn_explain.design.factor_levels`), which picks the risk heads and the
+    compliance share's estimator."""
+    return factor_levels(scenario, tuple(network.reservoirs))["injection"]
 
 
 def _with_deprecated(

@@ -25,7 +25,12 @@ from typing_extensions import Self
 
 from .design import DesignEnvelope
 from .errors import ConfigError, DataError
-from .features import WAQ_PAPER_NODE_FEATURES, InputSpec, check_min_residual
+from .features import (
+    COMPLIANCE_ESTIMATORS,
+    WAQ_PAPER_NODE_FEATURES,
+    InputSpec,
+    check_min_residual,
+)
 
 
 class _Strict(BaseModel):
@@ -176,6 +181,19 @@ class ModelCard(Record):
         heads = risk.get("heads")
         if not isinstance(heads, dict) or "any" not in heads:
             raise ValueError("risk must hold heads, 'any' among them")
+        chosen = risk.get("compliance")
+        if chosen is not None:
+            estimator = chosen.get("estimator") if isinstance(chosen, dict) else None
+            if not isinstance(estimator, dict) or "any" not in estimator:
+                raise ValueError(
+                    "risk compliance must name an estimator per kind, 'any' among them"
+                )
+            for kind, name in estimator.items():
+                if name not in COMPLIANCE_ESTIMATORS:
+                    raise ValueError(
+                        f"risk compliance estimator of '{kind}' must be one of "
+                        f"{', '.join(COMPLIANCE_ESTIMATORS)} (got {name!r})"
+                    )
         for kind, head in heads.items():
             coef = [head.get(k) if isinstance(head, dict) else None for k in ("intercept", "slope")]
             if not all(isinstance(c, list) for c in coef) or len(coef[0]) != len(coef[1]):
@@ -217,6 +235,13 @@ class ModelCard(Record):
         if notice["typical_mae"] <= 0:
             raise ValueError(f"typical_mae must be > 0, not {notice['typical_mae']!r}")
         return notice
+
+    @property
+    def compliance(self) -> dict[str, Any] | None:
+        """How this node model serves its compliance share per kind of injection (the
+        ``risk`` record's ``compliance``, :func:`~wdn_explain.compliance.fit_compliance`);
+        None: from the node forecasts."""
+        return (self.risk or {}).get("compliance")
 
     @property
     def input_spec(self) -> InputSpec:

@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .compliance import compliance_share, served_estimator
 from .errors import ConfigError, DataError
 from .explain.explanation import ENGINE_VERSION, Explanation
 from .explain_settings import DEFAULT_REFERENCE, ExplainSettings
-from .features import scenario_range, share_below_residual
+from .features import scenario_range
 from .files import atomic_write, load_npz, read_json
 from .readings import (
     DRIFT_REPORTS,
@@ -51,6 +52,7 @@ from .readings import (
     load_readings,
     reading_flags,
 )
+from .risk import ANY_KIND
 
 if TYPE_CHECKING:
     from .network import Network
@@ -297,6 +299,7 @@ def replay(
     """
     from .model_folder import load_model, model_hash
     from .network import load_network
+    from .pipeline import injection_kind
     from .risk_model import risk_scorer
     from .simulation import simulate
 
@@ -326,6 +329,8 @@ def replay(
         "node_ids": [str(v) for v in network.node_ids],
         "horizon": inputs.horizon,
         "min_residual_mg_l": inputs.min_residual_mg_l,
+        "injection": injection_kind(scenario, network),
+        "compliance": card.compliance,
         "reference": DEFAULT_REFERENCE,
         "engine_version": ENGINE_VERSION,
         "interval": None
@@ -585,6 +590,7 @@ def replay_timeline(replay: Replay, node: str) -> Timeline:
     lower, upper, risk = stacked("lower"), stacked("upper"), stacked("risk")
     meta = replay.meta
     minimum = meta["min_residual_mg_l"]
+    kind = meta.get("injection", ANY_KIND)  # a replay made before kinds were recorded: any
     return Timeline(
         steps=np.array([s.step for s in steps], dtype=int),
         times_s=np.array([s.time_s for s in steps], dtype=int),
@@ -603,6 +609,7 @@ def replay_timeline(replay: Replay, node: str) -> Timeline:
             "reference": meta["reference"],
             "interval": meta["interval"],
             "risk": {"min_residual_mg_l": minimum, "method": "card"},
+            "compliance_estimator": served_estimator(meta.get("compliance"), kind),
         },
         lower=None if lower is None else lower[:, at],
         upper=None if upper is None else upper[:, at],
@@ -611,6 +618,6 @@ def replay_timeline(replay: Replay, node: str) -> Timeline:
         node_lower=lower,
         node_upper=upper,
         node_risk=risk,
-        compliance_forecast=share_below_residual(forecast, minimum),
+        compliance_forecast=compliance_share(meta.get("compliance"), forecast, risk, kind, minimum),
         compliance_truth=unknown[:, 0],
     )

@@ -82,27 +82,32 @@ SCORES = {False: "the node forecast", True: "the risk model's output (risk.pt)"}
 
 
 def risk_record(
-    scorer: torch.nn.Module,
+    forecaster: torch.nn.Module,
     calib_set: WaqDataset,
     min_residual_mg_l: float,
-    risk_model: bool = False,
+    risk_net: torch.nn.Module | None = None,
 ) -> dict[str, Any] | None:
-    """The card's ``risk`` heads (:func:`~.risk.fit_risk`) on ``scorer``'s node outputs over
-    the calibration split at ``min_residual_mg_l`` (``scorer`` the risk model or the
-    forecaster); None for a share model."""
+    """The card's ``risk`` record over the calibration split at ``min_residual_mg_l``: the
+    heads (:func:`~.risk.fit_risk`) on the risk model's node outputs, or on the forecaster's
+    without one (``risk_net`` None), and with a risk model of the share's own minimum the
+    compliance share's estimator per kind of injection (``compliance``,
+    :func:`~.compliance.fit_compliance`); None for a share model."""
+    from .compliance import fit_compliance
     from .evaluation import predict
-    from .risk import fit_risk
+    from .risk import fit_risk, node_risk
 
     if not calib_set.inputs.node_level:
         return None
-    return fit_risk(
-        predict(scorer, calib_set),
-        calib_set.targets(),
-        calib_set.factor_levels()["injection"],
-        min_residual_mg_l,
-        f"'{calib_set.folder}'",
-        SCORES[risk_model],
-    )
+    forecast = predict(forecaster, calib_set)
+    scores = forecast if risk_net is None else predict(risk_net, calib_set)
+    truth, kinds = calib_set.targets(), calib_set.factor_levels()["injection"]
+    where = f"'{calib_set.folder}'"
+    record = fit_risk(scores, truth, kinds, min_residual_mg_l, where, SCORES[risk_net is not None])
+    if risk_net is None or min_residual_mg_l != calib_set.inputs.min_residual_mg_l:
+        return record
+    risk = node_risk(record, scores, kinds)
+    forecast = calib_set.inputs.physical(forecast)
+    return record | {"compliance": fit_compliance(forecast, risk, truth, kinds, min_residual_mg_l)}
 
 
 def recalibrated_risk(
@@ -126,8 +131,7 @@ def recalibrated_risk(
             f"with `wdn-explain train-risk --min-residual {min_residual_mg_l:g}` (got "
             f"{min_residual_mg_l:g})"
         )
-    scorer = risk_scorer(model_dir, card, forecaster)
-    record = risk_record(scorer, calib_set, min_residual_mg_l, trained is not None)
+    record = risk_record(forecaster, calib_set, min_residual_mg_l, load_risk_model(model_dir, card))
     return record if trained is None else record | {"model": trained}
 
 

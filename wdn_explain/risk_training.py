@@ -87,7 +87,7 @@ def train_risk_model(
         )
         gnn.load_state_dict(result.best_state)
         model.cpu().eval()
-        heads = risk_record(model, calib_set, minimum, risk_model=True)
+        heads = risk_record(forecaster, calib_set, minimum, model)
         trained = {
             "config": model.config.to_dict(),
             "added_inputs": list(model.added) if isinstance(model, RiskScorer) else [],

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .compliance import SERVED_FROM
 from .features import InputSpec
 
 
@@ -59,8 +60,10 @@ def score_model(
         fit_arrays = load_waq_arrays(fit_data)
         check_data_matches(card, fit_arrays.manifest, fit_data)
         fit_on = WaqDataset.for_card(card, fit_data, "train", fit_arrays)
-    risk = dataset_risk(load_risk_model(model_dir, card), card.risk, ds)  # its intervals' bands
-    results = evaluate(net, ds, device, conformal=card.conformal, tree_data=fit_on, node_risk=risk)
+    risk = dataset_risk(load_risk_model(model_dir, card), card.risk, ds)  # bands, served share
+    results = evaluate(
+        net, ds, device, card.conformal, fit_on, node_risk=risk, compliance=card.compliance
+    )
     step_s = int(arrays.times_s[1] - arrays.times_s[0]) if len(arrays.times_s) > 1 else 0
     return Scores(results, card.input_spec, split, step_s)
 
@@ -148,7 +151,7 @@ def metrics_line(results: dict[str, Any]) -> str:
 
 def score_lines(scores: Scores) -> list[str]:
     """The scores as text lines: the model beside persistence, the time-step climatology
-    and the tree (MAE, RMSE, R²; for a node-level model also the derived compliance share),
+    and the tree (MAE, RMSE, R²; for a node-level model also the compliance share it serves),
     the interval coverage, MAE per scenario factor and per forecast time (in minutes)."""
     res, inputs = scores.results, scores.inputs
     step_min = scores.step_s / 60
@@ -175,7 +178,7 @@ def score_lines(scores: Scores) -> list[str]:
             (
                 "compliance_",
                 f"compliance share (nodes below {inputs.min_residual_mg_l:g} mg/L), "
-                "derived from the node forecast:",
+                f"{res.get('compliance_served', SERVED_FROM['forecast'])}:",
             )
         )
     for prefix, title in tables:

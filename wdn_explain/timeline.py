@@ -93,8 +93,10 @@ class Timeline:
             that its chlorine at t + horizon lies below ``meta["risk"]["min_residual_mg_l"]``
             (:mod:`.risk`), shape (T, n) (None for a model without a ``risk`` record).
         compliance_forecast, compliance_truth: The compliance share -- the fraction of
-            nodes below ``meta["min_residual_mg_l"]`` -- derived from ``node_forecast`` and
-            from the simulation (:func:`~wdn_explain.features.share_below_residual`), (T,).
+            nodes below ``meta["min_residual_mg_l"]`` -- as the model serves it (from
+            ``node_forecast``, or the mean ``node_risk`` where the card chose it for the
+            scenario's kind of injection, :mod:`~wdn_explain.compliance`) and from the
+            simulation (:func:`~wdn_explain.features.share_below_residual`), (T,).
         targets: The explanations of every target node: node id -> reference -> one per
             step (``meta["target_nodes"]`` in order). ``forecast``, ``truth``, ``lower``,
             ``upper``, ``explanations`` and ``alternatives`` are those of the target

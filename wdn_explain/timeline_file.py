@@ -68,6 +68,7 @@ class TimelineMeta(Record):
     interval: dict[str, Any] | None = None  # the forecast intervals' confidence, method, groups
     uncertainty: str | None = None  # the plain-language notice of a hard scenario
     risk: dict[str, Any] | None = None  # node-level: the risk's minimum residual and method
+    compliance_estimator: str | None = None  # node-level: compliance_forecast's ("forecast"/"risk")
     baseline: str = "mean"
     reference: str = "mean"
     model_dir: str | None = None

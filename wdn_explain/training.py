@@ -596,7 +596,12 @@ def calibrate_model(
     if len(test_set):
         test_risk = dataset_risk(risk_net, record["risk"], test_set)
         scored = partial(
-            evaluate, model, test_set, conformal=record["conformal"], node_risk=test_risk
+            evaluate,
+            model,
+            test_set,
+            conformal=record["conformal"],
+            node_risk=test_risk,
+            compliance=(record["risk"] or {}).get("compliance"),
         )
         results = with_tree_scores(scored(trees=False), metrics) or scored()
         metrics = card_metrics(results)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from ..compliance import SERVED_FROM
 from ..errors import WdnExplainError
 from .common import (
     _config_scheduler,
@@ -224,7 +225,7 @@ def explain(
     if timeline.node_level:
         typer.echo(
             f"compliance share (nodes below {timeline.meta['min_residual_mg_l']:g} mg/L), "
-            "derived from the node forecast:"
+            f"{SERVED_FROM[timeline.meta.get('compliance_estimator') or 'forecast']}:"
         )
         for t, f, y in zip(
             timeline.times_s, timeline.compliance_forecast, timeline.compliance_truth
