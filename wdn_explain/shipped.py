@@ -25,6 +25,10 @@ SHIPPED_ROOT = _PACKAGE if (_PACKAGE / "models").is_dir() else _PACKAGE.parent
 DEFAULT_MODEL = SHIPPED_ROOT / "models" / "default"
 DEFAULT_SCENARIO = SHIPPED_ROOT / "simulations" / "default_scenario.yaml"
 DEFAULT_TIMELINE = DEFAULT_MODEL / "default_timeline.npz"
+SAMPLE_READINGS = SHIPPED_ROOT / "models" / "hanoi-sensors" / "sample_readings.csv"
+"""Readings of the sensor model's sensors in the default scenario, with a missing, an
+out-of-range and a stuck reading (``scripts/sample_readings.py``): what the Replay page
+replays before a utility has its own."""
 
 
 def shipped(path: str | Path) -> Path:

@@ -19,11 +19,20 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from wdn_explain.errors import WdnExplainError
+from wdn_explain.files import private_cache_dir
 from wdn_explain.plot.charts import node_chlorine_figure
 from wdn_explain.plot.maps import risk_figure
 from wdn_explain.plot.style import NEGATIVE, POSITIVE, chart_title
 from wdn_explain.readings import FLAGS, OK
-from wdn_explain.replay import META, Replay, load_replay, replay_network, replay_timeline
+from wdn_explain.replay import (
+    META,
+    Replay,
+    load_replay,
+    replay,
+    replay_network,
+    replay_timeline,
+)
+from wdn_explain.shipped import SAMPLE_READINGS, default_scenario
 
 PLAY_S = 0.5  # seconds per step while playing
 FOLLOW_S = 1.0  # seconds between reads of a folder being written
@@ -57,17 +66,46 @@ def timeline_of(folder: str, version: tuple, node: str):
     return replay_timeline(replay_of(folder, version), node)
 
 
+def replay_sample() -> Path:
+    """The shipped sample readings replayed through their sensor model into the user cache
+    (kept there: a second click reads the steps back), with a progress bar."""
+    model = SAMPLE_READINGS.parent
+    out = private_cache_dir("replay-sample")
+    bar = st.progress(0.0, text="replaying the sample readings")
+    n_steps = sum(1 for _ in SAMPLE_READINGS.open()) - 1  # one report a row, after the header
+
+    def advance(step) -> None:
+        bar.progress(min((step.step + 1) / n_steps, 1.0), text=f"{step.time_s / 60:g} min")
+
+    replay(SAMPLE_READINGS, default_scenario(model), model, out, overwrite=True, on_step=advance)
+    return out
+
+
 st.subheader("Replay: forecasts from the readings")
+if "replay_folder" not in st.session_state:  # the sidebar's box, set before it is drawn
+    st.session_state["replay_folder"] = os.environ.get("WDN_EXPLAIN_REPLAY", "")
+if "replay_folder_next" in st.session_state:
+    st.session_state["replay_folder"] = st.session_state.pop("replay_folder_next")
 folder = st.sidebar.text_input(
     "replay folder",
-    value=os.environ.get("WDN_EXPLAIN_REPLAY", ""),
+    key="replay_folder",
     help="the --out folder of `wdn-explain replay READINGS --out FOLDER`",
 )
 if not folder:
     st.info(
         "Write a replay with `wdn-explain replay readings.csv --scenario scenario.yaml "
-        "--out replay-out` (see the docs' replay page), then give its folder in the sidebar."
+        "--out replay-out` (see the docs' replay page), then give its folder in the sidebar; "
+        f"or replay the sample readings of `{SAMPLE_READINGS.parent.name}` here: its four "
+        "sensors in the default scenario, with sensor 9 missing at 25 min, sensor 19 reading "
+        "7.5 mg/L at 30 min and sensor 23 stuck at 0.7 mg/L from 40 to 90 min."
     )
+    if st.button("Replay the sample readings", key="replay_sample"):
+        try:
+            st.session_state["replay_folder_next"] = str(replay_sample())
+        except WdnExplainError as exc:
+            st.error(str(exc))
+            st.stop()
+        st.rerun()
     st.stop()
 try:
     version = version_of(folder)
