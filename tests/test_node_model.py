@@ -145,6 +145,32 @@ def test_trees_at_a_sample_of_a_larger_network_s_nodes(node_model, monitoring_di
     assert any(row.split()[:2] == ["tree_model", f"{res['tree_model_mae']:.4f}"] for row in text)
 
 
+def test_the_default_target_is_the_node_chlorine_reaches_and_leaves_most():
+    """Built so the answer is known: node 0 doses (left out however often it drops), node 3
+    is reached at step 1 and falls back at 4 steps; once node 3 stays, nodes 1 and 2 both
+    fall back twice and node 2, reached first, wins; without any fall back the reached node
+    with the lowest mean; without any reached node the injection node."""
+    from wdn_explain.node_targets import default_target
+
+    on, off = 1.0, 0.0
+    forecast = np.array(
+        [
+            [on, off, off, off],
+            [off, off, on, on],
+            [off, on, on, off],
+            [off, off, off, off],
+            [off, on, on, off],
+            [off, off, off, off],
+        ]
+    )
+    assert default_target(forecast, 0.2, 0) == 3
+    forecast[2:, 3] = on  # node 3 stays: a tie of nodes 1 and 2, node 2 reached first
+    assert default_target(forecast, 0.2, 0) == 2
+    steady = np.array([[1.0, 0.5, 0.9, 0.0], [1.0, 0.5, 0.9, 0.3], [1.0, 0.5, 0.9, 0.3]])
+    assert default_target(steady, 0.2, 0) == 3  # reached, none falls back: lowest mean
+    assert default_target(np.zeros((3, 4)), 0.2, 2) == 2
+
+
 def test_compliance_share_counts_nodes_below_the_minimum_residual():
     chlorine = np.array([[0.0, 0.19, 0.2, 0.5], [0.3, 0.3, 0.3, 0.1]])
     expected = [sum(v < 0.2 for v in row) / len(row) for row in chlorine.tolist()]
@@ -416,11 +442,13 @@ def test_shipped_node_timeline_is_current_and_reports_refuse_it(tmp_path):
     assert path is not None
     timeline = Timeline.load(path)
     assert timeline.node_level and timeline.meta["target_nodes"] == [timeline.node]
+    # the scenario's highest concentration: its setpoint or any node's initial quality
+    high = max(timeline.scenario.injection_strength_mg_l, float(timeline.chlorine[0].max()))
     for e, f in zip(timeline.explanations, timeline.forecast):
         # efficiency; the timeline serves the physical forecast: down to 0.05 below 0 mg/L
-        # reads as 0 (features.RANGE_TOLERANCE), farther is kept
+        # reads as 0 (features.RANGE_TOLERANCE), farther is kept, and none above ``high``
         total = e.node_values("SV").sum() + e.empty_prediction
-        served = 0.0 if -0.05 <= total < 0 else total
+        served = min(0.0 if -0.05 <= total < 0 else total, high)
         assert served == pytest.approx(float(f), abs=1e-5)
     out = tmp_path / "r.html"
     result = run("report", "--timeline", path, "--out", out)

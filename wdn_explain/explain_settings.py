@@ -50,7 +50,7 @@ class ExplainSettings(BaseModel):
             default: the user's own setting, else one); changes the speed, not the values.
         references: The references (:data:`REFERENCES`) explained, each a series.
         target_nodes: For a node-level model, the ids of the nodes whose forecasts are
-            explained (default: :func:`~wdn_explain.pipeline.default_target`); refused for a
+            explained (default: :func:`~wdn_explain.node_targets.default_target`); refused for a
             share model.
     """
 

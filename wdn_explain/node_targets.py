@@ -1,5 +1,5 @@
-"""Which nodes a node-level model's timeline explains (the ones asked for, else the node most
-at risk of dropping below the minimum residual), the model's forecast at every node, and the
+"""Which nodes a node-level model's timeline explains (the ones asked for, else a node that
+chlorine reaches and leaves again), the model's forecast at every node, and the
 timeline's node-level fields assembled from the run's series (:mod:`.node_series` holds what
 follows from them once in a timeline). Used by :func:`~.pipeline.explain_scenario`."""
 
@@ -38,16 +38,28 @@ def target_nodes(
 def default_target(
     node_forecast: np.ndarray, min_residual_mg_l: float, injection_index: int
 ) -> int:
-    """The node explained unless one is asked for: among the nodes whose forecast reaches
-    the minimum residual at some step, the one with the lowest mean forecast (the reached
-    node most at risk of dropping below it); the injection node when none reaches it.
+    """The node explained unless one is asked for: among the nodes other than the injection
+    node whose forecast reaches the minimum residual, the one whose forecast falls back below
+    it at the most steps after first reaching it (where chlorine comes and goes: what a
+    switching or intermittent source does to its customers), the earliest reached on a tie;
+    where none falls back, the reached node with the lowest mean forecast; the injection node
+    when no other node is reached. A node reached only late, or one always dosed, would leave
+    the opening view silent or trivial for most of the scenario.
 
     Args:
         node_forecast: (T, n) node forecasts in mg/L.
     """
-    reached = (node_forecast >= min_residual_mg_l).any(axis=0)
+    above = node_forecast >= min_residual_mg_l
+    reached = above.any(axis=0)
+    reached[injection_index] = False
     if not reached.any():
         return injection_index
+    first = np.where(reached, above.argmax(axis=0), len(above))
+    after = np.arange(len(above))[:, None] >= first[None, :]
+    drops = np.where(reached, (~above & after).sum(axis=0), -1)
+    if drops.max() > 0:
+        candidates = np.flatnonzero(drops == drops.max())
+        return int(candidates[np.argmin(first[candidates])])
     mean = np.where(reached, node_forecast.mean(axis=0), np.inf)
     return int(np.argmin(mean))
 

@@ -138,7 +138,7 @@ def explain_scenario(
     refused before any work unless ``allow_large``.
 
     With a node-level model (``inputs.target`` ``node_chlorine_mg_l``) the forecasts at
-    ``settings.target_nodes`` (default: :func:`default_target`) are explained per step by
+    ``settings.target_nodes`` (default: :func:`~.node_targets.default_target`) are explained per step by
     ``GraphSHAPIQ.explain_nodes`` (each relative to every reference), and the timeline holds
     every node's forecast and interval and the compliance share (see
     :class:`~wdn_explain.timeline.Timeline`); such models are explained locally only.

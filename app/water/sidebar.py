@@ -135,10 +135,10 @@ def new_scenario_form(net, envelope: DesignEnvelope | None, model_dir: Path) -> 
                 "nodes to explain",
                 list(net.node_ids),
                 key=keyed("new_targets"),
-                placeholder="the node most at risk",
+                placeholder="a node chlorine reaches and leaves",
                 help="this model forecasts chlorine at every node; its forecasts at these "
-                "nodes are explained (none picked: the node that reaches the minimum residual "
-                "with the lowest mean forecast)",
+                "nodes are explained (none picked: the node whose forecast falls back below "
+                "the minimum residual most often after reaching it)",
             )
         submitted = st.form_submit_button("simulate, forecast, explain")
     if DONE in st.session_state:
