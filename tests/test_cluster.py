@@ -44,12 +44,15 @@ def _scenario_bytes(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.glob("scenario_*.npz"))}
 
 
-def test_local_workers_keep_glibcs_dynamic_mmap_threshold(cluster):
+def test_local_workers_keep_glibcs_dynamic_mmap_threshold_and_one_arena(cluster):
     # Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 by default, which made a worker fault
-    # millions of pages per placement chunk (wdn_explain.cluster, "Worker memory")
+    # millions of pages per placement chunk; the task thread's own arena mapped and unmapped
+    # 64 MiB heaps chunk after chunk (wdn_explain.cluster, "Worker memory")
     with distributed.Client(cluster, set_as_default=False) as client:
-        found = client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_")
-    assert len(found) == 2 and set(found.values()) == {None}
+        trim = client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_")
+        arenas = client.run(os.environ.get, "MALLOC_ARENA_MAX")
+    assert len(trim) == 2 and set(trim.values()) == {None}
+    assert len(arenas) == 2 and set(arenas.values()) == {"1"}
 
 
 def test_local_workers_do_not_sample_their_stacks(cluster):

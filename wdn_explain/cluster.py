@@ -23,9 +23,24 @@ that variable also switches off glibc's dynamic mmap threshold, so every buffer 
 a fresh ``mmap`` whose pages fault in on first touch: the engine's chunk buffers (a few MB each,
 allocated and freed per layer) made a 3-scenario Hanoi placement chunk fault 2.4 million pages
 and spend more time in the kernel (4.9 s) than in the engine (3.4 s), in any process started
-with that variable, Dask or not (without it: 0.0 s and a few hundred faults). :func:`local_cluster` starts its workers without it; workers of another
-cluster (``dask worker``) should too (a Dask config file with
-``distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null``, or ``--no-nanny``).
+with that variable, Dask or not (without it: 0.0 s and a few hundred faults).
+
+A worker runs its tasks in a thread, and glibc gives a thread its own arena, built from 64 MiB
+``mmap`` heaps: a buffer that does not fit the arena's last heap opens a new heap, and when it
+is freed the emptied heap is unmapped at once (glibc's ``heap_trim`` deletes an empty heap
+whatever the trim threshold). The engine's buffers of 17-25 MB, below glibc's dynamic mmap
+threshold (up to 32 MiB) and so taken from the arena, then open and unmap a heap again and
+again: one worker's task thread, traced for 25 s, mapped and unmapped 670 heaps, faulting
+0.12-0.6 million pages a 10-scenario chunk while its twin, whose heaps happened to have room,
+faulted a few dozen; how many fall in the gap depends on how full the heaps are, which drifts
+over a long run. The main thread allocates from the main arena (``brk``, trimmed only past the
+dynamic threshold) and never does this. ``MALLOC_ARENA_MAX=1`` makes every thread of a
+worker allocate from the main arena.
+
+:func:`local_cluster` starts its workers without ``MALLOC_TRIM_THRESHOLD_`` and with
+``MALLOC_ARENA_MAX=1``; workers of another cluster (``dask worker``) should be started the
+same way (a Dask config file with ``distributed.nanny.pre-spawn-environ``:
+``{MALLOC_TRIM_THRESHOLD_: null, MALLOC_ARENA_MAX: 1}``).
 
 **Worker profiler.** A worker samples its threads' stacks every 10 ms for the dashboard's
 profile; :func:`local_cluster` starts no dashboard, so its workers do not sample: over two
@@ -95,9 +110,9 @@ def connect(address: str):
 @contextmanager
 def local_cluster(workers: int) -> Iterator[str]:
     """The address of a Dask LocalCluster of ``workers`` single-threaded processes on this
-    machine, started without ``MALLOC_TRIM_THRESHOLD_`` and without the profiler's sampling
-    (module docstring: "Worker memory", "Worker profiler"); ConfigError without Dask
-    distributed."""
+    machine, started without ``MALLOC_TRIM_THRESHOLD_``, with one glibc arena and without the
+    profiler's sampling (module docstring: "Worker memory", "Worker profiler"); ConfigError
+    without Dask distributed."""
     try:
         import dask
         from distributed import LocalCluster
@@ -109,6 +124,7 @@ def local_cluster(workers: int) -> Iterator[str]:
         dask.config.set(
             {
                 "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                "distributed.nanny.pre-spawn-environ.MALLOC_ARENA_MAX": 1,
                 "distributed.worker.profile.enabled": False,
             }
         ),
