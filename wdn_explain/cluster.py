@@ -17,15 +17,25 @@ A run waits for a bounded time: a scheduler that cannot be reached is refused wi
 cluster without workers after :data:`NO_WORKERS_S`, each in one line; finished outputs stay
 and a rerun resumes.
 
-**Worker memory.** Dask's nanny starts every worker with ``MALLOC_TRIM_THRESHOLD_=65536``
-(``distributed.nanny.pre-spawn-environ``), to hand freed memory back to the OS at once. Setting
-that variable also switches off glibc's dynamic mmap threshold, so every buffer over 128 KiB is
-a fresh ``mmap`` whose pages fault in on first touch: the engine's chunk buffers (a few MB each,
-allocated and freed per layer) made a 3-scenario Hanoi placement chunk fault 2.4 million pages
-and spend more time in the kernel (4.9 s) than in the engine (3.4 s), in any process started
-with that variable, Dask or not (without it: 0.0 s and a few hundred faults). :func:`local_cluster` starts its workers without it; workers of another
-cluster (``dask worker``) should too (a Dask config file with
-``distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_: null``, or ``--no-nanny``).
+**Worker memory.** The engine allocates and frees buffers of up to ~25 MB per layer, step
+after step. With glibc's malloc as Dask's nanny or glibc itself set it up, a worker hands such
+buffers back to the kernel and faults their pages in again at the next step:
+
+- Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``),
+  which also fixes the mmap threshold at 128 KiB: every larger buffer is a fresh ``mmap`` (a
+  3-scenario Hanoi placement chunk faulted 2.4 million pages: 4.9 s in the kernel, 3.4 s of work).
+- glibc's own dynamic thresholds follow the sizes freed so far; whether a freed top of the heap
+  is trimmed then depends on that history. A worker runs its tasks in a thread, whose own arena
+  is made of 64 MiB ``mmap`` heaps, and an emptied heap is unmapped whatever the threshold.
+  Traced for 25 s, one worker's task thread mapped and unmapped 670 heaps; with
+  ``MALLOC_ARENA_MAX=1`` it moved the main heap's end (``brk``) up and down by 63 MB instead.
+  Over 30 chunks of 10 scenarios one worker faulted 0.11-0.31 million pages every chunk
+  (0.5-1.1 s in the kernel), its twin a few dozen: which state a worker falls into is chance.
+
+:data:`WORKER_MALLOC` fixes the thresholds instead, so freed buffers stay for the next step
+(a worker keeps up to 256 MiB of freed heap); :func:`local_cluster` starts its workers with it.
+Start workers of another cluster (``dask worker``) the same way: in the worker machine's Dask
+config, ``distributed.nanny.pre-spawn-environ`` set to those variables.
 
 **Worker profiler.** A worker samples its threads' stacks every 10 ms for the dashboard's
 profile; :func:`local_cluster` starts no dashboard, so its workers do not sample: over two
@@ -62,6 +72,15 @@ LOST_SCHEDULER_S = 10
 NO_WORKERS_S = 30
 """How long a run waits while the cluster has no worker (none started yet, or all died)."""
 
+WORKER_MALLOC = {
+    "MALLOC_MMAP_THRESHOLD_": 32 * 2**20,
+    "MALLOC_TRIM_THRESHOLD_": 256 * 2**20,
+    "MALLOC_ARENA_MAX": 1,
+}
+"""glibc malloc settings of a worker process (module docstring, "Worker memory"): buffers
+under 32 MiB (the ceiling of glibc's dynamic threshold) come from the heap, up to 256 MiB of
+freed heap top is kept, and the task thread allocates from the main heap."""
+
 POLL_S = 1.0
 """How often a run checks the scheduler and its workers while no task finishes."""
 
@@ -95,9 +114,8 @@ def connect(address: str):
 @contextmanager
 def local_cluster(workers: int) -> Iterator[str]:
     """The address of a Dask LocalCluster of ``workers`` single-threaded processes on this
-    machine, started without ``MALLOC_TRIM_THRESHOLD_`` and without the profiler's sampling
-    (module docstring: "Worker memory", "Worker profiler"); ConfigError without Dask
-    distributed."""
+    machine, started with :data:`WORKER_MALLOC` and without the profiler's sampling (module
+    docstring: "Worker memory", "Worker profiler"); ConfigError without Dask distributed."""
     try:
         import dask
         from distributed import LocalCluster
@@ -105,13 +123,10 @@ def local_cluster(workers: int) -> Iterator[str]:
         raise ConfigError(
             "--workers needs Dask distributed: pip install 'wdn-explain[cluster]'"
         ) from None
+    settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_MALLOC.items()}
+    settings["distributed.worker.profile.enabled"] = False
     with (
-        dask.config.set(
-            {
-                "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-                "distributed.worker.profile.enabled": False,
-            }
-        ),
+        dask.config.set(settings),
         LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
