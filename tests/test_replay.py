@@ -161,7 +161,8 @@ def test_a_missing_an_impossible_and_a_stuck_reading_are_marked_and_left_out(
     assert f"25 min  used 3 of 4 readings ({sensors[2]}: missing)" in result_cli.output
     # the model reads the history: the third sensor's missing reading keeps it out until the
     # horizon's previous reports are good again
-    assert f"30 min  used 2 of 4 readings ({sensors[3]}: out_of_range)" in result_cli.output
+    why = f"{sensors[2]}: bad reading in its history, {sensors[3]}: out_of_range"
+    assert f"30 min  used 2 of 4 readings ({why})" in result_cli.output
     out = load_replay(tmp_path / "out")
     flags = np.stack([s.flags for s in out.steps])
     assert flags[5, 2] == MISSING and flags[6, 3] == OUT_OF_RANGE

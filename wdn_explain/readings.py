@@ -69,6 +69,21 @@ SCADA_SUFFIX = ".epytflow_scada_data"
 FLAGS = ("ok", "missing", "out_of_range", "stuck", "drift")
 """What :func:`reading_flags` says of a reading, by code (0: ok)."""
 OK, MISSING, OUT_OF_RANGE, STUCK, DRIFT = range(len(FLAGS))
+IN_HISTORY = "bad reading in its history"
+"""Why a reading marked ``ok`` was left out: a model that reads the chlorine history leaves a
+sensor out while a bad reading lies among the horizon's previous reports."""
+
+
+def left_out(sensors: Sequence[str], flags: np.ndarray, used: np.ndarray) -> list[str]:
+    """Each sensor left out of a report's forecast with the reason, ``"<sensor>: <why>"``:
+    its mark (:data:`FLAGS`), or :data:`IN_HISTORY` for a good reading left out."""
+    return [
+        f"{s}: {FLAGS[f] if f != OK else IN_HISTORY}"
+        for s, f, u in zip(sensors, flags, used)
+        if f != OK or not u
+    ]
+
+
 STUCK_REPORTS = 4
 """Readings (20 min at the 5-minute report step) a value must stay put to be ``stuck``."""
 STUCK_TOLERANCE_MG_L = 1e-6

@@ -49,6 +49,7 @@ from .readings import (
     OK,
     STUCK_REPORTS,
     Readings,
+    left_out,
     load_readings,
     reading_flags,
 )
@@ -140,9 +141,9 @@ class ReplayStep:
         )
 
     def summary(self, sensors: tuple[str, ...], min_residual_mg_l: float) -> str:
-        """One line: time, readings used, the bad ones named, nodes forecast below the
-        minimum residual."""
-        bad = [f"{s}: {FLAGS[f]}" for s, f in zip(sensors, self.flags) if f != OK]
+        """One line: time, readings used, the ones left out named with the reason, nodes
+        forecast below the minimum residual."""
+        bad = left_out(sensors, self.flags, self.used)
         below = int((self.forecast < min_residual_mg_l).sum())
         return (
             f"{self.time_s / 60:>6g} min  used {int(self.used.sum())} of {len(sensors)} readings"

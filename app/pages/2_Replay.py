@@ -23,7 +23,7 @@ from wdn_explain.files import private_cache_dir
 from wdn_explain.plot.charts import node_chlorine_figure
 from wdn_explain.plot.maps import risk_figure
 from wdn_explain.plot.style import NEGATIVE, POSITIVE, chart_title
-from wdn_explain.readings import FLAGS, OK
+from wdn_explain.readings import FLAGS, left_out
 from wdn_explain.replay import (
     META,
     Replay,
@@ -144,7 +144,7 @@ st.caption(
 st.table(
     {
         "sensor": list(sensors),
-        "reading (mg/L)": [f"{v:.3f}" if np.isfinite(v) else "-" for v in shown.readings],
+        "reading (mg/L)": [f"{v:.3f}" if np.isfinite(v) else "–" for v in shown.readings],
         "mark": [FLAGS[f] for f in shown.flags],
         "used": ["yes" if u else "no" for u in shown.used],
     }
@@ -195,9 +195,9 @@ if shown.explanations:
     st.plotly_chart(bars, width="stretch")
 else:
     st.warning("No reading was usable at this report: the forecast rests on the plan alone.")
-bad = [f"{s} ({FLAGS[f]})" for s, f in zip(sensors, shown.flags) if f != OK]
+bad = left_out(sensors, shown.flags, shown.used)
 if bad:
-    st.caption(f"left out: {', '.join(bad)} -- marked by the rules of the docs' replay page")
+    st.caption(f"left out: {'; '.join(bad)} -- by the rules of the docs' replay page")
 
 if mode == MODES[1] and step < last:
     time.sleep(PLAY_S)

@@ -56,8 +56,9 @@ MAP_VIEWS = {
 }
 RISK_NOTE = (
     "Risk: the calibrated probability that the node's chlorine one horizon ahead is below "
-    "the minimum residual the model was calibrated at; its exact explanation is the "
-    "forecast's explanation times a constant per node (and kind of injection)."
+    "the minimum residual the model was calibrated at; its exact explanation is that of the "
+    "risk model's score (or, without a risk model, of the forecast) times a constant per "
+    "node and kind of injection."
 )
 PANELS_ON_PAUSE = (
     "Playing: the SI-Graph and its sentence move, the pipes by flow without their arrows; "
