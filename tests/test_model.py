@@ -95,3 +95,32 @@ def test_factored_layers_compute_the_shipped_models_layers(hanoi):
             factored = shipped.layer_update(layer, shipped.layer_self(layer, h), total / degree)
             torch.testing.assert_close(factored, plain, atol=2e-6, rtol=1e-5)
             h = plain
+
+
+def test_a_deepened_copy_keeps_the_models_layers_and_learns_in_the_added_ones(hanoi):
+    """deepened() appends layers after the model's own: with the added layers' update maps
+    set to zero here the copy computes the model's output exactly (its own weights kept), as
+    given they nudge it only a little, and a loss sends gradients into every added map (a
+    zero layer is the identity but passes none); fewer layers are refused."""
+    from wdn_explain.model import NodeChlorineGNN, deepened
+
+    torch.manual_seed(0)
+    model = NodeChlorineGNN(ModelConfig(hidden_channels=16, num_layers=2)).eval()
+    data = graph(hanoi, 1)
+    want = model(data.x, data.edge_index, data.edge_attr).detach()
+    deep = deepened(model, 4)
+    assert deep.config.num_layers == 4 and model.config.num_layers == 2
+    out = deep(data.x, data.edge_index, data.edge_attr)
+    assert 0 < (out - want).abs().max() < 0.2 * want.abs().max()
+    out.square().sum().backward()
+    for layer in deep.convs[2:]:
+        for name, tensor in layer.named_parameters():
+            assert tensor.grad.abs().sum() > 0, name
+    with torch.no_grad():
+        for layer in deep.convs[2:]:
+            for tensor in (*layer.update_self.parameters(), *layer.update_aggr.parameters()):
+                tensor.zero_()
+    torch.testing.assert_close(deep(data.x, data.edge_index, data.edge_attr), want)
+    assert deepened(model, 2) is model
+    with pytest.raises(ConfigError, match=r"may add layers, not remove them \(got 1 < 2\)"):
+        deepened(model, 1)

@@ -543,7 +543,9 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
     trained = card.risk["model"]
     assert trained["weights_sha256"] == file_sha256(model / "risk.pt")
     assert trained["min_residual_mg_l"] == 0.2 and len(trained["history"]) == 3
-    assert "val_logistic" in trained["history"][0]
+    assert {"val_logistic", "val_brier"} <= trained["history"][0].keys()
+    assert trained["config"]["num_layers"] == forecaster.config.num_layers + 1  # the default
+    assert trained["initial"].endswith(", 1 layer(s) added near the identity")
     assert card.risk["method"].startswith("logistic regression on the risk model's output")
     risk_net = NodeChlorineGNN(ModelConfig(**trained["config"]))
     risk_net.load_state_dict(torch.load(model / "risk.pt", weights_only=True))
@@ -670,6 +672,9 @@ def test_train_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     model = tmp_path / "m"
     shutil.copytree(node_model, model)
     _refuses_minimums("train-risk", model, monitoring_dir, "nan")
+    result = run("train-risk", "--model", model, "--data", monitoring_dir, "--layers", 1)
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "may add layers, not remove them (got 1 < 2)" in result.output
     assert not (model / "risk.pt").exists()
     result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
     assert result.exit_code == 0, result.output

@@ -13,7 +13,7 @@ import torch
 
 from wdn_explain.errors import ConfigError
 from wdn_explain.features import RISK_INPUTS, TRAVEL_CAP, InputSpec
-from wdn_explain.model import ModelConfig, NodeChlorineGNN
+from wdn_explain.model import ModelConfig, NodeChlorineGNN, deepened
 from wdn_explain.risk_net import RiskScorer, addable, added_channels
 
 from conftest import brute_force_shapley, path_graph
@@ -134,9 +134,12 @@ def test_zero_weights_on_the_added_columns_leave_the_forecasters_output():
         )
 
 
-def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
+@pytest.mark.parametrize("num_layers", [2, 4])
+def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration(num_layers):
     """The engine explains the GNN on the risk's inputs (the added columns among a node's
-    features): its values at a node equal all 2^7 masked evaluations enumerated here."""
+    features): its values at a node equal all 2^7 masked evaluations enumerated here, for a
+    GNN of the forecaster's depth and one deepened by two layers (:func:`deepened`: the
+    target's field then spans the whole graph)."""
     from wdn_explain.explain import GraphSHAPIQ
 
     n, target = 7, 3
@@ -147,6 +150,7 @@ def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
     gnn = NodeChlorineGNN(
         in_channels=SPEC.in_channels + added_channels(SPEC), hidden_channels=8, num_layers=2
     )
+    gnn = deepened(gnn, num_layers)
     scorer = RiskScorer(gnn.double(), SPEC).eval()
     x = scorer.risk_inputs(data.x, data.edge_index, data.edge_attr)
     mean = x.mean(dim=0)

@@ -21,6 +21,7 @@ def train_risk_model(
     *,
     min_residual_mg_l: float | None = None,
     epochs: int = recipe.RISK_EPOCHS,
+    num_layers: int | None = None,
     device: str = "auto",
     overwrite: bool = False,
     progress: ProgressArg = False,
@@ -30,7 +31,9 @@ def train_risk_model(
     stays), then calibrates the card again (:func:`~.training.calibrate_model`: the
     intervals grouped by the risk, the test scores). Refused, with nothing written, for a share model, a minimum residual negative or
     not finite (default: the card's), a folder that already has a risk model (unless
-    ``overwrite``), data of another design, or splits without non-compliant node forecasts.
+    ``overwrite``), data of another design, splits without non-compliant node forecasts, or
+    fewer ``num_layers`` than the forecaster's (default: its own plus
+    :data:`~.recipe.RISK_ADDED_LAYERS`, added by :func:`~.model.deepened`).
 
     An interruption (Ctrl-C) before the first epoch ends saves nothing (KeyboardInterrupt);
     after it, the best epoch so far is saved (``"interrupted": true`` in the risk record);
@@ -44,6 +47,7 @@ def train_risk_model(
 
     from .dataset import WaqDataset
     from .files import atomic_write, check_output, claimed, write_torch
+    from .model import deepened
     from .model_folder import CARD, file_sha256, load_model, resolve_device
     from .records import ModelCard
     from .risk import outcomes
@@ -64,6 +68,8 @@ def train_risk_model(
     folder = Path(model_dir)
     for name in (RISK_WEIGHTS, CARD):
         check_output(folder / name, what="model file")
+    own_layers = forecaster.config.num_layers
+    layers = own_layers + recipe.RISK_ADDED_LAYERS if num_layers is None else num_layers
     dev = resolve_device(device)
     with claimed(folder, "model folder"):
         arrays = own_data(model_dir, card, data_dir)
@@ -74,8 +80,13 @@ def train_risk_model(
         # the recipe's optimisation, the forecaster's seed
         config = TrainConfig(epochs=epochs, seed=card.train.get("seed", 0)).for_device(dev)
         torch.manual_seed(config.seed)
-        model = initial_risk_model(forecaster, splits["train"], minimum).to(dev)
-        gnn = model.gnn if isinstance(model, RiskScorer) else model  # fitted on risk inputs
+        model = initial_risk_model(forecaster, splits["train"], minimum)
+        if isinstance(model, RiskScorer):  # its GNN is fitted, on the risk inputs
+            model.gnn = deepened(model.gnn, layers, config.seed)
+        else:
+            model = deepened(model, layers, config.seed)
+        model = model.to(dev)
+        gnn = model.gnn if isinstance(model, RiskScorer) else model
         result = fit(
             gnn,
             outcome_samples(splits["train"], minimum, model),
@@ -95,7 +106,7 @@ def train_risk_model(
             "train": {"epochs": epochs, "batch_size": config.batch_size, "lr": config.lr},
             "initial": f"the forecaster (weights_sha256 {card.weights_sha256}) with its head "
             "mapped by a logistic regression on the training split, the added inputs at zero "
-            "weights",
+            f"weights, {layers - own_layers} layer(s) added near the identity",
             "history": result.history,
             "interrupted": result.interrupted,
             "device": str(dev),

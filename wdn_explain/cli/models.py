@@ -256,7 +256,13 @@ def train_risk(
         show_default=False,
     ),
     epochs: int = typer.Option(
-        recipe.RISK_EPOCHS, help="maximum epochs (early stopping on the validation log loss)"
+        recipe.RISK_EPOCHS, help="maximum epochs (early stopping on the validation Brier score)"
+    ),
+    layers: int = typer.Option(
+        None,
+        help="message-passing layers of the risk model (default: the forecaster's "
+        f"+ {recipe.RISK_ADDED_LAYERS}; the added ones start near the identity)",
+        show_default=False,
     ),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     overwrite: bool = typer.Option(False, help="replace the folder's risk model"),
@@ -279,6 +285,7 @@ def train_risk(
                 data,
                 min_residual_mg_l=min_residual,
                 epochs=epochs,
+                num_layers=layers,
                 device=device,
                 overwrite=overwrite,
                 progress=True,
