@@ -674,7 +674,8 @@ def test_train_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     _refuses_minimums("train-risk", model, monitoring_dir, "nan")
     result = run("train-risk", "--model", model, "--data", monitoring_dir, "--layers", 1)
     assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
-    assert "may add layers, not remove them (got 1 < 2)" in result.output
+    refusal = "num_layers must be at least the model's 2: a deeper copy adds layers after them"
+    assert f"{refusal} (got 1)" in result.output
     assert not (model / "risk.pt").exists()
     result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
     assert result.exit_code == 0, result.output

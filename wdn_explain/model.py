@@ -214,7 +214,8 @@ def deepened(model: ChlorineGNN, num_layers: int, seed: int = 0) -> ChlorineGNN:
     own = model.config.num_layers
     if num_layers < own:
         raise ConfigError(
-            f"a deeper copy may add layers, not remove them (got {num_layers} < {own})"
+            f"num_layers must be at least the model's {own}: a deeper copy adds layers after "
+            f"them (got {num_layers})"
         )
     if num_layers == own:
         return model
