@@ -126,3 +126,27 @@ def test_a_deepened_copy_keeps_the_models_layers_and_learns_in_the_added_ones(ha
         ConfigError, match=r"num_layers must be at least the model.s 2: .*\(got 1\)"
     ):
         deepened(model, 1)
+
+
+def test_models_side_by_side_output_the_mean_of_their_outputs(hanoi):
+    """side_by_side() of three node models (two of 8 hidden channels, one of 4) is one
+    model of the same class, hidden channels summed, whose output is the mean of the three
+    run here one by one; models of another depth are refused."""
+    from wdn_explain.model import NodeChlorineGNN, side_by_side
+
+    torch.manual_seed(3)
+    models = [
+        NodeChlorineGNN(ModelConfig(in_channels=1, hidden_channels=h, num_layers=3)).eval()
+        for h in (8, 8, 4)
+    ]
+    merged = side_by_side(models)
+    assert type(merged) is NodeChlorineGNN and merged.config.hidden_channels == 20
+    graphs = [graph(hanoi, s) for s in range(3)]
+    batch = Batch.from_data_list(graphs)
+    with torch.no_grad():
+        want = sum(m(batch.x, batch.edge_index, batch.edge_attr) for m in models) / 3
+        got = merged(batch.x, batch.edge_index, batch.edge_attr, batch.batch)
+    torch.testing.assert_close(got, want)
+    other = NodeChlorineGNN(ModelConfig(in_channels=1, hidden_channels=8, num_layers=2))
+    with pytest.raises(ConfigError, match="side_by_side needs models of one class, inputs, depth"):
+        side_by_side([models[0], other])

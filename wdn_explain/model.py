@@ -228,3 +228,43 @@ def deepened(model: ChlorineGNN, num_layers: int, seed: int = 0) -> ChlorineGNN:
                 for tensor in linear.parameters():
                     tensor.mul_(ADDED_LAYER_SCALE)
     return deep
+
+
+def side_by_side(models: list[ChlorineGNN]) -> ChlorineGNN:
+    """One model of the same class whose output is the mean of ``models``' outputs (of one
+    architecture but their width): their hidden channels side by side, every map
+    block-diagonal (the encoders stacked, each layer's maps one block per model), the readout
+    their readouts over ``len(models)``. Exact, as every step keeps the blocks apart: ReLU
+    and the mean over neighbours act per channel. Still one model of the family, so the
+    engine explains it as it explains each -- its values the mean of theirs.
+
+    Raises:
+        ConfigError: no models, or models of different inputs, depth or outputs.
+    """
+    from dataclasses import replace
+
+    configs = {replace(m.config, hidden_channels=1) for m in models}
+    if len(configs) != 1 or len({type(m) for m in models}) != 1:
+        raise ConfigError(
+            f"side_by_side needs models of one class, inputs, depth and outputs (got {len(models)}"
+            f" models, {len(configs)} architectures)"
+        )
+    width = sum(m.config.hidden_channels for m in models)
+    dtype = next(models[0].parameters()).dtype
+    merged = type(models[0])(replace(models[0].config, hidden_channels=width)).to(dtype)
+    states = [m.state_dict() for m in models]
+    merged_state = {}
+    for name, value in merged.state_dict().items():
+        parts = [s[name] for s in states]
+        if name.startswith("readout."):
+            merged_state[name] = (
+                torch.cat(parts, dim=1) / len(models)
+                if name.endswith("weight")
+                else torch.stack(parts).mean(dim=0)
+            )
+        elif name.startswith("convs."):
+            merged_state[name] = torch.block_diag(*parts) if value.dim() == 2 else torch.cat(parts)
+        else:  # the encoders: their outputs stacked
+            merged_state[name] = torch.cat(parts, dim=0)
+    merged.load_state_dict(merged_state)
+    return merged

@@ -264,6 +264,10 @@ def train_risk(
         f"+ {recipe.RISK_ADDED_LAYERS}; the added ones start near the identity)",
         show_default=False,
     ),
+    members: int = typer.Option(
+        recipe.RISK_MEMBERS,
+        help="risk models trained with seeds apart, served as one (their mean logit)",
+    ),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     overwrite: bool = typer.Option(False, help="replace the folder's risk model"),
 ) -> None:
@@ -286,12 +290,17 @@ def train_risk(
                 min_residual_mg_l=min_residual,
                 epochs=epochs,
                 num_layers=layers,
+                members=members,
                 device=device,
                 overwrite=overwrite,
                 progress=True,
             )
     r = card["risk"]
-    epochs = len(r["model"]["history"])
+    history = r["model"]["history"]
+    epochs = " + ".join(
+        str(sum(row.get("member", 0) == m for row in history))
+        for m in range(r["model"]["train"].get("members", 1))
+    )
     if r["model"]["interrupted"]:
         typer.echo("interrupted: saved the best epoch so far")
     typer.echo(f"saved {Path(model) / 'risk.pt'} ({epochs} epochs): {_risk_summary(r)}")
