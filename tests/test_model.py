@@ -95,3 +95,58 @@ def test_factored_layers_compute_the_shipped_models_layers(hanoi):
             factored = shipped.layer_update(layer, shipped.layer_self(layer, h), total / degree)
             torch.testing.assert_close(factored, plain, atol=2e-6, rtol=1e-5)
             h = plain
+
+
+def test_a_deepened_copy_keeps_the_models_layers_and_learns_in_the_added_ones(hanoi):
+    """deepened() appends layers after the model's own: with the added layers' update maps
+    set to zero here the copy computes the model's output exactly (its own weights kept), as
+    given they nudge it only a little, and a loss sends gradients into every added map (a
+    zero layer is the identity but passes none); fewer layers are refused."""
+    from wdn_explain.model import NodeChlorineGNN, deepened
+
+    torch.manual_seed(0)
+    model = NodeChlorineGNN(ModelConfig(hidden_channels=16, num_layers=2)).eval()
+    data = graph(hanoi, 1)
+    want = model(data.x, data.edge_index, data.edge_attr).detach()
+    deep = deepened(model, 4)
+    assert deep.config.num_layers == 4 and model.config.num_layers == 2
+    out = deep(data.x, data.edge_index, data.edge_attr)
+    assert 0 < (out - want).abs().max() < 0.2 * want.abs().max()
+    out.square().sum().backward()
+    for layer in deep.convs[2:]:
+        for name, tensor in layer.named_parameters():
+            assert tensor.grad.abs().sum() > 0, name
+    with torch.no_grad():
+        for layer in deep.convs[2:]:
+            for tensor in (*layer.update_self.parameters(), *layer.update_aggr.parameters()):
+                tensor.zero_()
+    torch.testing.assert_close(deep(data.x, data.edge_index, data.edge_attr), want)
+    assert deepened(model, 2) is model
+    with pytest.raises(
+        ConfigError, match=r"num_layers must be at least the model.s 2: .*\(got 1\)"
+    ):
+        deepened(model, 1)
+
+
+def test_models_side_by_side_output_the_mean_of_their_outputs(hanoi):
+    """side_by_side() of three node models (two of 8 hidden channels, one of 4) is one
+    model of the same class, hidden channels summed, whose output is the mean of the three
+    run here one by one; models of another depth are refused."""
+    from wdn_explain.model import NodeChlorineGNN, side_by_side
+
+    torch.manual_seed(3)
+    models = [
+        NodeChlorineGNN(ModelConfig(in_channels=1, hidden_channels=h, num_layers=3)).eval()
+        for h in (8, 8, 4)
+    ]
+    merged = side_by_side(models)
+    assert type(merged) is NodeChlorineGNN and merged.config.hidden_channels == 20
+    graphs = [graph(hanoi, s) for s in range(3)]
+    batch = Batch.from_data_list(graphs)
+    with torch.no_grad():
+        want = sum(m(batch.x, batch.edge_index, batch.edge_attr) for m in models) / 3
+        got = merged(batch.x, batch.edge_index, batch.edge_attr, batch.batch)
+    torch.testing.assert_close(got, want)
+    other = NodeChlorineGNN(ModelConfig(in_channels=1, hidden_channels=8, num_layers=2))
+    with pytest.raises(ConfigError, match="side_by_side needs models of one class, inputs, depth"):
+        side_by_side([models[0], other])

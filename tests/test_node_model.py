@@ -565,14 +565,20 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
     shutil.copytree(node_model, model)
     result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 3)
     assert result.exit_code == 0, result.output
-    assert f"saved {model / 'risk.pt'} (3 epochs): risk of non-compliance (chlorine < 0.2" in (
+    assert f"saved {model / 'risk.pt'} (3 + 3 epochs): risk of non-compliance (chlorine < 0.2" in (
         result.output
     )
     forecaster, card = load_model(model)
     trained = card.risk["model"]
     assert trained["weights_sha256"] == file_sha256(model / "risk.pt")
-    assert trained["min_residual_mg_l"] == 0.2 and len(trained["history"]) == 3
-    assert "val_logistic" in trained["history"][0]
+    assert trained["min_residual_mg_l"] == 0.2 and len(trained["history"]) == 6
+    assert [row["member"] for row in trained["history"]] == [0, 0, 0, 1, 1, 1]
+    assert {"val_logistic", "val_brier"} <= trained["history"][0].keys()
+    # the defaults: one layer more than the forecaster, two models side by side
+    assert trained["config"]["num_layers"] == forecaster.config.num_layers + 1
+    assert trained["config"]["hidden_channels"] == 2 * forecaster.config.hidden_channels
+    assert trained["train"]["members"] == 2
+    assert ", 1 layer(s) added near the identity; 2 such model(s)" in trained["initial"]
     assert card.risk["method"].startswith("logistic regression on the risk model's output")
     risk_net = NodeChlorineGNN(ModelConfig(**trained["config"]))
     risk_net.load_state_dict(torch.load(model / "risk.pt", weights_only=True))
@@ -714,6 +720,13 @@ def test_train_risk_bad_input_is_refused_in_one_line_with_nothing_written(
     model = tmp_path / "m"
     shutil.copytree(node_model, model)
     _refuses_minimums("train-risk", model, monitoring_dir, "nan")
+    result = run("train-risk", "--model", model, "--data", monitoring_dir, "--layers", 1)
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    refusal = "num_layers must be at least the model's 2: a deeper copy adds layers after them"
+    assert f"{refusal} (got 1)" in result.output
+    result = run("train-risk", "--model", model, "--data", monitoring_dir, "--members", 0)
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "members must be >= 1 (got 0)" in result.output
     assert not (model / "risk.pt").exists()
     result = run("train-risk", "--model", model, "--data", monitoring_dir, "--epochs", 1)
     assert result.exit_code == 0, result.output

@@ -13,7 +13,7 @@ import torch
 
 from wdn_explain.errors import ConfigError
 from wdn_explain.features import RISK_INPUTS, TRAVEL_CAP, InputSpec
-from wdn_explain.model import ModelConfig, NodeChlorineGNN
+from wdn_explain.model import ModelConfig, NodeChlorineGNN, deepened, side_by_side
 from wdn_explain.risk_net import RiskScorer, addable, added_channels
 
 from conftest import brute_force_shapley, path_graph
@@ -134,9 +134,12 @@ def test_zero_weights_on_the_added_columns_leave_the_forecasters_output():
         )
 
 
-def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
+@pytest.mark.parametrize("num_layers", [2, 4])
+def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration(num_layers):
     """The engine explains the GNN on the risk's inputs (the added columns among a node's
-    features): its values at a node equal all 2^7 masked evaluations enumerated here."""
+    features): its values at a node equal all 2^7 masked evaluations enumerated here, for a
+    GNN of the forecaster's depth and one deepened by two layers (:func:`deepened`: the
+    target's field then spans the whole graph)."""
     from wdn_explain.explain import GraphSHAPIQ
 
     n, target = 7, 3
@@ -147,6 +150,7 @@ def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
     gnn = NodeChlorineGNN(
         in_channels=SPEC.in_channels + added_channels(SPEC), hidden_channels=8, num_layers=2
     )
+    gnn = deepened(gnn, num_layers)
     scorer = RiskScorer(gnn.double(), SPEC).eval()
     x = scorer.risk_inputs(data.x, data.edge_index, data.edge_attr)
     mean = x.mean(dim=0)
@@ -160,6 +164,40 @@ def test_shapley_values_of_the_risk_on_its_inputs_match_enumeration():
     wide = data.clone()
     wide.x = x
     explanation = GraphSHAPIQ(gnn).explain_nodes(wide, [target])[0]
+    assert np.allclose(explanation.node_values("SV"), brute_force_shapley(logit, n))
+
+
+def test_shapley_values_of_risk_models_side_by_side_are_those_of_their_mean_logit():
+    """Two risk GNNs of seeds apart served as one (:func:`side_by_side`, the shipped risk
+    model's form): the engine's values at a node of the merged GNN equal all 2^7 masked
+    evaluations of the mean of the two GNNs' logits, each run on its own here."""
+    from wdn_explain.explain import GraphSHAPIQ
+
+    n, target = 7, 3
+    data = path_graph(n, seed=6, features=SPEC.in_channels, extra=[(0, 5)])
+    data.x[:, 1:] = 0.0
+    data.x[2, 1:] = torch.tensor([1.2, 1.2, 0.0, 0.0], dtype=data.x.dtype)  # the source
+    width = SPEC.in_channels + added_channels(SPEC)
+    members = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        gnn = NodeChlorineGNN(in_channels=width, hidden_channels=8, num_layers=2)
+        members.append(deepened(gnn, 3, seed).double().eval())
+    merged = side_by_side(members)
+    x = RiskScorer(merged, SPEC).risk_inputs(data.x, data.edge_index, data.edge_attr)
+    mean = x.mean(dim=0)
+
+    def logit(coalition: frozenset[int]) -> float:
+        masked = x.clone()
+        masked[[i for i in range(n) if i not in coalition]] = mean
+        with torch.no_grad():
+            return (
+                float(sum(m(masked, data.edge_index, data.edge_attr)[target] for m in members)) / 2
+            )
+
+    wide = data.clone()
+    wide.x = x
+    explanation = GraphSHAPIQ(merged).explain_nodes(wide, [target])[0]
     assert np.allclose(explanation.node_values("SV"), brute_force_shapley(logit, n))
 
 

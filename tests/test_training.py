@@ -464,3 +464,52 @@ def test_history_and_pipe_flush_model_is_served_what_it_trained_on(
     for t in range(ds.n_times):
         torch.testing.assert_close(graphs[t].x, ds.graph(4, t).x)
         torch.testing.assert_close(graphs[t].edge_attr, ds.graph(4, t).edge_attr)
+
+
+def _outcome_splits(waq_dir):
+    """The training and validation samples labelled 1 where the share lies above the training
+    median: an outcome for the log loss."""
+    sets = _splits(waq_dir)
+    train_set, val_set = (sets[s].stacked() for s in ("train", "val"))
+    cut = float(train_set.y.median())
+    return sets, *(replace(s, y=(s.y > cut).float()) for s in (train_set, val_set))
+
+
+def test_a_logistic_fit_reports_the_validation_brier_score_of_its_weights(waq_dir):
+    """Each epoch of a fit with the log loss reports the Brier score of the weights it ends
+    with: the mean squared gap of sigmoid(output) to the outcome, computed here."""
+    from scipy.special import expit
+
+    from wdn_explain.training import fit
+
+    sets, train_set, val_set = _outcome_splits(waq_dir)
+    config = TrainConfig(epochs=2, batch_size=8, lr=1e-2, ema_decay=None, warmup_epochs=0)
+    model = _model()
+    result = fit(model, train_set, val_set, config, "cpu", loss="logistic")
+    p = expit(predict(model.eval(), sets["val"]).ravel())
+    brier = ((p - val_set.y.numpy().ravel()) ** 2).mean()
+    assert result.history[-1]["val_brier"] == pytest.approx(brier, rel=1e-5)
+
+
+def test_a_logistic_fit_keeps_and_stops_on_the_validation_brier_score(waq_dir, monkeypatch):
+    """With the log loss, fit() keeps the epoch of the lowest validation Brier score and
+    stops ``patience`` epochs after it, whatever the log loss does: scripted scores lowest
+    at epoch 2 keep the weights a 2-epoch fit ends with (fitted here), and a patience of 2
+    stops the fit after epoch 4."""
+    import wdn_explain.training as training
+
+    _, train_set, val_set = _outcome_splits(waq_dir)
+    scores = iter([0.3, 0.1, 0.2, 0.15, 0.05, 0.01])
+    scripted = ("brier", lambda logit, outcome: torch.tensor(next(scores)))
+    monkeypatch.setitem(training.SELECTED_BY, "logistic", scripted)
+    config = TrainConfig(
+        epochs=6, batch_size=8, lr=1e-2, ema_decay=None, warmup_epochs=0, schedule="plateau"
+    )
+    config = replace(config, patience=2)
+    result = training.fit(_model(), train_set, val_set, config, "cpu", loss="logistic")
+    assert [row["val_brier"] for row in result.history] == pytest.approx([0.3, 0.1, 0.2, 0.15])
+    assert np.argmin([row["val_logistic"] for row in result.history]) != 1
+    two = _model()
+    training.fit(two, train_set, val_set, replace(config, epochs=2), "cpu", loss="logistic")
+    for name, value in two.state_dict().items():
+        torch.testing.assert_close(result.best_state[name], value)

@@ -11,10 +11,10 @@ setpoint that reaches it by the horizon (:data:`~.features.RISK_INPUTS`, served 
 switch reaches nodes beyond a 3-layer field within the horizon) -- and is trained with the
 log loss on that outcome (on inputs built once per split, :func:`outcome_samples`): :class:`~.model.NodeChlorineGNN`'s architecture (edge-feature message passing, a
 linear head on every node), its output g_i a logit. It starts from the forecaster's weights
-(the added input columns at zero),
+(the added input columns at zero; by default one layer deeper, :func:`~.model.deepened`),
 its head mapped by the logistic regression of the outcome on the forecaster's output over
 the training split (so it starts as a sensible risk and learns from there), and is fitted by
-:func:`~.training.fit` (``loss="logistic"``, early stopping on the validation log loss). The
+:func:`~.training.fit` (``loss="logistic"``, early stopping on the validation Brier score). The
 calibration split then fits the card's heads on g_i (:func:`~.risk.fit_risk`: an affine map
 per node and kind of injection, Platt scaling), so
 

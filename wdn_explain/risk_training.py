@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import recipe
-from .errors import DataError
+from .errors import ConfigError, DataError
 from .features import check_min_residual
 from .progress import ProgressArg
 from .risk_model import RISK_WEIGHTS, initial_risk_model, outcome_samples, risk_record
@@ -21,6 +23,8 @@ def train_risk_model(
     *,
     min_residual_mg_l: float | None = None,
     epochs: int = recipe.RISK_EPOCHS,
+    num_layers: int | None = None,
+    members: int = recipe.RISK_MEMBERS,
     device: str = "auto",
     overwrite: bool = False,
     progress: ProgressArg = False,
@@ -30,7 +34,11 @@ def train_risk_model(
     stays), then calibrates the card again (:func:`~.training.calibrate_model`: the
     intervals grouped by the risk, the test scores). Refused, with nothing written, for a share model, a minimum residual negative or
     not finite (default: the card's), a folder that already has a risk model (unless
-    ``overwrite``), data of another design, or splits without non-compliant node forecasts.
+    ``overwrite``), data of another design, splits without non-compliant node forecasts, or
+    fewer ``num_layers`` than the forecaster's (default: its own plus
+    :data:`~.recipe.RISK_ADDED_LAYERS`, added by :func:`~.model.deepened`) or ``members``
+    below 1. ``members`` risk models are trained with seeds apart (the forecaster's seed, + 1,
+    ...) and saved as one GNN, :func:`~.model.side_by_side` (their mean logit).
 
     An interruption (Ctrl-C) before the first epoch ends saves nothing (KeyboardInterrupt);
     after it, the best epoch so far is saved (``"interrupted": true`` in the risk record);
@@ -44,6 +52,7 @@ def train_risk_model(
 
     from .dataset import WaqDataset
     from .files import atomic_write, check_output, claimed, write_torch
+    from .model import deepened, side_by_side
     from .model_folder import CARD, file_sha256, load_model, resolve_device
     from .records import ModelCard
     from .risk import outcomes
@@ -64,6 +73,10 @@ def train_risk_model(
     folder = Path(model_dir)
     for name in (RISK_WEIGHTS, CARD):
         check_output(folder / name, what="model file")
+    if members < 1:
+        raise ConfigError(f"members must be >= 1 (got {members})")
+    own_layers = forecaster.config.num_layers
+    layers = own_layers + recipe.RISK_ADDED_LAYERS if num_layers is None else num_layers
     dev = resolve_device(device)
     with claimed(folder, "model folder"):
         arrays = own_data(model_dir, card, data_dir)
@@ -74,30 +87,57 @@ def train_risk_model(
         # the recipe's optimisation, the forecaster's seed
         config = TrainConfig(epochs=epochs, seed=card.train.get("seed", 0)).for_device(dev)
         torch.manual_seed(config.seed)
-        model = initial_risk_model(forecaster, splits["train"], minimum).to(dev)
-        gnn = model.gnn if isinstance(model, RiskScorer) else model  # fitted on risk inputs
-        result = fit(
-            gnn,
-            outcome_samples(splits["train"], minimum, model),
-            outcome_samples(splits["val"], minimum, model),
-            config,
-            dev,
-            loss="logistic",
-            progress=progress,
-        )
-        gnn.load_state_dict(result.best_state)
+        model = initial_risk_model(forecaster, splits["train"], minimum)
+        start = model.gnn if isinstance(model, RiskScorer) else model  # fitted on risk inputs
+        train_on, val_on = (outcome_samples(splits[s], minimum, model) for s in ("train", "val"))
+        fitted, history, interrupted = [], [], False
+        for member in range(members):  # seeds apart; served as their mean logit
+            seed = config.seed + member
+            gnn = deepened(copy.deepcopy(start), layers, seed).to(dev)
+            try:
+                result = fit(
+                    gnn,
+                    train_on,
+                    val_on,
+                    replace(config, seed=seed),
+                    dev,
+                    loss="logistic",
+                    progress=progress,
+                )
+            except KeyboardInterrupt:
+                if not fitted:
+                    raise
+                interrupted = True  # keep the members trained
+                break
+            gnn.load_state_dict(result.best_state)
+            fitted.append(gnn.cpu())
+            history += [row | {"member": member} for row in result.history]
+            if result.interrupted:
+                interrupted = True
+                break
+        gnn = side_by_side(fitted)
+        if isinstance(model, RiskScorer):
+            model.gnn = gnn
+        else:
+            model = gnn
         model.cpu().eval()
         heads = risk_record(forecaster, calib_set, minimum, model)
         trained = {
             "config": model.config.to_dict(),
             "added_inputs": list(model.added) if isinstance(model, RiskScorer) else [],
             "min_residual_mg_l": minimum,
-            "train": {"epochs": epochs, "batch_size": config.batch_size, "lr": config.lr},
+            "train": {
+                "epochs": epochs,
+                "batch_size": config.batch_size,
+                "lr": config.lr,
+                "members": len(fitted),
+            },
             "initial": f"the forecaster (weights_sha256 {card.weights_sha256}) with its head "
             "mapped by a logistic regression on the training split, the added inputs at zero "
-            "weights",
-            "history": result.history,
-            "interrupted": result.interrupted,
+            f"weights, {layers - own_layers} layer(s) added near the identity; {len(fitted)} "
+            "such model(s) trained with seeds apart, side by side (their mean logit)",
+            "history": history,
+            "interrupted": interrupted,
             "device": str(dev),
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }

@@ -256,7 +256,17 @@ def train_risk(
         show_default=False,
     ),
     epochs: int = typer.Option(
-        recipe.RISK_EPOCHS, help="maximum epochs (early stopping on the validation log loss)"
+        recipe.RISK_EPOCHS, help="maximum epochs (early stopping on the validation Brier score)"
+    ),
+    layers: int = typer.Option(
+        None,
+        help="message-passing layers of the risk model (default: the forecaster's "
+        f"+ {recipe.RISK_ADDED_LAYERS}; the added ones start near the identity)",
+        show_default=False,
+    ),
+    members: int = typer.Option(
+        recipe.RISK_MEMBERS,
+        help="risk models trained with seeds apart, served as one (their mean logit)",
     ),
     device: str = typer.Option("auto", help="auto (CUDA when available), cpu, cuda or cuda:N"),
     overwrite: bool = typer.Option(False, help="replace the folder's risk model"),
@@ -279,12 +289,18 @@ def train_risk(
                 data,
                 min_residual_mg_l=min_residual,
                 epochs=epochs,
+                num_layers=layers,
+                members=members,
                 device=device,
                 overwrite=overwrite,
                 progress=True,
             )
     r = card["risk"]
-    epochs = len(r["model"]["history"])
+    history = r["model"]["history"]
+    epochs = " + ".join(
+        str(sum(row.get("member", 0) == m for row in history))
+        for m in range(r["model"]["train"].get("members", 1))
+    )
     if r["model"]["interrupted"]:
         typer.echo("interrupted: saved the best epoch so far")
     typer.echo(f"saved {Path(model) / 'risk.pt'} ({epochs} epochs): {_risk_summary(r)}")
