@@ -608,6 +608,13 @@ def test_risk_model_trained_beside_the_forecaster_serves_the_timelines_risk(
     (model / "card.json").write_text(json.dumps(record))
     again, _ = explain_scenario(spec, model, out=tmp_path / "t2.npz")
     assert np.allclose(again.compliance_forecast, served[other], atol=1e-6)
+    said = {"forecast": "from the node forecasts", "risk": "the mean risk of non-compliance"}
+    inline = "{duration_s: 2400, injection_node: '12', injection_strength_mg_l: 1.5}"
+    shown = run("explain", "--model", model, "--scenario", inline, "--out", tmp_path / "t2.npz")
+    assert shown.exit_code == 0, shown.output
+    assert f"compliance share (nodes below 0.2 mg/L), {said[other]}" in shown.output
+    first = f"{again.times_s[0] / 60:>6g} min  {again.compliance_forecast[0]:.3f}  simulated"
+    assert first in shown.output
     assert card.conformal["risk_bands"] == [0.1, 0.9]  # the intervals grouped by the risk
     reaches = (timeline.node_risk >= 0.05) & (timeline.node_forecast >= 0.05)
     assert reaches.any() and (timeline.node_lower[reaches] == 0).all()

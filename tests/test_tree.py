@@ -92,7 +92,10 @@ def test_tree_recomputed_from_raw_scenario_files(monitoring_dir, target, nodes):
         columns = list(range(y.shape[1])) if nodes is None else nodes
         want = np.stack([tuned_tree(x, y[:, i], x_val, y_val[:, i], x_test) for i in columns], 1)
         want = np.clip(want, 0, None)
-        got = tree_forecast(ds, nodes=None if nodes is None else np.array(nodes))
+        reported = []  # the progress after each node's tree: (done, total)
+        sampled = None if nodes is None else np.array(nodes)
+        got = tree_forecast(ds, nodes=sampled, progress=lambda *p: reported.append(p))
+        assert reported == [(k, len(columns)) for k in range(1, len(columns) + 1)]
         truth, targets, persistence = (a[:, columns] for a in (truth, targets, persistence))
     else:
         want = np.clip(tuned_tree(x, y, x_val, y_val, x_test), 0, 1)

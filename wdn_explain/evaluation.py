@@ -24,6 +24,7 @@ from .features import (
 from .model_folder import (
     resolve_device,
 )
+from .progress import ProgressArg, progress_callback
 from .tree import flat_tree_forecast, tree_forecast, tree_nodes
 
 if TYPE_CHECKING:
@@ -136,6 +137,7 @@ def evaluate(
     node_risk: np.ndarray | None = None,
     trees: bool = True,
     compliance: dict[str, Any] | None = None,
+    progress: ProgressArg = None,
 ) -> dict[str, Any]:
     """Test MAE, RMSE and R² of the model beside its baselines, overall, per time step and
     per scenario factor (injection site, pattern, strength, start, demand, decay, and whether a
@@ -166,7 +168,8 @@ def evaluate(
     leaves the tree baselines out (minutes of fitting on a full design) where a card already
     holds their scores on the same test split (:func:`with_tree_scores`).
     ``forecast_warning`` flags forecasts outside the label's range (see
-    :meth:`~.features.InputSpec.range_warning`).
+    :meth:`~.features.InputSpec.range_warning`). ``progress`` follows a node model's trees
+    (one per node, minutes each on a full design).
 
     Raises:
         DataError: the split holds no scenario (a small folder's test split may be empty).
@@ -190,14 +193,16 @@ def evaluate(
     nodes = tree_nodes(true.shape[1]) if inputs.node_level else None  # share: no nodes
     sampled = nodes is not None and "tree" in baselines and len(nodes) < true.shape[1]
     scored = [("", forecasts, true)]  # (key prefix, forecasts, their truth)
-    if sampled:  # the trees, and the model beside them, at the sampled nodes only
-        tree = tree_forecast(dataset, tree_data, nodes=nodes)
+    with progress_callback(progress, "node trees") as advance:
+        if sampled:  # the trees, and the model beside them, at the sampled nodes only
+            tree = tree_forecast(dataset, tree_data, nodes=nodes, progress=advance)
+        elif "tree" in baselines:
+            forecasts["tree"] = tree_forecast(dataset, tree_data, progress=advance)
+    if sampled:
         scored += [
             ("", {"tree": tree}, true[:, nodes]),
             ("tree_", {"model": pred[:, nodes]}, true[:, nodes]),
         ]
-    elif "tree" in baselines:
-        forecasts["tree"] = tree_forecast(dataset, tree_data)
     if "flat_tree" in baselines:
         forecasts["flat_tree"] = flat_tree_forecast(dataset, tree_data)
     if inputs.node_level:

@@ -9,6 +9,7 @@ from typing import Any
 
 from .compliance import SERVED_FROM
 from .features import InputSpec
+from .progress import ProgressArg
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,10 @@ def score_model(
     split: str = "test",
     device: str = "auto",
     fit_data: str | Path | None = None,
+    progress: ProgressArg = None,
 ) -> Scores:
     """Score a model folder on a split of a WAQ folder beside the baselines
-    (:func:`~wdn_explain.training.evaluate`).
+    (:func:`~wdn_explain.training.evaluate`; ``progress`` follows a node model's trees).
 
     Args:
         fit_data: WAQ folder whose training split the tree baseline is fitted on
@@ -62,7 +64,14 @@ def score_model(
         fit_on = WaqDataset.for_card(card, fit_data, "train", fit_arrays)
     risk = dataset_risk(load_risk_model(model_dir, card), card.risk, ds)  # bands, served share
     results = evaluate(
-        net, ds, device, card.conformal, fit_on, node_risk=risk, compliance=card.compliance
+        net,
+        ds,
+        device,
+        card.conformal,
+        fit_on,
+        node_risk=risk,
+        compliance=card.compliance,
+        progress=progress,
     )
     step_s = int(arrays.times_s[1] - arrays.times_s[0]) if len(arrays.times_s) > 1 else 0
     return Scores(results, card.input_spec, split, step_s)

@@ -26,6 +26,7 @@ from .features import LABEL_RANGE
 
 if TYPE_CHECKING:
     from .dataset import WaqDataset
+    from .progress import ProgressCallback
 
 TREE_ITERATIONS = 200
 """Most boosting iterations of the tree; the validation MAE picks how many are used."""
@@ -113,12 +114,14 @@ def tree_forecast(
     fit_on: WaqDataset | None = None,
     seed: int = 0,
     nodes: np.ndarray | None = None,
+    progress: ProgressCallback | None = None,
 ) -> np.ndarray:
     """The strong tree's forecast of every sample of ``dataset`` (its targets' shape): fitted
     on every step of the training scenarios of ``fit_on`` (default: ``dataset``'s folder), its
     iterations chosen on that folder's validation scenarios (see the module docstring); for
     the node target one tree per node (only at the node indices ``nodes`` when given: the
-    columns of those nodes, for a cheaper comparison). Clipped to the label's range.
+    columns of those nodes, for a cheaper comparison), ``progress(done, total)`` called after
+    each (minutes each on a full design). Clipped to the label's range.
 
     Raises:
         DataError: ``fit_on`` has no training scenarios.
@@ -133,8 +136,12 @@ def tree_forecast(
     )
     y, y_val = fit_on.targets(train), fit_on.targets(val)
     if dataset.inputs.node_level:
-        fitted = range(y.shape[1]) if nodes is None else nodes
-        columns = [_tuned_forecast(x, y[:, i], x_val, y_val[:, i], x_out, seed) for i in fitted]
+        fitted = list(range(y.shape[1]) if nodes is None else nodes)
+        columns = []
+        for i in fitted:
+            columns.append(_tuned_forecast(x, y[:, i], x_val, y_val[:, i], x_out, seed))
+            if progress is not None:
+                progress(len(columns), len(fitted))
         forecast = np.stack(columns, axis=1)
     else:
         forecast = _tuned_forecast(x, y, x_val, y_val, x_out, seed)

@@ -225,7 +225,8 @@ def explain(
     if timeline.node_level:
         typer.echo(
             f"compliance share (nodes below {timeline.meta['min_residual_mg_l']:g} mg/L), "
-            f"{SERVED_FROM[timeline.meta.get('compliance_estimator') or 'forecast']}:"
+            f"{SERVED_FROM[timeline.meta.get('compliance_estimator') or 'forecast']}"
+            " (the card's estimator for this scenario's kind of injection):"
         )
         for t, f, y in zip(
             timeline.times_s, timeline.compliance_forecast, timeline.compliance_truth

@@ -194,7 +194,7 @@ def evaluate(
 
     model = default_model() if model is None else shipped(model)
     try:
-        scores = score_model(model, data, split, device, fit_data)
+        scores = score_model(model, data, split, device, fit_data, progress=True)
     except WdnExplainError as exc:
         _fail(exc)
     for warning in score_warnings(scores):
