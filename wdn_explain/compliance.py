@@ -57,9 +57,11 @@ def fit_compliance(
     share has the lower MAE against the truth's, with those MAEs.
 
     Args:
-        forecast_mg_l, node_risk, truth_mg_l: The calibration split's node forecasts, their
-            risks and the simulated chlorine at the horizon, shape (N, n).
+        forecast_mg_l: The calibration split's node forecasts (mg/L), shape (N, n).
+        node_risk: Their risks of non-compliance, shape (N, n).
+        truth_mg_l: The simulated chlorine at the horizon (mg/L), shape (N, n).
         kinds: Each sample's kind of injection (``reservoir`` or ``booster``), shape (N,).
+        min_residual_mg_l: The minimum residual (mg/L).
     """
     truth = share_below_residual(truth_mg_l, min_residual_mg_l)
     estimates = compliance_estimates(forecast_mg_l, node_risk, min_residual_mg_l)
