@@ -204,12 +204,22 @@ def test_summary_before_anything_moves(tmp_path, hanoi):
     )
 
 
-def test_a_node_models_silent_node_says_when_its_forecast_moves(hanoi):
+def test_a_node_models_silent_node_says_when_its_forecast_moves(hanoi, tmp_path):
     """The time cursor survives a switch of model: a node-level model's explained node far
-    from the chlorine shows nothing there, and the sentence says when it will."""
-    from wdn_explain.shipped import SHIPPED_ROOT
+    from the chlorine (node 30, dry until 135 min in the default scenario) shows nothing
+    there, and the sentence says when it will."""
+    from wdn_explain.explain_settings import ExplainSettings
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.scenario import load_config
+    from wdn_explain.shipped import DEFAULT_SCENARIO, SHIPPED_ROOT
 
-    nodes = Timeline.load(SHIPPED_ROOT / "models" / "hanoi-nodes" / "default_timeline.npz")
+    spec = load_config(DEFAULT_SCENARIO).scenario_config(0)
+    nodes, _ = explain_scenario(
+        spec,
+        SHIPPED_ROOT / "models" / "hanoi-nodes",
+        settings=ExplainSettings(target_nodes=("30",)),
+        out=tmp_path / "t.npz",
+    )
     nodes = nodes.relative_to("none")
     gaps = np.array([abs(e.prediction - e.empty_prediction) for e in nodes.explanations])
     silent = int(np.flatnonzero(gaps <= 1e-3)[0])
