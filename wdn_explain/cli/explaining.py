@@ -160,8 +160,8 @@ def explain(
     node: list[str] = typer.Option(
         None,
         help="node-level models: a node id whose chlorine forecast is explained (repeatable) "
-        "[default: of the nodes the forecast brings to the minimum residual, the one with the "
-        "lowest mean forecast; else the injection node]",
+        "[default: of the nodes the forecast brings to the minimum residual, the one falling "
+        "back below it most often; else the injection node]",
     ),
 ) -> None:
     """Simulate a scenario, then forecast and explain every time step exactly, or with
