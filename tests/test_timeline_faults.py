@@ -254,7 +254,7 @@ def test_an_interrupt_stops_the_step_in_flight_at_its_next_chunk(
     from wdn_explain.explain import local
 
     monkeypatch.setattr(local, "MIN_CHUNK_STATES", 1)
-    monkeypatch.setattr(local, "MAX_CHUNK_STATES", 4)
+    monkeypatch.setattr(local, "CPU_CHUNK_BYTES", 4 * 8 * 4)  # 4 states of 8 float32
     monkeypatch.setattr("wdn_explain.pipeline.usable_cores", lambda: 2)
     uninterrupted, _ = explain_scenario(SPEC, tiny_model_dir, out=tmp_path / "whole.npz")
 

@@ -58,7 +58,7 @@ def hanoi_step(layers: int = 3):
         from wdn_explain.model import ChlorineGNN, ModelConfig
 
         torch.manual_seed(0)
-        model = ChlorineGNN(ModelConfig(**{**card["model"], "num_layers": layers})).eval()
+        model = ChlorineGNN(ModelConfig(**{**card.model, "num_layers": layers})).eval()
     return model, Data(x=data.x, edge_index=net.edge_index, edge_attr=data.edge_attr)
 
 

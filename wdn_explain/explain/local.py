@@ -16,8 +16,11 @@ Memory is bounded: every layer is evaluated in chunks of at most ``max_states`` 
 states (a large field is split into aligned ranges of its local masks), each chunk wired
 when it is evaluated (two table look-ups per index: about 0.05 s per million states, against
 about a second of model work) and the last layer's chunks reduced at once into the node
-games. Chunks stay small enough (``MAX_CHUNK_STATES``) for the allocator to reuse their
-buffers: larger ones only add page faults.
+games. On a CPU a chunk's hidden states take at most ``CPU_CHUNK_BYTES`` (8 192 states at 64
+float32 channels), so the chunk's buffers stay in the core's caches: 16 times larger chunks
+made a 4-layer Hanoi explanation 1.7-2.4x slower on one thread, and two processes explaining
+side by side (a 2-worker Dask cluster) each 15 % slower than one alone, where chunks this
+size cost each the same (``benchmarks/speed/bench_chunks.py``).
 
 Models opt in by implementing :class:`LocalMessagePassing`. A model whose layers also
 implement :class:`FactoredLayers` (message -> mean/add aggregation -> update) is evaluated
@@ -46,7 +49,7 @@ Pooling = Literal["mean", "add"] | None
 POOLINGS: tuple[str, ...] = ("mean", "add")  # of graph-level models; None marks a node-level one
 Piece = tuple[int, int, int]  # (node j, first local mask, end): target states of one chunk
 MIN_CHUNK_STATES = 64  # chunks never shrink below this, whatever the budget
-MAX_CHUNK_STATES = 1 << 16  # nor grow beyond it: larger chunks are slower on CPU (page faults)
+CPU_CHUNK_BYTES = 2 << 20  # nor grow beyond this many bytes of hidden states on a CPU
 MAX_CHUNK_STATES_CUDA = 1 << 20  # on a GPU, fewer and larger chunks (fewer kernel launches)
 WIRING_CACHE_BYTES = 64 << 20  # state graphs wired in at most this much are wired once
 
@@ -271,6 +274,14 @@ def state_bytes(hidden: int, itemsize: int, mean_degree: float) -> int:
     return int(8 * (1 + 4 * mean_degree) + hidden * itemsize * (8 + 4 * mean_degree))
 
 
+def chunk_cap(h: torch.Tensor) -> int:
+    """Most target states in one chunk for hidden states like ``h`` (n, hidden): on a GPU
+    :data:`MAX_CHUNK_STATES_CUDA`, on a CPU as many as fit in :data:`CPU_CHUNK_BYTES`."""
+    if h.device.type == "cuda":
+        return MAX_CHUNK_STATES_CUDA
+    return CPU_CHUNK_BYTES // (h.shape[1] * h.element_size())
+
+
 GameSink = Callable[[int, int, int, np.ndarray], None]
 """Receives the values of node j's game on local masks lo..hi: ``sink(j, lo, hi, values)``."""
 
@@ -306,8 +317,7 @@ def node_games(
             torch.stack([baseline.expand_as(x), x], dim=1).reshape(2 * n, -1), edge_attr
         )
         per_state = state_bytes(h.shape[1], h.element_size(), state_graph.mean_in_degree())
-        cap = MAX_CHUNK_STATES_CUDA if device.type == "cuda" else MAX_CHUNK_STATES
-        max_states = max(MIN_CHUNK_STATES, min(cap, work_bytes // per_state))
+        max_states = max(MIN_CHUNK_STATES, min(chunk_cap(h), work_bytes // per_state))
         last = state_graph.n_layers - 1
         for layer in range(last):
             apply = _layer(model, layer, h, edge_feat, state_graph, device)
