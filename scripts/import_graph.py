@@ -21,7 +21,17 @@ import networkx as nx
 
 STAGES = [
     # shared helpers: import nothing of the package but each other
-    ["errors", "lazy", "files", "progress", "workers", "recipe", "map_labels", "network_snapshot"],
+    [
+        "errors",
+        "lazy",
+        "files",
+        "progress",
+        "workers",
+        "allocator",
+        "recipe",
+        "map_labels",
+        "network_snapshot",
+    ],  # fmt: skip
     ["network"],
     ["scenario", "design", "sizes"],
     ["features", "conformal", "records", "readings"],

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from page_faults import faults_per_round
 from typer.testing import CliRunner
 
 from wdn_explain.cli import app
@@ -45,43 +46,13 @@ def _scenario_bytes(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.glob("scenario_*.npz"))}
 
 
-def _minor_faults() -> int:
-    """Minor page faults of the calling thread so far (Linux)."""
-    return int(Path("/proc/thread-self/stat").read_text().rsplit(")", 1)[1].split()[7])
-
-
-def _faults_per_round(mb: int = 19, buffers: int = 3, rounds: int = 4) -> list[int]:
-    """The calling thread's minor faults while it allocates ``buffers`` of ``mb`` MB from
-    glibc's malloc, writes them and frees them, round after round (the engine's layers do
-    this every step), after one fresh ``mmap`` of that size written (sure to fault)."""
-    import ctypes
-    import mmap
-
-    libc = ctypes.CDLL(None)
-    libc.malloc.restype = ctypes.c_void_p
-    size = mb << 20
-    before = _minor_faults()
-    with mmap.mmap(-1, size) as fresh:
-        fresh.write(b"\1" * size)
-    counts = [_minor_faults() - before]
-    for _ in range(rounds):
-        before = _minor_faults()
-        pointers = [libc.malloc(size) for _ in range(buffers)]
-        for pointer in pointers:
-            ctypes.memset(pointer, 1, size)
-        for pointer in pointers:
-            libc.free(ctypes.c_void_p(pointer))
-        counts.append(_minor_faults() - before)
-    return counts
-
-
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc settings")
 def test_a_local_workers_task_gets_its_freed_buffers_back_without_faults(cluster):
     # with glibc's thresholds as Dask or glibc set them, a worker's task thread gave freed
     # buffers back to the kernel and faulted them in again: 0.1-0.3 M pages a placement
-    # chunk, every chunk (wdn_explain.cluster, "Worker memory"); here ~14 500 every round
+    # chunk, every chunk (wdn_explain.allocator); here ~14 500 every round
     with distributed.Client(cluster, set_as_default=False) as client:
-        counts = client.submit(_faults_per_round, pure=False).result()
+        counts = client.submit(faults_per_round, pure=False).result()
     assert counts[0] >= 0.9 * (19 << 20) / os.sysconf("SC_PAGE_SIZE")  # faults are counted
     assert max(counts[2:]) < 100, counts  # the first round may grow the heap
 

@@ -17,24 +17,11 @@ A run waits for a bounded time: a scheduler that cannot be reached is refused wi
 cluster without workers after :data:`NO_WORKERS_S`, each in one line; finished outputs stay
 and a rerun resumes.
 
-**Worker memory.** The engine allocates and frees buffers of up to ~25 MB per layer, step
-after step. With glibc's malloc as Dask's nanny or glibc itself set it up, a worker hands such
-buffers back to the kernel and faults their pages in again at the next step:
-
-- Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``),
-  which also fixes the mmap threshold at 128 KiB: every larger buffer is a fresh ``mmap`` (a
-  3-scenario Hanoi placement chunk faulted 2.4 million pages: 4.9 s in the kernel, 3.4 s of work).
-- glibc's own dynamic thresholds follow the sizes freed so far; whether a freed top of the heap
-  is trimmed then depends on that history. A worker runs its tasks in a thread, whose own arena
-  is made of 64 MiB ``mmap`` heaps, and an emptied heap is unmapped whatever the threshold.
-  Traced for 25 s, one worker's task thread mapped and unmapped 670 heaps; with
-  ``MALLOC_ARENA_MAX=1`` it moved the main heap's end (``brk``) up and down by 63 MB instead.
-  Over 30 chunks of 10 scenarios one worker faulted 0.11-0.31 million pages every chunk
-  (0.5-1.1 s in the kernel), its twin a few dozen: which state a worker falls into is chance.
-
-:data:`WORKER_MALLOC` fixes the thresholds instead, so freed buffers stay for the next step
-(a worker keeps up to 256 MiB of freed heap); :func:`local_cluster` starts its workers with it.
-Start workers of another cluster (``dask worker``) the same way: in the worker machine's Dask
+**Worker memory.** Workers start with :data:`~wdn_explain.allocator.MALLOC_SETTINGS`, glibc
+malloc thresholds that keep the engine's freed buffers for its next step (Dask's nanny, or
+glibc's own dynamic thresholds and a task thread's arena of 64 MiB heaps, handed them back to
+the kernel: 0.1-2.4 million page faults a placement chunk; see :mod:`.allocator`). Start
+workers of another cluster (``dask worker``) the same way: in the worker machine's Dask
 config, ``distributed.nanny.pre-spawn-environ`` set to those variables.
 
 **Worker profiler.** A worker samples its threads' stacks every 10 ms for the dashboard's
@@ -72,15 +59,6 @@ LOST_SCHEDULER_S = 10
 NO_WORKERS_S = 30
 """How long a run waits while the cluster has no worker (none started yet, or all died)."""
 
-WORKER_MALLOC = {
-    "MALLOC_MMAP_THRESHOLD_": 32 * 2**20,
-    "MALLOC_TRIM_THRESHOLD_": 256 * 2**20,
-    "MALLOC_ARENA_MAX": 1,
-}
-"""glibc malloc settings of a worker process (module docstring, "Worker memory"): buffers
-under 32 MiB (the ceiling of glibc's dynamic threshold) come from the heap, up to 256 MiB of
-freed heap top is kept, and the task thread allocates from the main heap."""
-
 POLL_S = 1.0
 """How often a run checks the scheduler and its workers while no task finishes."""
 
@@ -114,8 +92,9 @@ def connect(address: str):
 @contextmanager
 def local_cluster(workers: int) -> Iterator[str]:
     """The address of a Dask LocalCluster of ``workers`` single-threaded processes on this
-    machine, started with :data:`WORKER_MALLOC` and without the profiler's sampling (module
-    docstring: "Worker memory", "Worker profiler"); ConfigError without Dask distributed."""
+    machine, started with :data:`~wdn_explain.allocator.MALLOC_SETTINGS` and without the
+    profiler's sampling (module docstring: "Worker memory", "Worker profiler"); ConfigError
+    without Dask distributed."""
     try:
         import dask
         from distributed import LocalCluster
@@ -123,7 +102,9 @@ def local_cluster(workers: int) -> Iterator[str]:
         raise ConfigError(
             "--workers needs Dask distributed: pip install 'wdn-explain[cluster]'"
         ) from None
-    settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_MALLOC.items()}
+    from .allocator import MALLOC_SETTINGS
+
+    settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in MALLOC_SETTINGS.items()}
     settings["distributed.worker.profile.enabled"] = False
     with (
         dask.config.set(settings),

@@ -7,7 +7,9 @@ Defaults: 100 scenarios of data/monitoring with models/hanoi-nodes, chunks of
 ``CHUNK_SCENARIOS``. Both runs start from empty folders and include loading the model and
 the data; the cluster run also includes starting its two single-threaded worker processes
 (what ``--workers 2`` costs a user). The one-process run is timed first, then the cluster
-run; the importance values must be equal byte for byte.
+run; the importance values must be equal byte for byte. This process keeps its freed
+buffers as the command line does (``allocator.keep_freed_memory``), the workers as
+``--workers`` starts them.
 
 On a shared machine the wall-clock ratio is only as good as the load was steady, so the
 load average is printed before and after, and so are the user and system CPU time and the
@@ -27,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from wdn_explain.allocator import keep_freed_memory
 from wdn_explain.cluster import local_cluster
 from wdn_explain.placement import CHUNK_SCENARIOS, global_importance
 
@@ -46,6 +49,7 @@ def per_chunk(before: tuple, after: tuple, n_chunks: int) -> str:
 def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     torch.set_num_threads(1)
+    keep_freed_memory()
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     model = sys.argv[2] if len(sys.argv) > 2 else "models/hanoi-nodes"
     data = sys.argv[3] if len(sys.argv) > 3 else "data/monitoring"

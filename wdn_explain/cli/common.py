@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from ..allocator import keep_freed_memory
 from ..chem.cli import app as chem_app
 from ..errors import ConfigError, WdnExplainError, WdnExplainWarning
 
@@ -28,9 +29,11 @@ app.add_typer(chem_app, name="chem")
 
 
 @app.callback()
-def _one_line_warnings() -> None:
-    """Every command prints each :class:`WdnExplainWarning` as one ``warning:`` line."""
+def _every_command() -> None:
+    """Every command prints each :class:`WdnExplainWarning` as one ``warning:`` line and
+    keeps the engine's freed buffers for its next step (:mod:`wdn_explain.allocator`)."""
     warnings.showwarning = _show_warning
+    keep_freed_memory()
 
 
 _PYTHON_SHOWWARNING = warnings.showwarning
