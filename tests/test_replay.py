@@ -410,7 +410,7 @@ def test_the_app_replay_page_shows_the_readings_beside_the_forecast(replayed, mo
     page = AppTest.from_file(str(REPO / "app" / "pages" / "2_Replay.py"), default_timeout=120)
     page.run()
     assert not page.exception
-    page.slider[0].set_value(12).run()
+    page.slider[0].set_value(13).run()
     shown = out.steps[12]
     assert "report at 60 min (step 13 of 19): the forecast used 4 of 4 readings" in (
         page.caption[0].value
@@ -425,6 +425,34 @@ def test_the_app_replay_page_shows_the_readings_beside_the_forecast(replayed, mo
     assert series["forecast"][12] == pytest.approx(max(shown.forecast[at], 0.0))
     sv = as_array(charts[-1][0]["y"])
     np.testing.assert_allclose(sv, shown.explanations[at].node_values("SV"), rtol=1e-6)
+
+
+def test_the_replay_pages_shapley_axis_does_not_stretch_near_zero_values(replayed, monkeypatch):
+    """Where every Shapley value at the node is below 0.005 mg/L the axis spans +-0.005 mg/L
+    (micro-values were stretched to the chart's height); elsewhere Plotly scales it."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    out, folder = replayed
+    at = out.node_ids.index(SENSORS[0])  # the node the page opens on
+    largest = [
+        np.abs(step.explanations[at].node_values("SV")).max(initial=0.0)
+        if step.explanations
+        else None
+        for step in out.steps
+    ]
+    small = next(i for i, v in enumerate(largest) if v is not None and v < 0.005)
+    large = next(i for i, v in enumerate(largest) if v is not None and v >= 0.005)
+    monkeypatch.setenv("WDN_EXPLAIN_REPLAY", str(folder / "out"))
+    page = AppTest.from_file(str(REPO / "app" / "pages" / "2_Replay.py"), default_timeout=120)
+    page.run()
+    for step, wanted in ((small, [-0.005, 0.005]), (large, None)):
+        page.slider[0].set_value(step + 1).run()
+        assert not page.exception
+        bars = json.loads(page.get("plotly_chart")[-1].proto.spec)
+        assert bars["data"][0]["type"] == "bar"
+        assert bars["layout"]["yaxis"].get("range") == wanted, (step, largest[step])
 
 
 def test_the_app_replay_page_names_a_replay_of_another_network(replayed, tmp_path, monkeypatch):
@@ -537,7 +565,7 @@ def test_the_app_replay_page_replays_the_sample_readings_on_a_click(monkeypatch,
     page.button(key="replay_sample").click().run()
     assert not page.exception
     assert page.text_input(key="replay_folder").value == str(tmp_path / "replay-sample")
-    page.slider[0].set_value(11).run()  # the report at 55 min
+    page.slider[0].set_value(12).run()  # the report at 55 min
     assert "report at 55 min (step 12 of 37): the forecast used 3 of 4 readings" in (
         page.caption[0].value
     )

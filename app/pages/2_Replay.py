@@ -37,6 +37,10 @@ from wdn_explain.shipped import SAMPLE_READINGS, default_scenario
 PLAY_S = 0.5  # seconds per step while playing
 FOLLOW_S = 1.0  # seconds between reads of a folder being written
 MODES = ("browse", "play", "follow the folder as it grows")
+SV_AXIS_MG_L = 0.005
+"""The Shapley values' axis spans at least +-this: values far below the table's 0.001 mg/L
+(a node chlorine has not reached) show as the near-zero bars they are, not stretched to the
+chart's height."""
 
 
 def version_of(folder: str) -> tuple:
@@ -126,12 +130,14 @@ node = st.sidebar.selectbox(
     "node", run.node_ids, index=run.node_ids.index(run.sensors[0]), key="replay_node"
 )
 timeline = timeline_of(folder, version, node)
-last = len(run.steps) - 1
-# the slider keeps its key (and a keyboard user's focus) from step to step; its value is set
-# here, before it is drawn: the newest step when following, the next one when playing
-wanted = st.session_state.pop("replay_next", st.session_state.get("replay_step", 0))
-st.session_state["replay_step"] = last if mode == MODES[2] else min(wanted, last)
-step = st.slider("step", 0, max(last, 1), key="replay_step", disabled=last == 0, format="%d")
+count = len(run.steps)
+# the slider counts steps from 1, as the caption does, and keeps its key (and a keyboard
+# user's focus) from step to step; its value is set here, before it is drawn: the newest
+# step when following, the next one when playing
+wanted = st.session_state.pop("replay_next", st.session_state.get("replay_step", 1))
+st.session_state["replay_step"] = count if mode == MODES[2] else min(max(wanted, 1), count)
+number = st.slider("step", 1, max(count, 2), key="replay_step", disabled=count == 1)
+step, last = number - 1, count - 1
 shown = run.steps[step]
 sensors = run.sensors
 at = run.node_ids.index(node)
@@ -188,7 +194,12 @@ if shown.explanations:
                     f"why {shown.forecast[at]:.3f} mg/L at node {node}<br><sup>exact Shapley "
                     f"values of the readings used; without them: {e.empty_prediction:.3f}</sup>"
                 ),
-                yaxis=dict(title=dict(text="mg/L")),
+                yaxis=dict(
+                    title=dict(text="mg/L"),
+                    range=None
+                    if np.abs(values).max(initial=0.0) >= SV_AXIS_MG_L
+                    else [-SV_AXIS_MG_L, SV_AXIS_MG_L],
+                ),
             ),
         )
     )
@@ -201,7 +212,7 @@ if bad:
 
 if mode == MODES[1] and step < last:
     time.sleep(PLAY_S)
-    st.session_state["replay_next"] = step + 1
+    st.session_state["replay_next"] = number + 1
     st.rerun()
 if mode == MODES[2]:
     time.sleep(FOLLOW_S)
