@@ -5,10 +5,10 @@ Hanoi node model) step after step. With glibc's own dynamic thresholds, whether 
 buffer goes back to the kernel -- and its pages fault in again at the next step -- depends on
 what the process freed before, so it differs from process to process and run to run:
 
-- One process: a 10-scenario placement chunk took 9.0-9.7 s of CPU with the settings below,
-  11.2-13.3 s without, of which 2.1-2.4 s in the kernel for 0.9 million minor page faults
-  (``benchmarks/speed/bench_chunks.py``; the 1 000-scenario run of ``bench_placement_dask.py``
-  saw 0.5 million faults a chunk in one run, 5 000 in another).
+- One process: a 10-scenario placement chunk took 5.7-6.8 s of CPU with the settings below
+  and 7.5-7.9 s without, 1.0-1.2 s of it in the kernel for 0.5-0.6 million minor page faults
+  (``benchmarks/speed/bench_chunks.py``; one 1 000-scenario run of ``bench_placement_dask.py``
+  saw 0.5 million faults a chunk, another 5 000).
 - A Dask worker runs its tasks in a thread whose arena is made of 64 MiB ``mmap`` heaps,
   unmapped as soon as they are empty; and Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_=65536``,
   which fixes the mmap threshold at 128 KiB (every larger buffer a fresh ``mmap``).

@@ -17,10 +17,9 @@ states (a large field is split into aligned ranges of its local masks), each chu
 when it is evaluated (two table look-ups per index: about 0.05 s per million states, against
 about a second of model work) and the last layer's chunks reduced at once into the node
 games. On a CPU a chunk's hidden states take at most ``CPU_CHUNK_BYTES`` (8 192 states at 64
-float32 channels), so the chunk's buffers stay in the core's caches: 16 times larger chunks
-made a 4-layer Hanoi explanation 1.7-2.4x slower on one thread, and two processes explaining
-side by side (a 2-worker Dask cluster) each 15 % slower than one alone, where chunks this
-size cost each the same (``benchmarks/speed/bench_chunks.py``).
+float32 channels), so its buffers stay near the core's caches: chunks of 65 536 states made a
+4-layer Hanoi explanation 1.9x slower on one thread (2.47 s against 1.28 s) and a placement
+chunk 1.3x (7.25 s of CPU against 5.67 s; ``benchmarks/speed/bench_chunks.py``).
 
 Models opt in by implementing :class:`LocalMessagePassing`. A model whose layers also
 implement :class:`FactoredLayers` (message -> mean/add aggregation -> update) is evaluated
