@@ -357,6 +357,32 @@ def test_node_timeline_efficiency_round_trip_and_cache(tmp_path, node_model):
     assert status == "recomputed: cache made with another target_nodes"
 
 
+def test_a_cache_made_under_another_default_node_rule_is_made_again(tmp_path, node_model):
+    """A node timeline explaining its default node records the rule that chose it; a file made
+    under another rule (or before rules were recorded) is recomputed, one whose nodes were
+    asked for is not concerned."""
+    from wdn_explain.pipeline import explain_scenario
+    from wdn_explain.timeline import ExplainSettings, Timeline
+
+    spec = ScenarioConfig(duration_s=1800, reporting_step_s=300, seed=4)
+    out = tmp_path / "t.npz"
+    timeline, status = explain_scenario(spec, node_model, out=out)
+    assert status == "computed" and timeline.meta["default_target_rule"] == 2
+    assert explain_scenario(spec, node_model, out=out)[1] == "cached"
+    for rule in (1, None):  # another rule, a file from before rules were recorded
+        old = Timeline.load(out)
+        old.meta["default_target_rule"] = rule
+        if rule is None:
+            del old.meta["default_target_rule"]
+        old.save(out)
+        _, status = explain_scenario(spec, node_model, out=out)
+        assert status == "recomputed: cache made with another default_target_rule"
+    asked = ExplainSettings(target_nodes=("12",))
+    timeline, _ = explain_scenario(spec, node_model, settings=asked, out=tmp_path / "a.npz")
+    assert "default_target_rule" not in timeline.meta
+    assert explain_scenario(spec, node_model, settings=asked, out=tmp_path / "a.npz")[1] == "cached"
+
+
 def test_another_node_is_explained_on_demand_without_recomputing_the_others(node_model, hanoi):
     """with_node adds node 20 to a timeline that explained 12: its explanations (every step,
     both references) equal those of a run asked for both nodes; node 12's are the very

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ConfigError
 from .explain.explanation import ENGINE_VERSION
-from .model_folder import model_hash
+from .model_folder import model_hash, read_card
 from .scenario import ScenarioConfig
 from .simulation import SIMULATION_VERSION
 
@@ -125,19 +125,29 @@ class ExplainSettings(BaseModel):
 CACHE_FIELDS = ("method", "n_layers", "approximation_lambda", "references", "target_nodes")
 
 
+DEFAULT_TARGET_RULE = 2
+"""Version of the rule that picks the node a node-level timeline explains when none is asked
+for (:func:`~wdn_explain.node_targets.default_target`; 1: the reached node with the lowest
+mean forecast, 2: the node falling back below the minimum most often). Part of such a
+timeline's cache identity: a cache made under another rule explains another node."""
+
+
 def cache_identity(
     scenario: ScenarioConfig, model_dir: str | Path, settings: ExplainSettings
 ) -> dict[str, Any]:
     """What a cached timeline (and an interrupted run's stored steps) must have been made
-    with to be reused: scenario, model, engine and simulator versions and the settings'
-    cache key."""
-    return {
+    with to be reused: scenario, model, engine and simulator versions, the settings' cache
+    key, and for a node-level model explaining its default node the rule that picks it."""
+    identity = {
         "scenario_hash": scenario.config_hash(),
         "model_hash": model_hash(model_dir),
         "engine_version": ENGINE_VERSION,
         "simulation_version": SIMULATION_VERSION,
         "settings": settings.cache_key(),
     }
+    if settings.target_nodes is None and read_card(model_dir).input_spec.node_level:
+        identity["default_target_rule"] = DEFAULT_TARGET_RULE
+    return identity
 
 
 def cache_mismatch(meta: dict[str, Any] | None, identity: dict[str, Any]) -> list[str]:

@@ -69,6 +69,7 @@ class TimelineMeta(Record):
     uncertainty: str | None = None  # the plain-language notice of a hard scenario
     risk: dict[str, Any] | None = None  # node-level: the risk's minimum residual and method
     compliance_estimator: str | None = None  # node-level: compliance_forecast's ("forecast"/"risk")
+    default_target_rule: int | None = None  # node-level, no node asked: the rule that chose it
     baseline: str = "mean"
     reference: str = "mean"
     model_dir: str | None = None
