@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import ConfigError
+from .errors import ConfigError, DataError
 from .explain.explanation import ENGINE_VERSION
 from .model_folder import model_hash, read_card
 from .scenario import ScenarioConfig
@@ -145,9 +145,18 @@ def cache_identity(
         "simulation_version": SIMULATION_VERSION,
         "settings": settings.cache_key(),
     }
-    if settings.target_nodes is None and read_card(model_dir).input_spec.node_level:
+    if settings.target_nodes is None and _node_level(model_dir):
         identity["default_target_rule"] = DEFAULT_TARGET_RULE
     return identity
+
+
+def _node_level(model_dir: str | Path) -> bool:
+    """Whether the folder's card is a node-level model's; False for a card that does not
+    read (such a model explains nothing: loading it says why)."""
+    try:
+        return read_card(model_dir).input_spec.node_level
+    except DataError:
+        return False
 
 
 def cache_mismatch(meta: dict[str, Any] | None, identity: dict[str, Any]) -> list[str]:
