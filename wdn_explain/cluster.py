@@ -24,10 +24,15 @@ the kernel: 0.1-2.4 million page faults a placement chunk; see :mod:`.allocator`
 workers of another cluster (``dask worker``) the same way: in the worker machine's Dask
 config, ``distributed.nanny.pre-spawn-environ`` set to those variables.
 
-**Worker profiler.** A worker samples its threads' stacks every 10 ms for the dashboard's
-profile; :func:`local_cluster` starts no dashboard, so its workers do not sample: over two
-placement chunks on one worker, its event-loop thread used 0.93 s of CPU with the sampler and
-0.39 s without, its task thread 16.87 s and 16.39 s (``distributed.worker.profile.enabled``).
+**Background work.** :func:`local_cluster` starts no dashboard, so nothing shows what Dask
+samples for one, and on a machine with as many cores as workers every sample is taken from a
+task. Its workers do not sample their stacks (every 10 ms by default: over two placement
+chunks on one worker, its event-loop thread used 0.93 s of CPU with the sampler and 0.39 s
+without, its task thread 16.87 s and 16.39 s; ``distributed.worker.profile.enabled``), and
+its scheduler, nannies and workers look at their event loop, process and memory less often
+(:data:`QUIET_MONITORS`). The scheduler and the nannies run in the calling process: over a
+100-scenario placement on two workers it used 3.3 s of CPU with Dask's intervals and 0.7-1.0 s
+with these, and each worker switched involuntarily ~200 times against ~40.
 """
 
 from __future__ import annotations
@@ -65,6 +70,15 @@ POLL_S = 1.0
 TICK_S = 0.05
 """How often a run looks for finished tasks."""
 
+QUIET_MONITORS = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+"""Dask's intervals for :func:`local_cluster` (defaults 20 ms, 500 ms and 100 ms): the
+event-loop watch still reports a loop blocked past ``distributed.admin.tick.limit`` (3 s),
+and a worker over its memory limit is still paused or restarted, within a second."""
+
 RETRIES = 3
 """How often a task that raised an unexpected error is retried on another worker (a worker
 that dies is handled by the scheduler's ``allowed-failures``). A task's own
@@ -92,9 +106,9 @@ def connect(address: str):
 @contextmanager
 def local_cluster(workers: int) -> Iterator[str]:
     """The address of a Dask LocalCluster of ``workers`` single-threaded processes on this
-    machine, started with :data:`~wdn_explain.allocator.MALLOC_SETTINGS` and without the
-    profiler's sampling (module docstring: "Worker memory", "Worker profiler"); ConfigError
-    without Dask distributed."""
+    machine, started with :data:`~wdn_explain.allocator.MALLOC_SETTINGS`, without the
+    profiler's sampling and with :data:`QUIET_MONITORS` (module docstring: "Worker memory",
+    "Background work"); ConfigError without Dask distributed."""
     try:
         import dask
         from distributed import LocalCluster
@@ -106,6 +120,7 @@ def local_cluster(workers: int) -> Iterator[str]:
 
     settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in MALLOC_SETTINGS.items()}
     settings["distributed.worker.profile.enabled"] = False
+    settings.update(QUIET_MONITORS)
     with (
         dask.config.set(settings),
         LocalCluster(

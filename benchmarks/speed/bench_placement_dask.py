@@ -15,7 +15,8 @@ On a shared machine the wall-clock ratio is only as good as the load was steady,
 load average is printed before and after, and so are the user and system CPU time and the
 minor page faults per chunk (whole process, ``getrusage``): of the main process in the
 one-process run, of the worker processes in the cluster run, which other processes' load
-hardly changes.
+hardly changes; and what this process, which holds the cluster's scheduler and nannies,
+used while the cluster ran (CPU the workers' two cores lose).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def main() -> None:
         one_s, one_used = time.perf_counter() - start, per_chunk(used, usage(), n_chunks)
         print(f"one process: {one_s:.1f} s ({one.n_forecasts} forecasts)")
         print(f"one process per chunk: {one_used}")
-        start = time.perf_counter()
+        start, main_used = time.perf_counter(), usage()
         with local_cluster(2) as address:
             up_s = time.perf_counter() - start
             from distributed import Client
@@ -76,10 +77,14 @@ def main() -> None:
                     model, data, Path(tmp) / "two", n_scenarios=n, scheduler=address
                 )
                 after = client.run(usage)
-        two_s = time.perf_counter() - start
+        two_s, main_used = time.perf_counter() - start, [b - a for a, b in zip(main_used, usage())]
         total = [tuple(map(sum, zip(*d.values()))) for d in (before, after)]
         print(f"2-worker Dask LocalCluster: {two_s:.1f} s, of which starting it {up_s:.1f} s")
         print(f"2 workers per chunk (both processes): {per_chunk(*total, n_chunks)}")
+        print(
+            f"this process (scheduler, nannies, client) during the cluster run: user "
+            f"{main_used[0]:.1f} s, system {main_used[1]:.1f} s"
+        )
         same = one.per_target.tobytes() == two.per_target.tobytes()
         print(f"same values byte for byte: {same}")
         print(f"time ratio 2 workers / one process: {two_s / one_s:.2f} (goal <= 0.6)")
