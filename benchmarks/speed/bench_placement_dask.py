@@ -17,11 +17,14 @@ minor page faults per chunk (whole process, ``getrusage``): of the main process 
 one-process run, of the worker processes in the cluster run, which other processes' load
 hardly changes; and what this process, which holds the cluster's scheduler and nannies,
 used while the cluster ran (CPU the workers' two cores lose).
+The CPU model and cache sizes are printed too: how much two busy cores slow each other, and so
+the ratio, depends on the host.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import resource
 import sys
 import tempfile
@@ -33,6 +36,20 @@ import torch
 from wdn_explain.allocator import keep_freed_memory
 from wdn_explain.cluster import local_cluster
 from wdn_explain.placement import CHUNK_SCENARIOS, global_importance
+
+
+def machine() -> str:
+    """The CPU model and the unified caches of core 0 (Linux; "unknown" elsewhere): the
+    ratio depends on the host, which may change from run to run."""
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.exists() else []
+    model = next((x.split(":", 1)[1].strip() for x in lines if x.startswith("model name")), "")
+    caches = sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"))
+    unified = [c for c in caches if (c / "type").read_text().strip() == "Unified"]
+    sizes = [
+        f"L{(c / 'level').read_text().strip()} {(c / 'size').read_text().strip()}" for c in unified
+    ]
+    return ", ".join([model or platform.processor() or "unknown", *sizes])
 
 
 def usage() -> tuple[float, float, int]:
@@ -59,6 +76,7 @@ def main() -> None:
         f"scenarios: {n} of {data} in {n_chunks} chunks, model {model}, "
         f"torch threads {torch.get_num_threads()}"
     )
+    print(f"machine: {machine()}")
     print(f"cores usable: {len(os.sched_getaffinity(0))}, load before: {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         start, used = time.perf_counter(), usage()
