@@ -186,6 +186,29 @@ def test_result_lost_after_finishing_is_not_a_failure(cluster):
         assert future.status == "finished"
 
 
+def test_result_cancelled_with_the_lost_scheduler_reports_the_scheduler():
+    """A task cancelled because the client lost the scheduler, also while its finished result
+    is fetched (seen in CI: the scheduler killed mid-batch), is a lost scheduler, not a task
+    that failed; cancelled while the client is connected, it is a failure."""
+    from types import SimpleNamespace
+
+    from distributed.client import FutureCancelledError
+
+    from wdn_explain.cluster import _failure
+
+    class Cancelled:
+        def __init__(self, status: str, client_status: str) -> None:
+            self.status, self.client = status, SimpleNamespace(status=client_status)
+
+        def result(self, timeout: float) -> None:
+            raise FutureCancelledError("k", "scheduler-connection-lost")
+
+    for status in ("finished", "cancelled"):  # cancelled while fetched, or before
+        with pytest.raises(ConnectionError):
+            _failure(Cancelled(status, "connecting"))
+        assert _failure(Cancelled(status, "running")) == "cancelled by the scheduler"
+
+
 def test_bad_scheduler_address_fails_fast(tmp_path, tiny_config, connect_timeout_1s):
     start = time.monotonic()
     with pytest.raises(ConfigError, match="scheduler 'tcp://127.0.0.1:1' is not reachable"):

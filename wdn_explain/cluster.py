@@ -45,6 +45,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any
 
@@ -240,7 +241,7 @@ def run_tasks(
                 except TimeoutError:  # its result died with its worker: waited for, watched
                     completed.add(future)
                     continue
-                except OSError:  # CommClosedError fetching the result: the scheduler died
+                except OSError:  # the scheduler died while the result was fetched
                     watch.fail(f"lost the scheduler '{address}'", left)
                 if reason is not None:
                     failures[future.key] = reason
@@ -271,18 +272,27 @@ def _failure(future: Any) -> str | None:
     """Why a finished future failed, in one line (None when it succeeded).
 
     A future reported finished can be lost again before this look: the worker holding its
-    result died, and the scheduler recomputes it. Only an ``error`` status is a failure.
+    result died, and the scheduler recomputes it. An ``error`` status is a failure, and so is a
+    cancel by the scheduler the client is still connected to.
 
     Raises:
         TimeoutError: the result is not back within :data:`POLL_S` (being recomputed, maybe
             with no worker left): the caller waits for it again under its bounded watch.
+        ConnectionError: the future is cancelled because the client lost the scheduler
+            (before or while this look fetched the result): the caller reports the lost
+            scheduler, not a failed task.
     """
-    if future.status == "cancelled":  # the scheduler dropped it
-        return "cancelled by the scheduler"
     if future.status == "error":
         return repr(future.exception())
-    result = future.result(timeout=POLL_S)
-    return str(result) if isinstance(result, WdnExplainError) else None
+    try:
+        if future.status != "cancelled":
+            result = future.result(timeout=POLL_S)
+            return str(result) if isinstance(result, WdnExplainError) else None
+    except CancelledError:  # cancelled while fetched
+        pass
+    if future.client.status != "running":  # cancelled with the scheduler the client lost
+        raise ConnectionError("lost the scheduler")
+    return "cancelled by the scheduler"
 
 
 class _Watch:
