@@ -233,15 +233,13 @@ def run_tasks(
             if not finished:
                 watch.pause(left)
                 continue
-            if client.status != "running" and any(f.status == "cancelled" for f in finished):
-                watch.fail(f"lost the scheduler '{address}'", left)  # its tasks are gone too
             for future in finished:
                 try:
                     reason = _failure(future)
                 except TimeoutError:  # its result died with its worker: waited for, watched
                     completed.add(future)
                     continue
-                except OSError:  # the scheduler died while the result was fetched
+                except OSError:  # the scheduler was lost: its tasks are gone too
                     watch.fail(f"lost the scheduler '{address}'", left)
                 if reason is not None:
                     failures[future.key] = reason

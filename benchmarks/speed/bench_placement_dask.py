@@ -39,8 +39,8 @@ from wdn_explain.placement import CHUNK_SCENARIOS, global_importance
 
 
 def machine() -> str:
-    """The CPU model and the unified caches of core 0 (Linux; "unknown" elsewhere): the
-    ratio depends on the host, which may change from run to run."""
+    """The CPU model and the unified caches of core 0 (caches on Linux only; the model from
+    ``platform`` elsewhere): the ratio depends on the host, which may change between runs."""
     info = Path("/proc/cpuinfo")
     lines = info.read_text().splitlines() if info.exists() else []
     model = next((x.split(":", 1)[1].strip() for x in lines if x.startswith("model name")), "")
